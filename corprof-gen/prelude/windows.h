@@ -1,0 +1,1 @@
+/* corprof prelude stand-in: everything lives in corprof_prelude.h. */

@@ -1,0 +1,153 @@
+//! Annotation YAML → a typed model with YAML positions. Takes the `annotations/` folder (every
+//! `*.yaml` in it, in name order) and gives [`Annotations`]: interface → method → parameter →
+//! [`ParamSpec`], each entry carrying the file:line:col it was written at. Only `yaml` touches the
+//! YAML library, so a maintained fork of serde_yaml can replace it in one place.
+
+mod yaml;
+
+use crate::diag::{Diagnostic, Errors};
+use crate::ir::Loc;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Which way data flows through a pointer parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The callee only reads through the pointer.
+    In,
+    /// The callee only writes through the pointer.
+    Out,
+    /// The callee reads and writes.
+    Ref,
+}
+
+impl Direction {
+    pub fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "in" => Some(Direction::In),
+            "out" => Some(Direction::Out),
+            "ref" => Some(Direction::Ref),
+            _ => None,
+        }
+    }
+}
+
+/// What one pointer parameter means. Written either as a bare direction (`pFoo: out`) or as a
+/// map (`rgIds: { dir: in, len: cIds }`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub dir: Direction,
+    /// The parameter holding the element count: the pointer is an array of that many elements.
+    #[serde(default)]
+    pub len: Option<String>,
+    /// The pointer may be null.
+    #[serde(default)]
+    pub optional: bool,
+    /// The pointer is UTF-16 text (`WCHAR`): NUL-terminated, or counted by `len`.
+    #[serde(default)]
+    pub string: bool,
+    /// Written by `corprof-gen bootstrap` and not yet reviewed: builds, with a warning.
+    #[serde(default)]
+    pub draft: bool,
+}
+
+impl ParamSpec {
+    pub fn direction(dir: Direction) -> Self {
+        ParamSpec { dir, len: None, optional: false, string: false, draft: false }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamAnn {
+    pub name: String,
+    pub spec: ParamSpec,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodAnn {
+    pub name: String,
+    pub params: Vec<ParamAnn>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterfaceAnn {
+    pub name: String,
+    pub methods: Vec<MethodAnn>,
+    pub loc: Loc,
+}
+
+/// Every annotation file of a folder, merged.
+#[derive(Clone, Debug, Default)]
+pub struct Annotations {
+    pub interfaces: Vec<InterfaceAnn>,
+    /// The files read, for `cargo:rerun-if-changed`.
+    pub files: Vec<String>,
+}
+
+impl Annotations {
+    pub fn interface(&self, name: &str) -> Option<&InterfaceAnn> {
+        self.interfaces.iter().find(|i| i.name == name)
+    }
+
+    /// Loads every `*.yaml`/`*.yml` in `dir`; `display_root` is how paths are shown in messages.
+    pub fn load_dir(dir: &Path, display_root: &Path) -> Result<Annotations, Errors> {
+        let mut errors = Errors::default();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                return Err(Diagnostic::error(format!("cannot read the annotation folder {}: {e}", dir.display())).into());
+            }
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+            .collect();
+        paths.sort();
+        let mut all = Annotations::default();
+        for path in paths {
+            let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
+            all.files.push(path.display().to_string());
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push(Diagnostic::error(format!("cannot read {shown}: {e}")));
+                    continue;
+                }
+            };
+            match Annotations::parse(&shown, &text) {
+                Ok(one) => all.merge(one, &mut errors),
+                Err(e) => errors.extend(e),
+            }
+        }
+        errors.check()?;
+        Ok(all)
+    }
+
+    /// Parses one file's text; `file` is the name shown in messages.
+    pub fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
+        yaml::parse(file, text)
+    }
+
+    /// Adds another file's entries; an interface named in two files is an error.
+    pub fn merge(&mut self, other: Annotations, errors: &mut Errors) {
+        for iface in other.interfaces {
+            if let Some(first) = self.interface(&iface.name) {
+                errors.push(
+                    Diagnostic::error(format!("duplicate entry for interface `{}`", iface.name))
+                        .at(iface.loc.clone())
+                        .note(format!("first written at {}", first.loc)),
+                );
+                continue;
+            }
+            self.interfaces.push(iface);
+        }
+        self.files.extend(other.files);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,72 @@
+//! The build-script entry point: reads the settings from the environment, generates, writes
+//! into OUT_DIR when the content changed, and reports like rustc (never panics).
+
+use crate::diag::Errors;
+use crate::{Config, INCLUDE_DIR_VAR, generate, write_if_changed};
+use std::path::{Path, PathBuf};
+
+/// Name of the generated file in OUT_DIR.
+pub const OUTPUT_FILE: &str = "corprof_bindings.rs";
+
+/// Where the header folder comes from: `CORPROF_INCLUDE_DIR`, else `headers/` beside the crate
+/// (what scripts/fetch-headers fills).
+pub fn include_dir(manifest_dir: &Path) -> Result<PathBuf, Errors> {
+    if let Some(dir) = std::env::var_os(INCLUDE_DIR_VAR) {
+        let dir = PathBuf::from(dir);
+        return Ok(if dir.is_absolute() { dir } else { manifest_dir.join(dir) });
+    }
+    let fetched = manifest_dir.join("headers");
+    if fetched.join("corprof.h").is_file() {
+        return Ok(fetched);
+    }
+    Err(crate::diag::Diagnostic::error(format!("{INCLUDE_DIR_VAR} is not set: corprof needs a folder holding corprof.h"))
+        .help(format!(
+            "export {INCLUDE_DIR_VAR}=/path/to/clr-headers/runtime-main, or run scripts/fetch-headers to download one into headers/"
+        ))
+        .into())
+}
+
+/// Runs the generator for the crate being built; on failure prints every error and exits 1.
+pub fn run() {
+    if let Err(errors) = try_run() {
+        for d in errors.warnings() {
+            warn(&d.to_string());
+        }
+        eprintln!("{errors}");
+        std::process::exit(1);
+    }
+}
+
+fn try_run() -> Result<(), Errors> {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
+    println!("cargo:rerun-if-env-changed={INCLUDE_DIR_VAR}");
+    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+    let annotations_dir = manifest_dir.join("annotations");
+    println!("cargo:rerun-if-changed={}", annotations_dir.display());
+    println!("cargo:rerun-if-changed={}", manifest_dir.join("headers").display());
+    let cfg = Config {
+        include_dir: include_dir(&manifest_dir)?,
+        header: "corprof.h".to_string(),
+        annotations_dir,
+        display_root: manifest_dir.clone(),
+        root: "crate".to_string(),
+    };
+    println!("cargo:rerun-if-changed={}", cfg.include_dir.display());
+    let generated = generate(&cfg)?;
+    for input in &generated.inputs {
+        println!("cargo:rerun-if-changed={input}");
+    }
+    for w in &generated.warnings {
+        warn(&w.to_string());
+    }
+    write_if_changed(&out_dir.join(OUTPUT_FILE), &generated.code)
+        .map_err(|e| crate::diag::Diagnostic::error(format!("cannot write {OUTPUT_FILE} into OUT_DIR: {e}")))?;
+    Ok(())
+}
+
+fn warn(text: &str) {
+    for line in text.lines() {
+        println!("cargo:warning={line}");
+    }
+}

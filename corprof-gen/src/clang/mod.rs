@@ -1,0 +1,306 @@
+//! The only module that touches `clang-sys`: thin, safe wrappers over libclang's index API
+//! (after bindgen's `clang.rs`). It takes a header path plus compiler arguments and gives
+//! [`TranslationUnit`], [`Cursor`], [`Type`] and [`Location`] values; nothing clang-typed leaves
+//! the `extract` stage that walks them.
+
+#![allow(non_upper_case_globals)] // clang-sys spells its constants like the C API
+
+use clang_sys::*;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_uint};
+use std::path::Path;
+
+/// Loads libclang at run time, so a missing library is an error message instead of a link failure.
+pub fn load() -> Result<(), String> {
+    if clang_sys::is_loaded() {
+        return Ok(());
+    }
+    clang_sys::load().map_err(|e| {
+        format!(
+            "libclang could not be loaded: {e}\n  = help: install it (Debian/Ubuntu: `apt-get install libclang-dev`, \
+             or run `scripts/setup`), or point LIBCLANG_PATH at the folder holding libclang.so"
+        )
+    })
+}
+
+fn cx_string(s: CXString) -> String {
+    unsafe {
+        let p = clang_getCString(s);
+        let out = if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        };
+        clang_disposeString(s);
+        out
+    }
+}
+
+/// A parsed header, with the index that owns it.
+pub struct TranslationUnit {
+    index: CXIndex,
+    tu: CXTranslationUnit,
+}
+
+/// A diagnostic clang reported while parsing.
+pub struct Diagnostic {
+    pub is_error: bool,
+    pub text: String,
+}
+
+impl TranslationUnit {
+    /// Parses `file` with `args`; `Err` carries clang's own reason when it produced no unit at all.
+    pub fn parse(file: &Path, args: &[String]) -> Result<TranslationUnit, String> {
+        let c_file = CString::new(file.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
+        let c_args: Vec<CString> = args
+            .iter()
+            .map(|a| CString::new(a.as_bytes()).expect("argument without NUL"))
+            .collect();
+        let ptrs: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+        unsafe {
+            let index = clang_createIndex(0, 0);
+            let mut tu: CXTranslationUnit = std::ptr::null_mut();
+            let code = clang_parseTranslationUnit2(
+                index,
+                c_file.as_ptr(),
+                ptrs.as_ptr(),
+                ptrs.len() as i32,
+                std::ptr::null_mut(),
+                0,
+                CXTranslationUnit_SkipFunctionBodies,
+                &mut tu,
+            );
+            if tu.is_null() {
+                clang_disposeIndex(index);
+                return Err(format!("libclang could not parse {} (error code {code})", file.display()));
+            }
+            Ok(TranslationUnit { index, tu })
+        }
+    }
+
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        unsafe {
+            let n = clang_getNumDiagnostics(self.tu);
+            (0..n)
+                .map(|i| {
+                    let d = clang_getDiagnostic(self.tu, i);
+                    let sev = clang_getDiagnosticSeverity(d);
+                    let text = cx_string(clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions()));
+                    clang_disposeDiagnostic(d);
+                    Diagnostic { is_error: sev >= CXDiagnostic_Error, text }
+                })
+                .collect()
+        }
+    }
+
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor { raw: unsafe { clang_getTranslationUnitCursor(self.tu) }, _tu: std::marker::PhantomData }
+    }
+
+    /// Every file the parse read (for `rerun-if-changed`).
+    pub fn included_files(&self) -> Vec<String> {
+        extern "C" fn visit(file: CXFile, _stack: *mut CXSourceLocation, _len: c_uint, data: CXClientData) {
+            let files = unsafe { &mut *(data as *mut Vec<String>) };
+            files.push(cx_string(unsafe { clang_getFileName(file) }));
+        }
+        let mut files: Vec<String> = Vec::new();
+        unsafe { clang_getInclusions(self.tu, visit, &mut files as *mut Vec<String> as CXClientData) };
+        files.sort();
+        files.dedup();
+        files
+    }
+}
+
+impl Drop for TranslationUnit {
+    fn drop(&mut self) {
+        unsafe {
+            clang_disposeTranslationUnit(self.tu);
+            clang_disposeIndex(self.index);
+        }
+    }
+}
+
+/// Where a cursor sits in the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub offset: u32,
+}
+
+/// The declaration kinds the generator asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CursorKind {
+    Struct,
+    Method,
+    Param,
+    BaseSpecifier,
+    Annotation,
+    Typedef,
+    LinkageSpec,
+    Other,
+}
+
+#[derive(Clone, Copy)]
+pub struct Cursor<'tu> {
+    raw: CXCursor,
+    _tu: std::marker::PhantomData<&'tu TranslationUnit>,
+}
+
+impl<'tu> Cursor<'tu> {
+    fn wrap(raw: CXCursor) -> Self {
+        Cursor { raw, _tu: std::marker::PhantomData }
+    }
+
+    pub fn kind(&self) -> CursorKind {
+        match unsafe { clang_getCursorKind(self.raw) } {
+            CXCursor_StructDecl | CXCursor_ClassDecl => CursorKind::Struct,
+            CXCursor_CXXMethod => CursorKind::Method,
+            CXCursor_ParmDecl => CursorKind::Param,
+            CXCursor_CXXBaseSpecifier => CursorKind::BaseSpecifier,
+            CXCursor_AnnotateAttr => CursorKind::Annotation,
+            CXCursor_TypedefDecl => CursorKind::Typedef,
+            // libclang 14 reports `extern "C" {` blocks as unexposed declarations.
+            CXCursor_LinkageSpec | CXCursor_UnexposedDecl => CursorKind::LinkageSpec,
+            _ => CursorKind::Other,
+        }
+    }
+
+    pub fn spelling(&self) -> String {
+        cx_string(unsafe { clang_getCursorSpelling(self.raw) })
+    }
+
+    pub fn is_definition(&self) -> bool {
+        unsafe { clang_isCursorDefinition(self.raw) != 0 }
+    }
+
+    pub fn is_virtual_method(&self) -> bool {
+        unsafe { clang_CXXMethod_isVirtual(self.raw) != 0 }
+    }
+
+    pub fn location(&self) -> Location {
+        unsafe {
+            let loc = clang_getCursorLocation(self.raw);
+            let mut file: CXFile = std::ptr::null_mut();
+            let (mut line, mut column, mut offset) = (0, 0, 0);
+            clang_getSpellingLocation(loc, &mut file, &mut line, &mut column, &mut offset);
+            let file = if file.is_null() { String::new() } else { cx_string(clang_getFileName(file)) };
+            Location { file, line, column, offset }
+        }
+    }
+
+    pub fn ty(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getCursorType(self.raw) })
+    }
+
+    pub fn result_type(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getCursorResultType(self.raw) })
+    }
+
+    pub fn typedef_underlying(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getTypedefDeclUnderlyingType(self.raw) })
+    }
+
+    pub fn children(&self) -> Vec<Cursor<'tu>> {
+        extern "C" fn visit(c: CXCursor, _parent: CXCursor, data: CXClientData) -> CXChildVisitResult {
+            let out = unsafe { &mut *(data as *mut Vec<CXCursor>) };
+            out.push(c);
+            CXChildVisit_Continue
+        }
+        let mut raw: Vec<CXCursor> = Vec::new();
+        unsafe { clang_visitChildren(self.raw, visit, &mut raw as *mut Vec<CXCursor> as CXClientData) };
+        raw.into_iter().map(Cursor::wrap).collect()
+    }
+
+    /// The `annotate("…")` strings attached to this declaration, in source order.
+    pub fn annotations(&self) -> Vec<String> {
+        self.children()
+            .into_iter()
+            .filter(|c| c.kind() == CursorKind::Annotation)
+            .map(|c| c.spelling())
+            .collect()
+    }
+
+    /// The declaration a base specifier or type refers to.
+    pub fn referenced(&self) -> Option<Cursor<'tu>> {
+        let r = unsafe { clang_getCursorReferenced(self.raw) };
+        if unsafe { clang_Cursor_isNull(r) } != 0 { None } else { Some(Cursor::wrap(r)) }
+    }
+}
+
+/// The type kinds the generator distinguishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeKind {
+    Void,
+    Builtin,
+    Pointer,
+    Reference,
+    Array,
+    Typedef,
+    Elaborated,
+    Record,
+    Enum,
+    FunctionProto,
+    Other,
+}
+
+#[derive(Clone, Copy)]
+pub struct Type<'tu> {
+    raw: CXType,
+    _tu: std::marker::PhantomData<&'tu TranslationUnit>,
+}
+
+impl<'tu> Type<'tu> {
+    fn wrap(raw: CXType) -> Self {
+        Type { raw, _tu: std::marker::PhantomData }
+    }
+
+    pub fn kind(&self) -> TypeKind {
+        match self.raw.kind {
+            CXType_Void => TypeKind::Void,
+            CXType_Pointer => TypeKind::Pointer,
+            CXType_LValueReference | CXType_RValueReference => TypeKind::Reference,
+            CXType_IncompleteArray | CXType_ConstantArray => TypeKind::Array,
+            CXType_Typedef => TypeKind::Typedef,
+            CXType_Elaborated => TypeKind::Elaborated,
+            CXType_Record => TypeKind::Record,
+            CXType_Enum => TypeKind::Enum,
+            CXType_FunctionProto | CXType_FunctionNoProto => TypeKind::FunctionProto,
+            k if (CXType_Bool..=CXType_Float128).contains(&k) || k == CXType_Half => TypeKind::Builtin,
+            _ => TypeKind::Other,
+        }
+    }
+
+    pub fn spelling(&self) -> String {
+        cx_string(unsafe { clang_getTypeSpelling(self.raw) })
+    }
+
+    pub fn is_const(&self) -> bool {
+        unsafe { clang_isConstQualifiedType(self.raw) != 0 }
+    }
+
+    pub fn pointee(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getPointeeType(self.raw) })
+    }
+
+    pub fn element(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getArrayElementType(self.raw) })
+    }
+
+    pub fn canonical(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_getCanonicalType(self.raw) })
+    }
+
+    pub fn named(&self) -> Type<'tu> {
+        Type::wrap(unsafe { clang_Type_getNamedType(self.raw) })
+    }
+
+    pub fn typedef_name(&self) -> String {
+        cx_string(unsafe { clang_getTypedefName(self.raw) })
+    }
+
+    pub fn declaration(&self) -> Cursor<'tu> {
+        Cursor::wrap(unsafe { clang_getTypeDeclaration(self.raw) })
+    }
+}

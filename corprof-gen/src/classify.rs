@@ -1,0 +1,135 @@
+//! [`Api`] → each parameter's and return's kind, computed once (like windows-rs's
+//! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types. Later stages only read
+//! these kinds; they never look at C types or annotations again.
+
+use crate::annotations::{Direction, ParamSpec};
+use crate::diag::{Diagnostic, Errors};
+use crate::ir::CType;
+use crate::resolve::{ApiMethod, ApiParam};
+
+/// How a parameter appears in a safe callback signature and how the thunk converts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// Passed through as is (IDs, flags, counts).
+    Value { ty: String },
+    /// An `HRESULT` value, given to Rust as `HResult`.
+    HResult,
+    /// `&T`, or `Option<&T>` when optional.
+    InRef { ty: String, optional: bool },
+    /// A COM interface the callee may call: `&IFoo`, or `Option<&IFoo>`.
+    InInterface { ty: String, optional: bool },
+    /// `void *` and other untyped pointers stay raw.
+    Opaque { ty: String },
+    /// `&[T]` of `len` elements (a null pointer gives an empty slice).
+    InSlice { ty: String, len: String },
+    /// UTF-16 text: NUL-terminated, or `len` code units.
+    InStr { len: Option<String>, optional: bool },
+    /// Written by the callee through `Out<'_, T>`.
+    Out { ty: String },
+    /// `&mut T`, or `Option<&mut T>`.
+    Ref { ty: String, optional: bool },
+    /// A count that a slice or string of this method consumes: not in the safe signature.
+    Length,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReturnKind {
+    /// `HRESULT`, given to Rust as `Result<()>`.
+    HResult,
+}
+
+/// The Rust spelling of a C type in raw (FFI) signatures.
+pub fn rust_type(ty: &CType) -> String {
+    match ty {
+        CType::Void => "::core::ffi::c_void".to_string(),
+        CType::Builtin(n) => builtin(n).to_string(),
+        CType::Named(n) | CType::Interface(n) => n.clone(),
+        CType::Pointer { pointee, is_const } => {
+            let inner = rust_type(pointee);
+            if *is_const {
+                format!("*const {inner}")
+            } else {
+                format!("*mut {inner}")
+            }
+        }
+    }
+}
+
+fn builtin(c: &str) -> &'static str {
+    match c {
+        "int" => "::core::ffi::c_int",
+        "unsigned int" => "::core::ffi::c_uint",
+        "long" => "::core::ffi::c_long",
+        "unsigned long" => "::core::ffi::c_ulong",
+        "long long" => "::core::ffi::c_longlong",
+        "unsigned long long" => "::core::ffi::c_ulonglong",
+        "short" => "::core::ffi::c_short",
+        "unsigned short" => "::core::ffi::c_ushort",
+        "char" => "::core::ffi::c_char",
+        "signed char" => "::core::ffi::c_schar",
+        "unsigned char" => "::core::ffi::c_uchar",
+        "char16_t" => "u16",
+        "float" => "f32",
+        "double" => "f64",
+        "bool" => "bool",
+        _ => "::core::ffi::c_int",
+    }
+}
+
+/// Kinds for one callback method's parameters and return, or why it cannot be mapped.
+pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, ReturnKind), Errors> {
+    let mut errors = Errors::default();
+    if !matches!(&m.ir.ret, CType::Named(n) if n == "HRESULT") {
+        errors.push(
+            Diagnostic::error(format!("{iface}::{} returns `{}`; callbacks must return HRESULT", m.ir.name, m.ir.ret))
+                .declared_at(&m.ir.loc),
+        );
+    }
+    let lengths: Vec<&str> = m.params.iter().filter_map(|p| p.spec.as_ref()?.len.as_deref()).collect();
+    let kinds = m
+        .params
+        .iter()
+        .map(|p| {
+            if lengths.contains(&p.ir.name.as_str()) {
+                return ParamKind::Length;
+            }
+            match &p.spec {
+                None => value_kind(&p.ir.ty),
+                Some(spec) => pointer_kind(iface, m, p, spec, &mut errors),
+            }
+        })
+        .collect();
+    errors.check()?;
+    Ok((kinds, ReturnKind::HResult))
+}
+
+fn value_kind(ty: &CType) -> ParamKind {
+    match ty {
+        CType::Named(n) if n == "HRESULT" => ParamKind::HResult,
+        // Reached only for pointers of interfaces that need no annotations.
+        other => ParamKind::Value { ty: rust_type(other) },
+    }
+}
+
+fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, errors: &mut Errors) -> ParamKind {
+    let pointee = p.ir.ty.pointee().expect("resolve checked that annotated parameters are pointers");
+    let target = rust_type(pointee);
+    let unsupported = |what: &str| {
+        Diagnostic::error(format!("`{}` of {iface}::{}: {what} is not supported in callbacks", p.ir.name, m.ir.name))
+            .at_opt(p.spec_loc.clone())
+            .declared_at(&p.ir.loc)
+    };
+    match spec.dir {
+        _ if matches!(pointee, CType::Void) || pointee.is_pointer() => ParamKind::Opaque { ty: rust_type(&p.ir.ty) },
+        Direction::In if spec.string => ParamKind::InStr { len: spec.len.clone(), optional: spec.optional },
+        Direction::In if spec.len.is_some() => ParamKind::InSlice { ty: target, len: spec.len.clone().unwrap() },
+        Direction::In if matches!(pointee, CType::Interface(_)) => ParamKind::InInterface { ty: target, optional: spec.optional },
+        Direction::In => ParamKind::InRef { ty: target, optional: spec.optional },
+        Direction::Out | Direction::Ref if spec.len.is_some() || spec.string => {
+            errors.push(unsupported("an array written by the profiler"));
+            ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+        }
+        Direction::Out => ParamKind::Out { ty: target },
+        Direction::Ref => ParamKind::Ref { ty: target, optional: spec.optional },
+    }
+}

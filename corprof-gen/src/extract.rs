@@ -1,0 +1,186 @@
+//! Header → IR. Parses the header folder's entry header with libclang (through `clang`), in C++
+//! mode with the corprof prelude force-included, and collects every COM interface: the C++
+//! `MIDL_INTERFACE("iid") Name : public Base { virtual … }` blocks, which carry IID, base and the
+//! methods in vtable order. MIDL attribute comments are read from the source text next to each
+//! parameter (comments are not in clang's AST).
+
+use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
+use crate::diag::{Diagnostic, Errors};
+use crate::ir::{CType, Header, Interface, Loc, Method, Param};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const IID_TAG: &str = "corprof_iid:";
+const SAL_TAG: &str = "corprof_sal:";
+
+/// The folder holding the prelude and the stand-in Windows headers.
+pub fn prelude_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("prelude")
+}
+
+/// Compiler arguments shared by the interface walk, bindgen and the layout test.
+pub fn clang_args(include_dir: &Path, cplusplus: bool) -> Vec<String> {
+    let mut args = vec![
+        "-x".to_string(),
+        if cplusplus { "c++" } else { "c" }.to_string(),
+        "-fno-ms-compatibility".to_string(),
+        format!("-I{}", prelude_dir().display()),
+        "-include".to_string(),
+        "corprof_prelude.h".to_string(),
+        format!("-I{}", include_dir.display()),
+    ];
+    if cplusplus {
+        args.push("-std=c++14".to_string());
+    }
+    args
+}
+
+/// Parses `header` (inside `include_dir`) and returns every interface it declares.
+pub fn parse_header(include_dir: &Path, header: &Path) -> Result<Header, Errors> {
+    let mut errors = Errors::default();
+    if let Err(e) = clang::load() {
+        errors.push(Diagnostic::error(e));
+        return Err(errors);
+    }
+    let tu = clang::TranslationUnit::parse(header, &clang_args(include_dir, true))
+        .map_err(|e| Errors::from(Diagnostic::error(e)))?;
+    for d in tu.diagnostics().into_iter().filter(|d| d.is_error) {
+        errors.push(Diagnostic::error(format!("clang could not parse the header: {}", d.text)));
+    }
+    errors.check()?;
+
+    let mut walker = Walker { include_dir, sources: HashMap::new(), interfaces: Vec::new() };
+    walker.visit(tu.cursor());
+    Ok(Header { interfaces: walker.interfaces, files: tu.included_files() })
+}
+
+struct Walker<'a> {
+    include_dir: &'a Path,
+    sources: HashMap<String, String>,
+    interfaces: Vec<Interface>,
+}
+
+impl Walker<'_> {
+    fn visit(&mut self, cursor: Cursor<'_>) {
+        for c in cursor.children() {
+            match c.kind() {
+                CursorKind::LinkageSpec => self.visit(c),
+                CursorKind::Struct if c.is_definition() => {
+                    let iid = c.annotations().into_iter().find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned));
+                    if let Some(iid) = iid {
+                        if c.spelling() != "IUnknown" {
+                            let iface = self.interface(c, iid);
+                            self.interfaces.push(iface);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn loc(&self, c: &Cursor<'_>) -> Loc {
+        let l = c.location();
+        let path = Path::new(&l.file);
+        let file = path.strip_prefix(self.include_dir).unwrap_or(path).display().to_string();
+        Loc { file, line: l.line, col: l.column }
+    }
+
+    fn interface(&mut self, c: Cursor<'_>, iid: String) -> Interface {
+        let mut base = None;
+        let mut methods = Vec::new();
+        for child in c.children() {
+            match child.kind() {
+                CursorKind::BaseSpecifier => {
+                    base = Some(child.referenced().map(|r| r.spelling()).unwrap_or_else(|| child.spelling()));
+                }
+                CursorKind::Method if child.is_virtual_method() => methods.push(self.method(child)),
+                _ => {}
+            }
+        }
+        Interface { name: c.spelling(), iid, base, methods, loc: self.loc(&c) }
+    }
+
+    fn method(&mut self, c: Cursor<'_>) -> Method {
+        let params = c
+            .children()
+            .into_iter()
+            .filter(|p| p.kind() == CursorKind::Param)
+            .map(|p| self.param(p))
+            .collect();
+        Method { name: c.spelling(), ret: ctype(c.result_type()), params, loc: self.loc(&c) }
+    }
+
+    fn param(&mut self, c: Cursor<'_>) -> Param {
+        let sal = c.annotations().into_iter().filter_map(|a| a.strip_prefix(SAL_TAG).map(str::to_owned)).collect();
+        let l = c.location();
+        let midl = self.midl_attributes(&l.file, l.offset as usize);
+        Param { name: c.spelling(), ty: ctype(c.ty()), midl, sal, loc: self.loc(&c) }
+    }
+
+    /// The `[a][b]` attributes of the `/* … */` comments between the previous `(` or `,` and the
+    /// parameter's name. Commas inside SAL argument lists are skipped by tracking parentheses.
+    fn midl_attributes(&mut self, file: &str, name_offset: usize) -> Vec<String> {
+        let text = self.sources.entry(file.to_string()).or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
+        let bytes = text.as_bytes();
+        let mut depth = 0i32;
+        let mut start = name_offset.min(bytes.len());
+        while start > 0 {
+            let ch = bytes[start - 1];
+            match ch {
+                b')' => depth += 1,
+                b'(' if depth == 0 => break,
+                b'(' => depth -= 1,
+                b',' if depth == 0 => break,
+                _ => {}
+            }
+            start -= 1;
+        }
+        let prefix = &text[start..name_offset.min(text.len())];
+        let mut attrs = Vec::new();
+        let mut rest = prefix;
+        while let Some(open) = rest.find("/*") {
+            let Some(close) = rest[open..].find("*/") else { break };
+            let comment = &rest[open + 2..open + close];
+            for part in comment.split('[').skip(1) {
+                if let Some(attr) = part.split(']').next() {
+                    attrs.push(attr.trim().to_string());
+                }
+            }
+            rest = &rest[open + close + 2..];
+        }
+        attrs
+    }
+}
+
+/// Converts a clang type to the IR, unfolding typedefs that hide a pointer.
+fn ctype(t: Type<'_>) -> CType {
+    match t.kind() {
+        TypeKind::Void => CType::Void,
+        TypeKind::Pointer | TypeKind::Reference => pointer_to(t.pointee()),
+        TypeKind::Array => pointer_to(t.element()),
+        TypeKind::Elaborated => ctype(t.named()),
+        TypeKind::Typedef => {
+            if matches!(t.canonical().kind(), TypeKind::Pointer) {
+                ctype(t.declaration().typedef_underlying())
+            } else {
+                CType::Named(t.typedef_name())
+            }
+        }
+        TypeKind::Record => {
+            let decl = t.declaration();
+            let name = decl.spelling();
+            if decl.annotations().iter().any(|a| a.starts_with(IID_TAG)) {
+                CType::Interface(name)
+            } else {
+                CType::Named(name)
+            }
+        }
+        TypeKind::Builtin => CType::Builtin(t.canonical().spelling().replace("const ", "")),
+        _ => CType::Named(t.declaration().spelling()),
+    }
+}
+
+fn pointer_to(pointee: Type<'_>) -> CType {
+    CType::Pointer { is_const: pointee.is_const(), pointee: Box::new(ctype(pointee)) }
+}

@@ -1,0 +1,129 @@
+//! The header as plain data: interfaces, methods and parameters in vtable order, each with the
+//! header file:line it came from. Built by `extract`, read by every later stage; no clang types.
+
+use std::fmt;
+
+/// A place in a source file, shown as `file:line:col` (path relative to the header folder).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Loc {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if self.col > 0 {
+            write!(f, ":{}", self.col)?;
+        }
+        Ok(())
+    }
+}
+
+/// A C type as the header spells it, with pointer-ness made explicit (typedefs to pointers such
+/// as `LPCBYTE` are unfolded; arrays and C++ references count as pointers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CType {
+    Void,
+    /// A C builtin (`int`, `char`, …) by its C spelling.
+    Builtin(String),
+    /// A typedef, struct or enum by name (`FunctionID`, `GUID`, `COR_PRF_JIT_CACHE`).
+    Named(String),
+    /// A COM interface declared in the header (or IUnknown).
+    Interface(String),
+    Pointer { pointee: Box<CType>, is_const: bool },
+}
+
+impl CType {
+    pub fn is_pointer(&self) -> bool {
+        matches!(self, CType::Pointer { .. })
+    }
+
+    pub fn pointee(&self) -> Option<&CType> {
+        match self {
+            CType::Pointer { pointee, .. } => Some(pointee),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CType::Void => f.write_str("void"),
+            CType::Builtin(n) | CType::Named(n) | CType::Interface(n) => f.write_str(n),
+            CType::Pointer { pointee, is_const } => {
+                if *is_const {
+                    write!(f, "const {pointee} *")
+                } else {
+                    write!(f, "{pointee} *")
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub ty: CType,
+    /// MIDL attributes from the comment before the parameter, e.g. `["size_is", "out"]`.
+    pub midl: Vec<String>,
+    /// SAL annotations with their arguments, e.g. `_Out_writes_to_(cchName,pcchName)`.
+    pub sal: Vec<String>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Method {
+    pub name: String,
+    pub ret: CType,
+    pub params: Vec<Param>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    /// The IID as the header writes it, e.g. `176FBED1-A55C-4796-98CA-A9DA0EF883E7`.
+    pub iid: String,
+    /// `None` only for IUnknown itself.
+    pub base: Option<String>,
+    /// The methods this interface adds, in vtable order (inherited slots come from `base`).
+    pub methods: Vec<Method>,
+    pub loc: Loc,
+}
+
+/// Everything the generator learned from one header folder.
+#[derive(Clone, Debug, Default)]
+pub struct Header {
+    pub interfaces: Vec<Interface>,
+    /// Every file the parse read, for `cargo:rerun-if-changed`.
+    pub files: Vec<String>,
+}
+
+impl Header {
+    pub fn interface(&self, name: &str) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.name == name)
+    }
+
+    /// The interface followed by its bases, most derived first (IUnknown not included).
+    pub fn chain<'a>(&'a self, iface: &'a Interface) -> Vec<&'a Interface> {
+        let mut out = vec![iface];
+        let mut cur = iface;
+        while let Some(base) = cur.base.as_deref().and_then(|b| self.interface(b)) {
+            out.push(base);
+            cur = base;
+        }
+        out
+    }
+
+    /// Callback interfaces: `ICorProfilerCallback` and everything derived from it.
+    pub fn is_callback(&self, iface: &Interface) -> bool {
+        self.chain(iface).last().is_some_and(|root| root.name == CALLBACK_ROOT)
+    }
+}
+
+/// The root of the callback family; every version derives from it.
+pub const CALLBACK_ROOT: &str = "ICorProfilerCallback";

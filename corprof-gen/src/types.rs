@@ -1,0 +1,44 @@
+//! The header's plain data types (ID typedefs, `COR_PRF_*` enums and structs) through bindgen,
+//! which does that job well. Interfaces are blocklisted here: bindgen cannot lay out COM vtables
+//! for classes with a base, so the interface stages own them.
+
+use crate::diag::{Diagnostic, Errors};
+use crate::extract::{clang_args, prelude_dir};
+use std::path::Path;
+
+fn escape(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.display().to_string().chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// bindgen's output for the types declared in the header folder and the prelude.
+pub fn generate(include_dir: &Path, header: &str, interfaces: &[&str]) -> Result<String, Errors> {
+    let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
+    blocked.extend(["IUnknown(Vtbl)?", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
+    let builder = bindgen::Builder::default()
+        .header(include_dir.join(header).display().to_string())
+        // C mode: the C form of the header has no classes, and WCHAR is a plain u16 there.
+        .clang_args(clang_args(include_dir, false))
+        .allowlist_file(format!("{}/.*", escape(include_dir)))
+        .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
+        .blocklist_type(format!("^({})$", blocked.join("|")))
+        .blocklist_item("^(IID_.*|CLSID_.*|__MIDL_itf_.*|CORPROF_.*_H)$")
+        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: true, is_global: false })
+        .prepend_enum_name(false)
+        .derive_default(true)
+        .derive_eq(true)
+        .derive_hash(true)
+        .layout_tests(false)
+        .generate_comments(false)
+        .formatter(bindgen::Formatter::None);
+    match builder.generate() {
+        Ok(b) => Ok(b.to_string()),
+        Err(e) => Err(Diagnostic::error(format!("bindgen failed on {header}: {e}")).into()),
+    }
+}

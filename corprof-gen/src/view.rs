@@ -1,0 +1,271 @@
+//! Classified API → view models: one struct per template, every string precomputed ("add a
+//! field, not a filter"), so templates only loop and test simple flags.
+
+use crate::classify::{ParamKind, classify_method, rust_type};
+use crate::diag::Errors;
+use crate::ir::Loc;
+use crate::resolve::{Api, ApiInterface};
+use askama::Template;
+use heck::ToSnakeCase;
+
+/// The whole generated file.
+#[derive(Template)]
+#[template(path = "bindings.rs.jinja", escape = "none")]
+pub struct BindingsView {
+    pub header: String,
+    /// Path of the runtime crate in the generated code: `crate` inside corprof, `::corprof` elsewhere.
+    pub root: String,
+    pub types: String,
+    pub interfaces: Vec<InterfaceView>,
+    pub has_callbacks: bool,
+    pub callbacks: CallbacksView,
+}
+
+pub struct InterfaceView {
+    pub name: String,
+    pub vtbl: String,
+    pub iid_const: String,
+    pub iid_u128: String,
+    pub iid_text: String,
+    pub base: String,
+    pub base_vtbl: String,
+    pub loc: String,
+    pub methods: Vec<RawMethodView>,
+}
+
+pub struct RawMethodView {
+    pub name: String,
+    /// `this__: *mut IFoo, a: A, b: B`
+    pub slot_params: String,
+    /// `a: A, b: B`
+    pub params: String,
+    /// `a, b`
+    pub args: String,
+    pub ret: String,
+    pub loc: String,
+}
+
+#[derive(Default)]
+pub struct CallbacksView {
+    pub versions: String,
+    pub highest: String,
+    pub highest_vtbl: String,
+    pub iid_consts: Vec<String>,
+    pub methods: Vec<CallbackMethodView>,
+    pub vtbls: Vec<VtblCtorView>,
+}
+
+pub struct CallbackMethodView {
+    pub iface: String,
+    pub name: String,
+    pub snake: String,
+    pub doc_url: String,
+    pub loc: String,
+    pub c_signature: String,
+    /// `a: &[A], b: Out<'_, B>`
+    pub trait_params: String,
+    pub thunk: String,
+    /// `this__: *mut IFoo, a: *mut A, n: ULONG`
+    pub thunk_params: String,
+    /// `root::params::raw::in_slice(a, n), …`
+    pub call_args: String,
+}
+
+pub struct VtblCtorView {
+    pub vtbl: String,
+    pub base_ctor: String,
+    pub slots: Vec<SlotView>,
+}
+
+pub struct SlotView {
+    pub name: String,
+    pub thunk: String,
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn", "for",
+    "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "super",
+    "trait", "true", "try", "type", "unsafe", "use", "where", "while", "yield", "abstract", "become", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual",
+];
+
+/// A C name usable as a Rust identifier.
+fn ident(name: &str) -> String {
+    if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
+}
+
+fn snake(name: &str) -> String {
+    ident(&name.to_snake_case())
+}
+
+fn loc(l: &Loc) -> String {
+    format!("{}:{}", l.file, l.line)
+}
+
+fn iid_u128(iid: &str) -> String {
+    let hex: String = iid.chars().filter(|c| *c != '-').collect::<String>().to_ascii_uppercase();
+    format!("0x{}_{}_{}_{}_{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
+pub fn build(api: &Api, header: &str, root: &str, types: String) -> Result<BindingsView, Errors> {
+    let interfaces = api.interfaces.iter().map(interface_view).collect();
+    let callbacks = callbacks_view(api, root)?;
+    Ok(BindingsView {
+        header: header.to_string(),
+        root: root.to_string(),
+        types,
+        interfaces,
+        has_callbacks: !callbacks.vtbls.is_empty(),
+        callbacks,
+    })
+}
+
+fn base_of(iface: &ApiInterface) -> String {
+    iface.ir.base.clone().unwrap_or_else(|| "IUnknown".to_string())
+}
+
+fn interface_view(iface: &ApiInterface) -> InterfaceView {
+    let name = iface.ir.name.clone();
+    let methods = iface
+        .methods
+        .iter()
+        .map(|m| {
+            let typed: Vec<String> = m.ir.params.iter().map(|p| format!("{}: {}", ident(&p.name), rust_type(&p.ty))).collect();
+            let mut slot = vec![format!("this__: *mut {name}")];
+            slot.extend(typed.iter().cloned());
+            RawMethodView {
+                name: m.ir.name.clone(),
+                slot_params: slot.join(", "),
+                params: typed.join(", "),
+                args: m.ir.params.iter().map(|p| ident(&p.name)).collect::<Vec<_>>().join(", "),
+                ret: rust_type(&m.ir.ret),
+                loc: loc(&m.ir.loc),
+            }
+        })
+        .collect();
+    let base = base_of(iface);
+    InterfaceView {
+        vtbl: format!("{name}_Vtbl"),
+        iid_const: format!("IID_{name}"),
+        iid_u128: iid_u128(&iface.ir.iid),
+        iid_text: iface.ir.iid.to_ascii_uppercase(),
+        base_vtbl: format!("{base}_Vtbl"),
+        base,
+        loc: loc(&iface.ir.loc),
+        name,
+        methods,
+    }
+}
+
+fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
+    let family: Vec<&ApiInterface> = api.interfaces.iter().filter(|i| i.is_callback).collect();
+    // The newest version: the callback interface no other one derives from.
+    let Some(highest) = family.iter().rev().find(|i| !family.iter().any(|j| j.ir.base.as_deref() == Some(i.ir.name.as_str())))
+    else {
+        return Ok(CallbacksView::default());
+    };
+    // Vtable order: root first, then each derived version, following the base chain.
+    let mut chain = vec![*highest];
+    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
+        chain.push(base);
+    }
+    chain.reverse();
+
+    let mut errors = Errors::default();
+    let mut methods = Vec::new();
+    let mut vtbls = Vec::new();
+    for iface in &chain {
+        let mut slots = Vec::new();
+        for m in &iface.methods {
+            let kinds = match classify_method(&iface.ir.name, m) {
+                Ok((kinds, _)) => kinds,
+                Err(e) => {
+                    errors.extend(e);
+                    continue;
+                }
+            };
+            let thunk = format!("{}_{}__", iface.ir.name, m.ir.name);
+            let mut trait_params = Vec::new();
+            let mut call_args = Vec::new();
+            let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
+            for (p, kind) in m.params.iter().zip(&kinds) {
+                let raw_name = ident(&p.ir.name);
+                thunk_params.push(format!("{raw_name}: {}", rust_type(&p.ir.ty)));
+                if let Some((ty, arg)) = safe_param(root, &raw_name, kind) {
+                    trait_params.push(format!("{}: {ty}", snake(&p.ir.name)));
+                    call_args.push(arg);
+                }
+            }
+            let c_params: Vec<String> = m.ir.params.iter().map(|p| format!("{} {}", p.ty, p.name)).collect();
+            methods.push(CallbackMethodView {
+                iface: iface.ir.name.clone(),
+                name: m.ir.name.clone(),
+                snake: snake(&m.ir.name),
+                doc_url: format!(
+                    "https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/{}-{}-method",
+                    iface.ir.name.to_ascii_lowercase(),
+                    m.ir.name.to_ascii_lowercase()
+                ),
+                loc: loc(&m.ir.loc),
+                c_signature: format!("HRESULT {}({})", m.ir.name, c_params.join(", ")),
+                trait_params: trait_params.join(", "),
+                thunk: thunk.clone(),
+                thunk_params: thunk_params.join(", "),
+                call_args: call_args.join(", "),
+            });
+            slots.push(SlotView { name: m.ir.name.clone(), thunk });
+        }
+        let base_ctor = match iface.ir.base.as_deref() {
+            Some(b) if api.interface(b).is_some_and(|bi| bi.is_callback) => format!("{b}_Vtbl::new::<T>()"),
+            _ => format!("{root}::com::IUnknown_Vtbl::new::<CallbackClass<T>>()"),
+        };
+        vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
+    }
+    errors.check()?;
+    let first = chain.first().map(|i| version_number(&i.ir.name)).unwrap_or(1);
+    let last = version_number(&highest.ir.name);
+    Ok(CallbacksView {
+        versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
+        highest: highest.ir.name.clone(),
+        highest_vtbl: format!("{}_Vtbl", highest.ir.name),
+        iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
+        methods,
+        vtbls,
+    })
+}
+
+/// `ICorProfilerCallback7` → 7; the unnumbered first version is 1.
+fn version_number(name: &str) -> u32 {
+    let digits = &name[name.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
+    digits.parse().unwrap_or(1)
+}
+
+/// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
+fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
+    let conv = format!("{root}::params::raw");
+    Some(match kind {
+        ParamKind::Length => return None,
+        ParamKind::Value { ty } | ParamKind::Opaque { ty } => (ty.clone(), raw.to_string()),
+        ParamKind::HResult => (format!("{root}::HResult"), format!("{root}::HResult({raw})")),
+        ParamKind::InRef { ty, optional: false } | ParamKind::InInterface { ty, optional: false } => {
+            (format!("&{ty}"), format!("{conv}::in_ref({raw})?"))
+        }
+        ParamKind::InRef { ty, optional: true } | ParamKind::InInterface { ty, optional: true } => {
+            (format!("Option<&{ty}>"), format!("{conv}::in_opt({raw})"))
+        }
+        ParamKind::InSlice { ty, len } => (format!("&[{ty}]"), format!("{conv}::in_slice({raw}, {})", ident(len))),
+        ParamKind::InStr { len, optional } => {
+            let len = len.as_deref().map(|l| format!("Some({})", ident(l))).unwrap_or_else(|| "None::<u32>".to_string());
+            if *optional {
+                (format!("Option<{root}::WStr<'_>>"), format!("{conv}::in_wstr_opt({raw}, {len})"))
+            } else {
+                (format!("{root}::WStr<'_>"), format!("{conv}::in_wstr({raw}, {len})?"))
+            }
+        }
+        ParamKind::Out { ty } => (format!("{root}::Out<'_, {ty}>"), format!("{conv}::out({raw})?")),
+        ParamKind::Ref { ty, optional: false } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
+        ParamKind::Ref { ty, optional: true } => (format!("Option<&mut {ty}>"), format!("{conv}::ref_opt({raw})")),
+    })
+}
+

@@ -1,0 +1,246 @@
+//! COM plumbing the generated code builds on: `IUnknown`, the [`Interface`] trait, the owned
+//! pointer [`ComPtr`], and [`ComObject`], the heap object behind every vtable this crate hands out
+//! (atomic reference count, `QueryInterface` against a static IID list, freed at the last
+//! `Release`).
+
+use crate::{GUID, HRESULT, HResult, Result};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+
+/// A COM interface: a struct whose first field points to a vtable of type `Vtbl`.
+///
+/// # Safety
+/// The type must be `#[repr(C)]` with the vtable pointer first, and the vtable must start with
+/// `IUnknown`'s three slots; `IID` must be the interface's real identifier.
+pub unsafe trait Interface {
+    const IID: GUID;
+    const NAME: &'static str;
+    type Vtbl;
+}
+
+/// `IUnknown`'s vtable: the first three slots of every COM vtable.
+#[repr(C)]
+#[allow(non_snake_case, non_camel_case_types)]
+pub struct IUnknown_Vtbl {
+    pub QueryInterface: unsafe extern "system" fn(this__: *mut IUnknown, riid: *const GUID, ppvObject: *mut *mut c_void) -> HRESULT,
+    pub AddRef: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
+    pub Release: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
+}
+
+/// The root COM interface. Every generated interface dereferences to it.
+#[repr(C)]
+#[allow(non_snake_case)]
+pub struct IUnknown {
+    pub lpVtbl: *const IUnknown_Vtbl,
+}
+
+unsafe impl Interface for IUnknown {
+    const IID: GUID = GUID::from_u128(0x00000000_0000_0000_C000_000000000046);
+    const NAME: &'static str = "IUnknown";
+    type Vtbl = IUnknown_Vtbl;
+}
+
+#[allow(non_snake_case)]
+impl IUnknown {
+    fn this(&self) -> *mut IUnknown {
+        self as *const IUnknown as *mut IUnknown
+    }
+
+    /// Raw `QueryInterface`.
+    ///
+    /// # Safety
+    /// `ppv` must be valid for a write.
+    pub unsafe fn QueryInterface(&self, riid: *const GUID, ppv: *mut *mut c_void) -> HRESULT {
+        unsafe { ((*self.lpVtbl).QueryInterface)(self.this(), riid, ppv) }
+    }
+
+    /// Raw `AddRef`.
+    ///
+    /// # Safety
+    /// Every `AddRef` must be matched by a `Release`.
+    pub unsafe fn AddRef(&self) -> u32 {
+        unsafe { ((*self.lpVtbl).AddRef)(self.this()) }
+    }
+
+    /// Raw `Release`.
+    ///
+    /// # Safety
+    /// Gives up a reference the caller owns; the object may be freed.
+    pub unsafe fn Release(&self) -> u32 {
+        unsafe { ((*self.lpVtbl).Release)(self.this()) }
+    }
+
+    /// Asks the object for interface `T`: `Ok` holds a new reference, released on drop.
+    pub fn query<T: Interface>(&self) -> Result<ComPtr<T>> {
+        let mut out: *mut c_void = std::ptr::null_mut();
+        let hr = HResult(unsafe { self.QueryInterface(&T::IID, &mut out) });
+        hr.ok()?;
+        unsafe { ComPtr::from_raw(out.cast()) }.ok_or(HResult::E_POINTER)
+    }
+}
+
+/// An owned reference to a COM object: `Release` on drop, `AddRef` on clone.
+///
+/// CoreCLR's profiling interfaces are free-threaded, so a `ComPtr` may move between threads.
+pub struct ComPtr<T: Interface> {
+    ptr: NonNull<T>,
+    _owns: PhantomData<T>,
+}
+
+unsafe impl<T: Interface> Send for ComPtr<T> {}
+unsafe impl<T: Interface> Sync for ComPtr<T> {}
+
+impl<T: Interface> ComPtr<T> {
+    /// Takes over one reference; `None` for null.
+    ///
+    /// # Safety
+    /// `ptr` must be null or a live `T` whose reference the caller owns.
+    pub unsafe fn from_raw(ptr: *mut T) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| ComPtr { ptr, _owns: PhantomData })
+    }
+
+    /// Takes a new reference to a borrowed object.
+    pub fn from_ref(r: &T) -> Self {
+        let p = unsafe { ComPtr::from_raw(r as *const T as *mut T).unwrap_unchecked() };
+        unsafe { p.unknown().AddRef() };
+        p
+    }
+
+    pub fn as_raw(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Gives the reference back to the caller without releasing it.
+    pub fn into_raw(self) -> *mut T {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    fn unknown(&self) -> &IUnknown {
+        unsafe { &*(self.ptr.as_ptr() as *const IUnknown) }
+    }
+
+    /// Asks for another interface of the same object.
+    pub fn cast<U: Interface>(&self) -> Result<ComPtr<U>> {
+        self.unknown().query::<U>()
+    }
+}
+
+impl<T: Interface> std::ops::Deref for ComPtr<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Interface> Clone for ComPtr<T> {
+    fn clone(&self) -> Self {
+        unsafe { self.unknown().AddRef() };
+        ComPtr { ptr: self.ptr, _owns: PhantomData }
+    }
+}
+
+impl<T: Interface> Drop for ComPtr<T> {
+    fn drop(&mut self) {
+        unsafe { self.unknown().Release() };
+    }
+}
+
+impl<T: Interface> std::fmt::Debug for ComPtr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ComPtr<{}>({:p})", T::NAME, self.ptr)
+    }
+}
+
+/// A Rust type served to COM through one static vtable.
+///
+/// # Safety
+/// `VTBL` must start with an `IUnknown_Vtbl` built by [`IUnknown_Vtbl::new::<Self>`], and every
+/// other slot must expect a `this` that points to a `ComObject<Self>`.
+pub unsafe trait ComClass: 'static {
+    /// The state every call sees as `&Value`; shared across threads.
+    type Value: Send + Sync + 'static;
+    type Vtbl: 'static;
+    const VTBL: &'static Self::Vtbl;
+    /// The interfaces `QueryInterface` answers besides IUnknown.
+    const IIDS: &'static [GUID];
+}
+
+/// The heap object behind a COM pointer: the vtable pointer first, as COM requires.
+#[repr(C)]
+pub struct ComObject<C: ComClass> {
+    vtbl: &'static C::Vtbl,
+    refs: AtomicU32,
+    value: C::Value,
+}
+
+impl<C: ComClass> ComObject<C> {
+    /// Boxes `value` with one reference owned by the caller; returns the COM `this` pointer.
+    pub fn create(value: C::Value) -> *mut IUnknown {
+        Box::into_raw(Box::new(ComObject::<C> { vtbl: C::VTBL, refs: AtomicU32::new(1), value })).cast()
+    }
+
+    /// The value behind a `this` pointer.
+    ///
+    /// # Safety
+    /// `this` must come from [`ComObject::<C>::create`] and still be alive.
+    #[inline(always)]
+    pub unsafe fn value<'a>(this: *mut c_void) -> &'a C::Value {
+        unsafe { &(*(this as *const ComObject<C>)).value }
+    }
+
+    /// The current reference count (for tests and diagnostics).
+    ///
+    /// # Safety
+    /// As for [`ComObject::value`].
+    pub unsafe fn ref_count(this: *mut c_void) -> u32 {
+        unsafe { (*(this as *const ComObject<C>)).refs.load(Ordering::Acquire) }
+    }
+}
+
+impl IUnknown_Vtbl {
+    /// The three IUnknown slots for objects of class `C`.
+    pub const fn new<C: ComClass>() -> Self {
+        IUnknown_Vtbl { QueryInterface: query_interface::<C>, AddRef: add_ref::<C>, Release: release::<C> }
+    }
+}
+
+unsafe extern "system" fn query_interface<C: ComClass>(this: *mut IUnknown, riid: *const GUID, ppv: *mut *mut c_void) -> HRESULT {
+    if ppv.is_null() {
+        return HResult::E_POINTER.0;
+    }
+    unsafe {
+        if riid.is_null() {
+            *ppv = std::ptr::null_mut();
+            return HResult::E_INVALIDARG.0;
+        }
+        let riid = &*riid;
+        if *riid == IUnknown::IID || C::IIDS.contains(riid) {
+            add_ref::<C>(this);
+            *ppv = this.cast();
+            HResult::S_OK.0
+        } else {
+            *ppv = std::ptr::null_mut();
+            HResult::E_NOINTERFACE.0
+        }
+    }
+}
+
+unsafe extern "system" fn add_ref<C: ComClass>(this: *mut IUnknown) -> u32 {
+    let obj = unsafe { &*(this as *const ComObject<C>) };
+    obj.refs.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+unsafe extern "system" fn release<C: ComClass>(this: *mut IUnknown) -> u32 {
+    let obj = unsafe { &*(this as *const ComObject<C>) };
+    let left = obj.refs.fetch_sub(1, Ordering::Release) - 1;
+    if left == 0 {
+        // Pairs with the Release above in other threads: their uses happen before the free.
+        fence(Ordering::Acquire);
+        drop(unsafe { Box::from_raw(this as *mut ComObject<C>) });
+    }
+    left
+}

@@ -1,0 +1,31 @@
+//! corprof: write .NET (CoreCLR) profilers in Rust.
+//!
+//! Every binding is generated at build time from the runtime's own `corprof.h` (found through
+//! `CORPROF_INCLUDE_DIR`) and the direction annotations in `annotations/`. Implement
+//! [`CorProfilerCallback`] for the callbacks you need and export the type with
+//! [`export_profiler!`].
+
+pub mod com;
+pub mod glue;
+mod guid;
+mod hresult;
+pub mod params;
+
+#[allow(
+    non_snake_case,
+    non_camel_case_types,
+    non_upper_case_globals,
+    dead_code,
+    unnecessary_transmutes,
+    clippy::all
+)]
+mod bindings {
+    include!(concat!(env!("OUT_DIR"), "/corprof_bindings.rs"));
+}
+
+pub use bindings::callbacks::{CALLBACK_IIDS, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
+pub use bindings::{interfaces, types};
+pub use com::{ComPtr, IUnknown, Interface};
+pub use guid::GUID;
+pub use hresult::{HRESULT, HResult, Result};
+pub use params::{Out, WStr};

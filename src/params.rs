@@ -1,0 +1,183 @@
+//! The safe shapes of pointer parameters, and the checked conversions the generated thunks use
+//! to build them from raw pointers (null checks, counted slices, UTF-16 text).
+
+use crate::{HResult, Result};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A value the callee must write (an `[out]` pointer). Write once with [`Out::write`].
+#[repr(transparent)]
+pub struct Out<'a, T> {
+    ptr: *mut T,
+    _life: PhantomData<&'a mut T>,
+}
+
+impl<'a, T: Copy> Out<'a, T> {
+    /// # Safety
+    /// `ptr` must be non-null and valid for a write of `T` for `'a`.
+    pub unsafe fn new(ptr: *mut T) -> Self {
+        Out { ptr, _life: PhantomData }
+    }
+
+    /// Stores the result for the caller.
+    pub fn write(self, value: T) {
+        unsafe { self.ptr.write(value) }
+    }
+}
+
+/// Borrowed UTF-16 text from the runtime (a `WCHAR` buffer).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct WStr<'a>(&'a [u16]);
+
+impl<'a> WStr<'a> {
+    pub fn from_units(units: &'a [u16]) -> Self {
+        WStr(units)
+    }
+
+    /// Reads up to (not including) the first NUL.
+    ///
+    /// # Safety
+    /// `p` must point to a NUL-terminated buffer that lives for `'a`.
+    pub unsafe fn from_nul_terminated(p: *const u16) -> Self {
+        let mut n = 0;
+        unsafe {
+            while *p.add(n) != 0 {
+                n += 1;
+            }
+            WStr(std::slice::from_raw_parts(p, n))
+        }
+    }
+
+    pub fn units(&self) -> &'a [u16] {
+        self.0
+    }
+
+    /// The text as a `String`, replacing invalid UTF-16 and dropping a trailing NUL.
+    pub fn to_string_lossy(&self) -> String {
+        let units = self.0.strip_suffix(&[0]).unwrap_or(self.0);
+        String::from_utf16_lossy(units)
+    }
+}
+
+impl fmt::Display for WStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+impl fmt::Debug for WStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string_lossy())
+    }
+}
+
+/// A raw pointer of either mutability (MIDL arrays arrive as `*mut` even when read-only).
+pub trait RawPtr<T>: Copy {
+    fn as_const(self) -> *const T;
+}
+
+impl<T> RawPtr<T> for *const T {
+    #[inline(always)]
+    fn as_const(self) -> *const T {
+        self
+    }
+}
+
+impl<T> RawPtr<T> for *mut T {
+    #[inline(always)]
+    fn as_const(self) -> *const T {
+        self
+    }
+}
+
+/// Conversions used by generated thunks. Each documents the raw contract it relies on: the
+/// runtime's pointer is valid for the call's duration, as the profiling API promises.
+pub mod raw {
+    use super::*;
+
+    /// `&T` from a pointer the runtime must not pass as null (`E_POINTER` if it does).
+    #[inline(always)]
+    pub unsafe fn in_ref<'a, T>(p: impl RawPtr<T>) -> Result<&'a T> {
+        unsafe { p.as_const().as_ref() }.ok_or(HResult::E_POINTER)
+    }
+
+    #[inline(always)]
+    pub unsafe fn in_opt<'a, T>(p: impl RawPtr<T>) -> Option<&'a T> {
+        unsafe { p.as_const().as_ref() }
+    }
+
+    /// `&[T]` of `len` elements; null or a non-positive count gives an empty slice.
+    #[inline(always)]
+    pub unsafe fn in_slice<'a, T, L: TryInto<usize>>(p: impl RawPtr<T>, len: L) -> &'a [T] {
+        let p = p.as_const();
+        match len.try_into() {
+            Ok(n) if n > 0 && !p.is_null() => unsafe { std::slice::from_raw_parts(p, n) },
+            _ => &[],
+        }
+    }
+
+    /// UTF-16 text, counted by `len` or NUL-terminated.
+    #[inline(always)]
+    pub unsafe fn in_wstr<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Result<WStr<'a>> {
+        unsafe { in_wstr_opt(p, len) }.ok_or(HResult::E_POINTER)
+    }
+
+    #[inline(always)]
+    pub unsafe fn in_wstr_opt<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Option<WStr<'a>> {
+        let p = p.as_const();
+        if p.is_null() {
+            return None;
+        }
+        Some(match len {
+            Some(n) => WStr(unsafe { in_slice(p, n) }),
+            None => unsafe { WStr::from_nul_terminated(p) },
+        })
+    }
+
+    #[inline(always)]
+    pub unsafe fn out<'a, T: Copy>(p: *mut T) -> Result<Out<'a, T>> {
+        if p.is_null() { Err(HResult::E_POINTER) } else { Ok(unsafe { Out::new(p) }) }
+    }
+
+    #[inline(always)]
+    pub unsafe fn ref_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
+        unsafe { p.as_mut() }.ok_or(HResult::E_POINTER)
+    }
+
+    #[inline(always)]
+    pub unsafe fn ref_opt<'a, T>(p: *mut T) -> Option<&'a mut T> {
+        unsafe { p.as_mut() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw::*;
+    use super::*;
+
+    #[test]
+    fn conversions_check_null_and_counts() {
+        let v = [1u32, 2, 3];
+        unsafe {
+            assert_eq!(in_slice(v.as_ptr(), 2u32), &[1, 2]);
+            assert_eq!(in_slice(std::ptr::null::<u32>(), 5u32), &[] as &[u32]);
+            assert_eq!(in_slice(v.as_ptr(), -1i32), &[] as &[u32]);
+            assert!(in_ref(std::ptr::null::<u32>()).is_err());
+            assert_eq!(*in_ref(v.as_ptr()).unwrap(), 1);
+            let mut slot = 0i32;
+            out(&mut slot as *mut i32).unwrap().write(7);
+            assert_eq!(slot, 7);
+            assert_eq!(out(std::ptr::null_mut::<i32>()).err(), Some(HResult::E_POINTER));
+        }
+    }
+
+    #[test]
+    fn wide_strings_read_counted_and_terminated() {
+        let text: Vec<u16> = "Main\0".encode_utf16().collect();
+        unsafe {
+            assert_eq!(in_wstr(text.as_ptr(), None::<u32>).unwrap().to_string(), "Main");
+            assert_eq!(in_wstr(text.as_ptr(), Some(2u32)).unwrap().to_string(), "Ma");
+            assert!(in_wstr_opt(std::ptr::null::<u16>(), None::<u32>).is_none());
+        }
+    }
+}
