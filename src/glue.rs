@@ -15,7 +15,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// # Safety
 /// `this` must be a live `ComObject<C>`.
 #[inline(always)]
-pub unsafe fn dispatch<C: ComClass>(this: *mut c_void, name: &'static str, body: impl FnOnce(&C::Value) -> Result<()>) -> HRESULT {
+pub unsafe fn dispatch<C: ComClass>(
+    this: *mut c_void,
+    name: &'static str,
+    body: impl FnOnce(&C::Value) -> Result<()>,
+) -> HRESULT {
     let value = unsafe { ComObject::<C>::value(this) };
     match catch_unwind(AssertUnwindSafe(|| body(value))) {
         Ok(Ok(())) => HResult::S_OK.0,
@@ -50,7 +54,12 @@ pub trait ProfilerFactory: 'static {
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct IClassFactory_Vtbl {
     pub base__: IUnknown_Vtbl,
-    pub CreateInstance: unsafe extern "system" fn(*mut IUnknown, *mut IUnknown, *const GUID, *mut *mut c_void) -> HRESULT,
+    pub CreateInstance: unsafe extern "system" fn(
+        *mut IUnknown,
+        *mut IUnknown,
+        *const GUID,
+        *mut *mut c_void,
+    ) -> HRESULT,
     pub LockServer: unsafe extern "system" fn(*mut IUnknown, i32) -> HRESULT,
 }
 
@@ -104,7 +113,11 @@ unsafe extern "system" fn lock_server(_this: *mut IUnknown, _lock: i32) -> HRESU
 ///
 /// # Safety
 /// Pointers as COM's `DllGetClassObject` contract requires.
-pub unsafe fn dll_get_class_object<F: ProfilerFactory>(rclsid: *const GUID, riid: *const GUID, ppv: *mut *mut c_void) -> HRESULT {
+pub unsafe fn dll_get_class_object<F: ProfilerFactory>(
+    rclsid: *const GUID,
+    riid: *const GUID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
     if ppv.is_null() || rclsid.is_null() {
         return HResult::E_POINTER.0;
     }

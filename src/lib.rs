@@ -23,7 +23,9 @@ mod bindings {
     include!(concat!(env!("OUT_DIR"), "/corprof_bindings.rs"));
 }
 
-pub use bindings::callbacks::{CALLBACK_IIDS, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
+pub use bindings::callbacks::{
+    CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK,
+};
 pub use bindings::{interfaces, types};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use guid::GUID;

@@ -45,13 +45,23 @@ pub fn parse_header(include_dir: &Path, header: &Path) -> Result<Header, Errors>
     let tu = clang::TranslationUnit::parse(header, &clang_args(include_dir, true))
         .map_err(|e| Errors::from(Diagnostic::error(e)))?;
     for d in tu.diagnostics().into_iter().filter(|d| d.is_error) {
-        errors.push(Diagnostic::error(format!("clang could not parse the header: {}", d.text)));
+        errors.push(Diagnostic::error(format!(
+            "clang could not parse the header: {}",
+            d.text
+        )));
     }
     errors.check()?;
 
-    let mut walker = Walker { include_dir, sources: HashMap::new(), interfaces: Vec::new() };
+    let mut walker = Walker {
+        include_dir,
+        sources: HashMap::new(),
+        interfaces: Vec::new(),
+    };
     walker.visit(tu.cursor());
-    Ok(Header { interfaces: walker.interfaces, files: tu.included_files() })
+    Ok(Header {
+        interfaces: walker.interfaces,
+        files: tu.included_files(),
+    })
 }
 
 struct Walker<'a> {
@@ -66,7 +76,10 @@ impl Walker<'_> {
             match c.kind() {
                 CursorKind::LinkageSpec => self.visit(c),
                 CursorKind::Struct if c.is_definition() => {
-                    let iid = c.annotations().into_iter().find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned));
+                    let iid = c
+                        .annotations()
+                        .into_iter()
+                        .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned));
                     if let Some(iid) = iid {
                         if c.spelling() != "IUnknown" {
                             let iface = self.interface(c, iid);
@@ -82,8 +95,16 @@ impl Walker<'_> {
     fn loc(&self, c: &Cursor<'_>) -> Loc {
         let l = c.location();
         let path = Path::new(&l.file);
-        let file = path.strip_prefix(self.include_dir).unwrap_or(path).display().to_string();
-        Loc { file, line: l.line, col: l.column }
+        let file = path
+            .strip_prefix(self.include_dir)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        Loc {
+            file,
+            line: l.line,
+            col: l.column,
+        }
     }
 
     fn interface(&mut self, c: Cursor<'_>, iid: String) -> Interface {
@@ -92,13 +113,24 @@ impl Walker<'_> {
         for child in c.children() {
             match child.kind() {
                 CursorKind::BaseSpecifier => {
-                    base = Some(child.referenced().map(|r| r.spelling()).unwrap_or_else(|| child.spelling()));
+                    base = Some(
+                        child
+                            .referenced()
+                            .map(|r| r.spelling())
+                            .unwrap_or_else(|| child.spelling()),
+                    );
                 }
                 CursorKind::Method if child.is_virtual_method() => methods.push(self.method(child)),
                 _ => {}
             }
         }
-        Interface { name: c.spelling(), iid, base, methods, loc: self.loc(&c) }
+        Interface {
+            name: c.spelling(),
+            iid,
+            base,
+            methods,
+            loc: self.loc(&c),
+        }
     }
 
     fn method(&mut self, c: Cursor<'_>) -> Method {
@@ -108,20 +140,38 @@ impl Walker<'_> {
             .filter(|p| p.kind() == CursorKind::Param)
             .map(|p| self.param(p))
             .collect();
-        Method { name: c.spelling(), ret: ctype(c.result_type()), params, loc: self.loc(&c) }
+        Method {
+            name: c.spelling(),
+            ret: ctype(c.result_type()),
+            params,
+            loc: self.loc(&c),
+        }
     }
 
     fn param(&mut self, c: Cursor<'_>) -> Param {
-        let sal = c.annotations().into_iter().filter_map(|a| a.strip_prefix(SAL_TAG).map(str::to_owned)).collect();
+        let sal = c
+            .annotations()
+            .into_iter()
+            .filter_map(|a| a.strip_prefix(SAL_TAG).map(str::to_owned))
+            .collect();
         let l = c.location();
         let midl = self.midl_attributes(&l.file, l.offset as usize);
-        Param { name: c.spelling(), ty: ctype(c.ty()), midl, sal, loc: self.loc(&c) }
+        Param {
+            name: c.spelling(),
+            ty: ctype(c.ty()),
+            midl,
+            sal,
+            loc: self.loc(&c),
+        }
     }
 
     /// The `[a][b]` attributes of the `/* … */` comments between the previous `(` or `,` and the
     /// parameter's name. Commas inside SAL argument lists are skipped by tracking parentheses.
     fn midl_attributes(&mut self, file: &str, name_offset: usize) -> Vec<String> {
-        let text = self.sources.entry(file.to_string()).or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
+        let text = self
+            .sources
+            .entry(file.to_string())
+            .or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
         let bytes = text.as_bytes();
         let mut depth = 0i32;
         let mut start = name_offset.min(bytes.len());
@@ -140,7 +190,9 @@ impl Walker<'_> {
         let mut attrs = Vec::new();
         let mut rest = prefix;
         while let Some(open) = rest.find("/*") {
-            let Some(close) = rest[open..].find("*/") else { break };
+            let Some(close) = rest[open..].find("*/") else {
+                break;
+            };
             let comment = &rest[open + 2..open + close];
             for part in comment.split('[').skip(1) {
                 if let Some(attr) = part.split(']').next() {
@@ -182,5 +234,8 @@ fn ctype(t: Type<'_>) -> CType {
 }
 
 fn pointer_to(pointee: Type<'_>) -> CType {
-    CType::Pointer { is_const: pointee.is_const(), pointee: Box::new(ctype(pointee)) }
+    CType::Pointer {
+        is_const: pointee.is_const(),
+        pointee: Box::new(ctype(pointee)),
+    }
 }

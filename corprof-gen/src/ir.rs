@@ -32,7 +32,10 @@ pub enum CType {
     Named(String),
     /// A COM interface declared in the header (or IUnknown).
     Interface(String),
-    Pointer { pointee: Box<CType>, is_const: bool },
+    Pointer {
+        pointee: Box<CType>,
+        is_const: bool,
+    },
 }
 
 impl CType {
@@ -121,7 +124,9 @@ impl Header {
 
     /// Callback interfaces: `ICorProfilerCallback` and everything derived from it.
     pub fn is_callback(&self, iface: &Interface) -> bool {
-        self.chain(iface).last().is_some_and(|root| root.name == CALLBACK_ROOT)
+        self.chain(iface)
+            .last()
+            .is_some_and(|root| root.name == CALLBACK_ROOT)
     }
 }
 

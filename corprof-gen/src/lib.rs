@@ -8,8 +8,8 @@
 
 pub mod annotations;
 pub mod build;
-pub mod classify;
 mod clang;
+pub mod classify;
 pub mod diag;
 pub mod extract;
 pub mod ir;
@@ -66,8 +66,13 @@ pub fn check_include_dir(dir: &Path, header: &str) -> Result<PathBuf, Errors> {
 }
 
 /// Parses the header and annotations and validates them together (the `check` of the CLI).
-pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
-    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
+pub fn load(
+    cfg: &Config,
+) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
+    let include_dir = cfg
+        .include_dir
+        .canonicalize()
+        .unwrap_or_else(|_| cfg.include_dir.clone());
     let header_path = check_include_dir(&include_dir, &cfg.header)?;
     let header = extract::parse_header(&include_dir, &header_path);
     let ann = annotations::Annotations::load_dir(&cfg.annotations_dir, &cfg.display_root);
@@ -92,15 +97,24 @@ pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Anno
 /// Runs the whole pipeline.
 pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let (api, header, ann, warnings) = load(cfg)?;
-    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
+    let include_dir = cfg
+        .include_dir
+        .canonicalize()
+        .unwrap_or_else(|_| cfg.include_dir.clone());
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
     let types = types::generate(&include_dir, &cfg.header, &iface_names)?;
     let view = view::build(&api, &cfg.header, &cfg.root, types)?;
-    let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
+    let text = view
+        .render()
+        .map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     let code = format_rust(&text)?;
     let mut inputs = header.files.clone();
     inputs.extend(ann.files.iter().cloned());
-    Ok(Generated { code, inputs, warnings: warnings.items })
+    Ok(Generated {
+        code,
+        inputs,
+        warnings: warnings.items,
+    })
 }
 
 /// Parses generated text as Rust (so a template slip is caught here) and formats it.
@@ -110,9 +124,11 @@ pub fn format_rust(text: &str) -> Result<String, Errors> {
         Err(e) => {
             // Spans carry no line numbers outside proc macros: show the text around the problem.
             let shown: String = text.chars().take(2000).collect();
-            Err(Diagnostic::error(format!("generated code does not parse: {e}"))
-                .note(format!("generated text starts: {shown}"))
-                .into())
+            Err(
+                Diagnostic::error(format!("generated code does not parse: {e}"))
+                    .note(format!("generated text starts: {shown}"))
+                    .into(),
+            )
         }
     }
 }

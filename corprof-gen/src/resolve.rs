@@ -97,13 +97,21 @@ fn family(name: &str) -> &str {
 
 fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
     let Some(iface) = header.interface(&ia.name) else {
-        if header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name)) {
+        if header
+            .interfaces
+            .iter()
+            .any(|i| family(&i.name) == family(&ia.name))
+        {
             errors.push(
-                Diagnostic::warning(format!("interface `{}` is not declared by this header; its entries are skipped", ia.name))
-                    .at(ia.loc.clone()),
+                Diagnostic::warning(format!(
+                    "interface `{}` is not declared by this header; its entries are skipped",
+                    ia.name
+                ))
+                .at(ia.loc.clone()),
             );
         } else {
-            let mut d = Diagnostic::error(format!("unknown interface `{}`", ia.name)).at(ia.loc.clone());
+            let mut d =
+                Diagnostic::error(format!("unknown interface `{}`", ia.name)).at(ia.loc.clone());
             if let Some(s) = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str())) {
                 d = d.help(format!("did you mean `{s}`?"));
             }
@@ -113,12 +121,24 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
     };
     for ma in &ia.methods {
         let Some(method) = iface.methods.iter().find(|m| m.name == ma.name) else {
-            let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))
-                .at(ma.loc.clone())
-                .declared_at(&iface.loc);
-            if let Some(owner) = header.chain(iface).into_iter().skip(1).find(|b| b.methods.iter().any(|m| m.name == ma.name)) {
-                d = d.help(format!("`{}` is declared by `{}`: annotate it there", ma.name, owner.name));
-            } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str())) {
+            let mut d = Diagnostic::error(format!(
+                "unknown method `{}` in interface `{}`",
+                ma.name, iface.name
+            ))
+            .at(ma.loc.clone())
+            .declared_at(&iface.loc);
+            if let Some(owner) = header
+                .chain(iface)
+                .into_iter()
+                .skip(1)
+                .find(|b| b.methods.iter().any(|m| m.name == ma.name))
+            {
+                d = d.help(format!(
+                    "`{}` is declared by `{}`: annotate it there",
+                    ma.name, owner.name
+                ));
+            } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str()))
+            {
                 d = d.help(format!("did you mean `{s}`?"));
             }
             errors.push(d);
@@ -127,9 +147,10 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
         for pa in &ma.params {
             let qualified = format!("{}::{}", iface.name, method.name);
             let Some(param) = method.params.iter().find(|p| p.name == pa.name) else {
-                let mut d = Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
-                    .at(pa.loc.clone())
-                    .declared_at(&method.loc);
+                let mut d =
+                    Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
+                        .at(pa.loc.clone())
+                        .declared_at(&method.loc);
                 if let Some(s) = suggest(&pa.name, method.params.iter().map(|p| p.name.as_str())) {
                     d = d.help(format!("did you mean `{s}`?"));
                 }
@@ -150,14 +171,20 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             if let Some(len) = &pa.spec.len {
                 match method.params.iter().find(|p| &p.name == len) {
                     None => errors.push(
-                        Diagnostic::error(format!("length parameter `{len}` of `{}` does not exist in {qualified}", pa.name))
-                            .at(pa.loc.clone())
-                            .declared_at(&method.loc),
+                        Diagnostic::error(format!(
+                            "length parameter `{len}` of `{}` does not exist in {qualified}",
+                            pa.name
+                        ))
+                        .at(pa.loc.clone())
+                        .declared_at(&method.loc),
                     ),
                     Some(lp) if lp.ty.is_pointer() => errors.push(
-                        Diagnostic::error(format!("length parameter `{len}` of `{}` is a pointer (`{}`)", pa.name, lp.ty))
-                            .at(pa.loc.clone())
-                            .declared_at(&lp.loc),
+                        Diagnostic::error(format!(
+                            "length parameter `{len}` of `{}` is a pointer (`{}`)",
+                            pa.name, lp.ty
+                        ))
+                        .at(pa.loc.clone())
+                        .declared_at(&lp.loc),
                     ),
                     Some(_) => {}
                 }
@@ -174,12 +201,22 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
 }
 
 fn missing_direction(iface: &Interface, m: &Method, p: &Param, at: Option<Loc>) -> Diagnostic {
-    let hint = if p.midl.is_empty() { String::new() } else { format!(" (the header's MIDL attributes say [{}])", p.midl.join("][")) };
-    Diagnostic::error(format!("pointer parameter `{}` of {}::{} has no direction", p.name, iface.name, m.name))
-        .at_opt(at)
-        .declared_at(&p.loc)
-        .help(format!(
-            "add `{}: in`, `out` or `ref` under `{}:` → `{}:` in an annotation file{hint}",
-            p.name, iface.name, m.name
-        ))
+    let hint = if p.midl.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (the header's MIDL attributes say [{}])",
+            p.midl.join("][")
+        )
+    };
+    Diagnostic::error(format!(
+        "pointer parameter `{}` of {}::{} has no direction",
+        p.name, iface.name, m.name
+    ))
+    .at_opt(at)
+    .declared_at(&p.loc)
+    .help(format!(
+        "add `{}: in`, `out` or `ref` under `{}:` → `{}:` in an annotation file{hint}",
+        p.name, iface.name, m.name
+    ))
 }

@@ -29,7 +29,10 @@ pub fn generate(include_dir: &Path, header: &str, interfaces: &[&str]) -> Result
         .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
         .blocklist_type(format!("^({})$", blocked.join("|")))
         .blocklist_item("^(IID_.*|CLSID_.*|__MIDL_itf_.*|CORPROF_.*_H)$")
-        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: true, is_global: false })
+        .default_enum_style(bindgen::EnumVariation::NewType {
+            is_bitfield: true,
+            is_global: false,
+        })
         .prepend_enum_name(false)
         .derive_default(true)
         .derive_eq(true)

@@ -55,7 +55,13 @@ pub struct ParamSpec {
 
 impl ParamSpec {
     pub fn direction(dir: Direction) -> Self {
-        ParamSpec { dir, len: None, optional: false, string: false, draft: false }
+        ParamSpec {
+            dir,
+            len: None,
+            optional: false,
+            string: false,
+            draft: false,
+        }
     }
 }
 
@@ -99,7 +105,11 @@ impl Annotations {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                return Err(Diagnostic::error(format!("cannot read the annotation folder {}: {e}", dir.display())).into());
+                return Err(Diagnostic::error(format!(
+                    "cannot read the annotation folder {}: {e}",
+                    dir.display()
+                ))
+                .into());
             }
         };
         let mut paths: Vec<_> = entries
@@ -109,7 +119,11 @@ impl Annotations {
         paths.sort();
         let mut all = Annotations::default();
         for path in paths {
-            let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
+            let shown = path
+                .strip_prefix(display_root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
             all.files.push(path.display().to_string());
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,

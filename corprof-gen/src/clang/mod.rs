@@ -72,7 +72,10 @@ impl TranslationUnit {
             );
             if tu.is_null() {
                 clang_disposeIndex(index);
-                return Err(format!("libclang could not parse {} (error code {code})", file.display()));
+                return Err(format!(
+                    "libclang could not parse {} (error code {code})",
+                    file.display()
+                ));
             }
             Ok(TranslationUnit { index, tu })
         }
@@ -85,26 +88,46 @@ impl TranslationUnit {
                 .map(|i| {
                     let d = clang_getDiagnostic(self.tu, i);
                     let sev = clang_getDiagnosticSeverity(d);
-                    let text = cx_string(clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions()));
+                    let text = cx_string(clang_formatDiagnostic(
+                        d,
+                        clang_defaultDiagnosticDisplayOptions(),
+                    ));
                     clang_disposeDiagnostic(d);
-                    Diagnostic { is_error: sev >= CXDiagnostic_Error, text }
+                    Diagnostic {
+                        is_error: sev >= CXDiagnostic_Error,
+                        text,
+                    }
                 })
                 .collect()
         }
     }
 
     pub fn cursor(&self) -> Cursor<'_> {
-        Cursor { raw: unsafe { clang_getTranslationUnitCursor(self.tu) }, _tu: std::marker::PhantomData }
+        Cursor {
+            raw: unsafe { clang_getTranslationUnitCursor(self.tu) },
+            _tu: std::marker::PhantomData,
+        }
     }
 
     /// Every file the parse read (for `rerun-if-changed`).
     pub fn included_files(&self) -> Vec<String> {
-        extern "C" fn visit(file: CXFile, _stack: *mut CXSourceLocation, _len: c_uint, data: CXClientData) {
+        extern "C" fn visit(
+            file: CXFile,
+            _stack: *mut CXSourceLocation,
+            _len: c_uint,
+            data: CXClientData,
+        ) {
             let files = unsafe { &mut *(data as *mut Vec<String>) };
             files.push(cx_string(unsafe { clang_getFileName(file) }));
         }
         let mut files: Vec<String> = Vec::new();
-        unsafe { clang_getInclusions(self.tu, visit, &mut files as *mut Vec<String> as CXClientData) };
+        unsafe {
+            clang_getInclusions(
+                self.tu,
+                visit,
+                &mut files as *mut Vec<String> as CXClientData,
+            )
+        };
         files.sort();
         files.dedup();
         files
@@ -150,7 +173,10 @@ pub struct Cursor<'tu> {
 
 impl<'tu> Cursor<'tu> {
     fn wrap(raw: CXCursor) -> Self {
-        Cursor { raw, _tu: std::marker::PhantomData }
+        Cursor {
+            raw,
+            _tu: std::marker::PhantomData,
+        }
     }
 
     pub fn kind(&self) -> CursorKind {
@@ -185,8 +211,17 @@ impl<'tu> Cursor<'tu> {
             let mut file: CXFile = std::ptr::null_mut();
             let (mut line, mut column, mut offset) = (0, 0, 0);
             clang_getSpellingLocation(loc, &mut file, &mut line, &mut column, &mut offset);
-            let file = if file.is_null() { String::new() } else { cx_string(clang_getFileName(file)) };
-            Location { file, line, column, offset }
+            let file = if file.is_null() {
+                String::new()
+            } else {
+                cx_string(clang_getFileName(file))
+            };
+            Location {
+                file,
+                line,
+                column,
+                offset,
+            }
         }
     }
 
@@ -203,13 +238,23 @@ impl<'tu> Cursor<'tu> {
     }
 
     pub fn children(&self) -> Vec<Cursor<'tu>> {
-        extern "C" fn visit(c: CXCursor, _parent: CXCursor, data: CXClientData) -> CXChildVisitResult {
+        extern "C" fn visit(
+            c: CXCursor,
+            _parent: CXCursor,
+            data: CXClientData,
+        ) -> CXChildVisitResult {
             let out = unsafe { &mut *(data as *mut Vec<CXCursor>) };
             out.push(c);
             CXChildVisit_Continue
         }
         let mut raw: Vec<CXCursor> = Vec::new();
-        unsafe { clang_visitChildren(self.raw, visit, &mut raw as *mut Vec<CXCursor> as CXClientData) };
+        unsafe {
+            clang_visitChildren(
+                self.raw,
+                visit,
+                &mut raw as *mut Vec<CXCursor> as CXClientData,
+            )
+        };
         raw.into_iter().map(Cursor::wrap).collect()
     }
 
@@ -225,7 +270,11 @@ impl<'tu> Cursor<'tu> {
     /// The declaration a base specifier or type refers to.
     pub fn referenced(&self) -> Option<Cursor<'tu>> {
         let r = unsafe { clang_getCursorReferenced(self.raw) };
-        if unsafe { clang_Cursor_isNull(r) } != 0 { None } else { Some(Cursor::wrap(r)) }
+        if unsafe { clang_Cursor_isNull(r) } != 0 {
+            None
+        } else {
+            Some(Cursor::wrap(r))
+        }
     }
 }
 
@@ -253,7 +302,10 @@ pub struct Type<'tu> {
 
 impl<'tu> Type<'tu> {
     fn wrap(raw: CXType) -> Self {
-        Type { raw, _tu: std::marker::PhantomData }
+        Type {
+            raw,
+            _tu: std::marker::PhantomData,
+        }
     }
 
     pub fn kind(&self) -> TypeKind {
@@ -267,7 +319,9 @@ impl<'tu> Type<'tu> {
             CXType_Record => TypeKind::Record,
             CXType_Enum => TypeKind::Enum,
             CXType_FunctionProto | CXType_FunctionNoProto => TypeKind::FunctionProto,
-            k if (CXType_Bool..=CXType_Float128).contains(&k) || k == CXType_Half => TypeKind::Builtin,
+            k if (CXType_Bool..=CXType_Float128).contains(&k) || k == CXType_Half => {
+                TypeKind::Builtin
+            }
             _ => TypeKind::Other,
         }
     }
