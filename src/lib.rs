@@ -31,3 +31,8 @@ pub use com::{ComPtr, IUnknown, Interface};
 pub use guid::GUID;
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
+
+/// The README's Rust examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

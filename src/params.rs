@@ -93,8 +93,13 @@ impl<T> RawPtr<T> for *mut T {
     }
 }
 
-/// Conversions used by generated thunks. Each documents the raw contract it relies on: the
-/// runtime's pointer is valid for the call's duration, as the profiling API promises.
+/// Conversions used by generated thunks.
+///
+/// # Safety
+/// All share one contract: a non-null pointer is valid (for `len` elements, or up to its NUL)
+/// for the lifetime `'a` chosen by the caller, which is the callback's duration, as the
+/// profiling API promises.
+#[allow(clippy::missing_safety_doc)] // the module states the one contract
 pub mod raw {
     use super::*;
 

@@ -44,10 +44,12 @@ pub fn parse_header(include_dir: &Path, header: &Path) -> Result<Header, Errors>
     }
     let tu = clang::TranslationUnit::parse(header, &clang_args(include_dir, true))
         .map_err(|e| Errors::from(Diagnostic::error(e)))?;
+    // Paths in clang's text are shown relative to the header folder, as everywhere else.
+    let prefix = format!("{}/", include_dir.display());
     for d in tu.diagnostics().into_iter().filter(|d| d.is_error) {
+        let text = d.text.replace(&prefix, "");
         errors.push(Diagnostic::error(format!(
-            "clang could not parse the header: {}",
-            d.text
+            "clang could not parse the header: {text}"
         )));
     }
     errors.check()?;
@@ -80,11 +82,11 @@ impl Walker<'_> {
                         .annotations()
                         .into_iter()
                         .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned));
-                    if let Some(iid) = iid {
-                        if c.spelling() != "IUnknown" {
-                            let iface = self.interface(c, iid);
-                            self.interfaces.push(iface);
-                        }
+                    if let Some(iid) = iid
+                        && c.spelling() != "IUnknown"
+                    {
+                        let iface = self.interface(c, iid);
+                        self.interfaces.push(iface);
                     }
                 }
                 _ => {}
@@ -94,14 +96,8 @@ impl Walker<'_> {
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {
         let l = c.location();
-        let path = Path::new(&l.file);
-        let file = path
-            .strip_prefix(self.include_dir)
-            .unwrap_or(path)
-            .display()
-            .to_string();
         Loc {
-            file,
+            file: relative_to(Path::new(&l.file), self.include_dir),
             line: l.line,
             col: l.column,
         }
@@ -203,6 +199,24 @@ impl Walker<'_> {
         }
         attrs
     }
+}
+
+/// `path` as seen from `base` (`corprof.h`, `../other/x.h`), for stable messages.
+fn relative_to(path: &Path, base: &Path) -> String {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return path.display().to_string();
+    }
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out.display().to_string()
 }
 
 /// Converts a clang type to the IR, unfolding typedefs that hide a pointer.

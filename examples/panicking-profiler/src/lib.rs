@@ -1,0 +1,244 @@
+//! panicking-profiler: a profiler that panics, on purpose, in many callbacks.
+//!
+//! It shows (and the end-to-end tests check) that corprof catches every panic at the FFI
+//! boundary, logs it as `corprof: callback <Name> panicked: <msg>; returned E_FAIL to the
+//! runtime` on stderr, and hands `E_FAIL` to the runtime instead of unwinding into it — whatever
+//! the payload: a string literal, a formatted `String`, a non-string value, a payload whose own
+//! `Drop` panics, a `resume_unwind` (no panic hook), or an ordinary bug (index out of bounds,
+//! division by zero, `unwrap` on an `Err`).
+//!
+//! Load it with `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={CLSID}` and
+//! `CORECLR_PROFILER_PATH=…/libpanicking_profiler.so`. Settings:
+//! - `CORPROF_PANICS_OUT`: where Shutdown writes `<CallbackName> <panics>` lines, one per callback
+//!   that panicked at least once (default: stderr). Shutdown itself never panics.
+//! - `PANICKY_INIT_FAIL=1`: Initialize returns `E_FAIL` instead, so the runtime drops the profiler
+//!   and runs the program without it.
+
+use corprof::interfaces::ICorProfilerInfo;
+use corprof::types::{
+    AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID,
+    ThreadID,
+};
+use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Out, Result};
+use std::hint::black_box;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The CLSID this profiler answers to.
+pub const CLSID: &str = "A3ACAAE4-6124-487E-9CF5-68F88E605DFA";
+
+/// JIT compilation, exceptions, class, module and assembly loads, threads and GC.
+pub const MASK: u32 = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS.0
+    | COR_PRF_MONITOR::COR_PRF_MONITOR_GC.0;
+
+/// The callbacks this profiler panics in, every time the runtime calls them.
+pub const PANICKING: &[Callback] = &[
+    Callback::JITCompilationStarted,
+    Callback::JITInlining,
+    Callback::ClassLoadFinished,
+    Callback::ModuleLoadFinished,
+    Callback::AssemblyLoadFinished,
+    Callback::ThreadCreated,
+    Callback::ExceptionThrown,
+    Callback::ExceptionCatcherEnter,
+    Callback::GarbageCollectionStarted,
+    Callback::ObjectReferences,
+];
+
+/// The non-string payload `ExceptionThrown` panics with.
+pub const EXCEPTION_PAYLOAD: u32 = 42;
+
+/// A panic payload whose `Drop` panics too: the library must not let that second panic unwind
+/// into the runtime (or abort the process) when it discards the payload.
+struct DropBomb;
+
+impl Drop for DropBomb {
+    fn drop(&mut self) {
+        panic!("DropBomb: the panic payload panicked while being dropped");
+    }
+}
+
+/// One panic counter per callback, indexed by [`Callback::index`].
+pub struct Panicker {
+    panics: Vec<AtomicU64>,
+}
+
+impl Default for Panicker {
+    fn default() -> Self {
+        Panicker {
+            panics: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl Panicker {
+    /// Counts a panic about to be raised in `callback`; call it right before panicking.
+    fn arm(&self, callback: Callback) {
+        self.panics[callback.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(callback, panics)` for every callback that panicked, in vtable order.
+    pub fn raised(&self) -> Vec<(Callback, u64)> {
+        Callback::ALL
+            .iter()
+            .map(|c| (*c, self.panics[c.index()].load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    fn report(&self) -> std::io::Result<()> {
+        let mut text = String::new();
+        for (c, n) in self.raised() {
+            text.push_str(&format!("{} {n}\n", c.name()));
+        }
+        match std::env::var_os("CORPROF_PANICS_OUT") {
+            Some(path) => std::fs::write(path, text),
+            None => std::io::stderr().write_all(text.as_bytes()),
+        }
+    }
+}
+
+impl CorProfilerCallback for Panicker {
+    fn initialize(&self, info: &IUnknown) -> Result<()> {
+        if std::env::var_os("PANICKY_INIT_FAIL").is_some_and(|v| v == "1") {
+            eprintln!("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize");
+            return Err(HResult::E_FAIL);
+        }
+        let info = info.query::<ICorProfilerInfo>()?;
+        HResult(unsafe { info.SetEventMask(MASK) }).ok()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        self.report().map_err(|e| {
+            eprintln!("panicking-profiler: cannot write the panic counts: {e}");
+            HResult::E_FAIL
+        })
+    }
+
+    /// A `&'static str` payload.
+    fn jit_compilation_started(&self, _function_id: FunctionID, _safe: BOOL) -> Result<()> {
+        self.arm(Callback::JITCompilationStarted);
+        panic!("JITCompilationStarted always panics in this profiler");
+    }
+
+    /// Panics before writing its `[out]` parameter.
+    fn jit_inlining(
+        &self,
+        _caller_id: FunctionID,
+        _callee_id: FunctionID,
+        _should_inline: Out<'_, BOOL>,
+    ) -> Result<()> {
+        self.arm(Callback::JITInlining);
+        panic!("JITInlining panics before writing pfShouldInline");
+    }
+
+    /// A formatted `String` payload.
+    fn class_load_finished(&self, class_id: ClassID, hr_status: HResult) -> Result<()> {
+        self.arm(Callback::ClassLoadFinished);
+        panic!("class {class_id:#x} finished loading with {hr_status}, and that is a panic");
+    }
+
+    /// An index out of bounds.
+    fn module_load_finished(&self, module_id: ModuleID, _hr_status: HResult) -> Result<()> {
+        let table = [0usize; 4];
+        self.arm(Callback::ModuleLoadFinished);
+        black_box(table[black_box(table.len() + module_id % 4)]);
+        Ok(())
+    }
+
+    /// A division by zero (panics in release builds too).
+    fn assembly_load_finished(&self, assembly_id: AssemblyID, _hr_status: HResult) -> Result<()> {
+        self.arm(Callback::AssemblyLoadFinished);
+        black_box(assembly_id / black_box(0));
+        Ok(())
+    }
+
+    /// A non-string payload whose `Drop` panics as well.
+    fn thread_created(&self, _thread_id: ThreadID) -> Result<()> {
+        self.arm(Callback::ThreadCreated);
+        std::panic::panic_any(DropBomb);
+    }
+
+    /// A non-string payload: the library logs `(non-string panic payload)`.
+    fn exception_thrown(&self, _thrown_object_id: ObjectID) -> Result<()> {
+        self.arm(Callback::ExceptionThrown);
+        std::panic::panic_any(EXCEPTION_PAYLOAD);
+    }
+
+    /// `unwrap` on an `Err`.
+    fn exception_catcher_enter(
+        &self,
+        _function_id: FunctionID,
+        _object_id: ObjectID,
+    ) -> Result<()> {
+        self.arm(Callback::ExceptionCatcherEnter);
+        black_box(black_box("forty-two").parse::<u32>().unwrap());
+        Ok(())
+    }
+
+    /// `resume_unwind`: unwinds without running the panic hook (nothing printed but corprof's line).
+    fn garbage_collection_started(
+        &self,
+        generation_collected: &[BOOL],
+        reason: COR_PRF_GC_REASON,
+    ) -> Result<()> {
+        self.arm(Callback::GarbageCollectionStarted);
+        let collected = generation_collected.iter().filter(|g| **g != 0).count();
+        std::panic::resume_unwind(Box::new(format!(
+            "GC (reason {}) of {collected} of {} generations resumed an unwind",
+            reason.0,
+            generation_collected.len()
+        )));
+    }
+
+    /// Called for every live object of a heap walk after each GC.
+    fn object_references(
+        &self,
+        _object_id: ObjectID,
+        _class_id: ClassID,
+        object_ref_ids: &[ObjectID],
+    ) -> Result<()> {
+        self.arm(Callback::ObjectReferences);
+        panic!(
+            "ObjectReferences: object with {} references",
+            object_ref_ids.len()
+        );
+    }
+}
+
+corprof::export_profiler!(Panicker, "A3ACAAE4-6124-487E-9CF5-68F88E605DFA");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clsid_constant_is_the_exported_one() {
+        assert_eq!(corprof::GUID::parse(CLSID).to_string(), CLSID);
+    }
+
+    #[test]
+    fn panics_are_counted_per_callback() {
+        let p = Panicker::default();
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = std::panic::catch_unwind(|| p.exception_thrown(0));
+        let payload = r.expect_err("exception_thrown must panic");
+        assert_eq!(payload.downcast_ref::<u32>(), Some(&EXCEPTION_PAYLOAD));
+        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(1, 1)).is_err());
+        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(2, 1)).is_err());
+        std::panic::set_hook(hook);
+        assert_eq!(
+            p.raised(),
+            vec![
+                (Callback::JITCompilationStarted, 2),
+                (Callback::ExceptionThrown, 1)
+            ]
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The golden files of corprof-gen's fixtures compile against this crate, and the code they hold
+//! works: a profiler for the `directions` fixture is called through its raw vtable, once per
+//! parameter shape (in, out, ref, opaque, array, counted and NUL-terminated text, optional).
+
+#[allow(
+    non_snake_case,
+    non_camel_case_types,
+    non_upper_case_globals,
+    dead_code,
+    clippy::all
+)]
+mod directions {
+    include!("../corprof-gen/tests/fixtures/directions/expected.rs");
+}
+
+#[allow(
+    non_snake_case,
+    non_camel_case_types,
+    non_upper_case_globals,
+    dead_code,
+    clippy::all
+)]
+mod warn_absent_interface {
+    include!("../corprof-gen/tests/fixtures/warn-absent-interface/expected.rs");
+}
+
+use corprof::com::ComObject;
+use corprof::{HResult, Out, WStr};
+use directions::callbacks::{CallbackClass, CorProfilerCallback};
+use directions::interfaces::{ICorProfilerCallback2, IHelperFixture};
+use directions::types::*;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    fn log(&self, s: String) {
+        self.seen.lock().unwrap().push(s);
+    }
+}
+
+impl CorProfilerCallback for Recorder {
+    fn values(
+        &self,
+        function_id: FunctionID,
+        hr_status: HResult,
+        r#type: i32,
+    ) -> corprof::Result<()> {
+        self.log(format!("values {function_id} {hr_status} {type}", type = r#type));
+        Err(HResult(0x8013_1350u32 as i32))
+    }
+
+    fn directions(
+        &self,
+        range: &FIX_RANGE,
+        done: Out<'_, BOOL>,
+        counter: &mut ULONG,
+        client: *mut c_void,
+    ) -> corprof::Result<()> {
+        self.log(format!(
+            "directions {}+{} {client:?}",
+            range.start, range.length
+        ));
+        done.write(1);
+        *counter += 10;
+        Ok(())
+    }
+
+    fn arrays(
+        &self,
+        ids: &[FunctionID],
+        name: Option<WStr<'_>>,
+        path: WStr<'_>,
+        guid: &corprof::GUID,
+    ) -> corprof::Result<()> {
+        self.log(format!(
+            "arrays {ids:?} {:?} {path} {guid}",
+            name.map(|n| n.to_string())
+        ));
+        Ok(())
+    }
+
+    fn later(&self, flags: FIX_FLAGS, helper: Option<&IHelperFixture>) -> corprof::Result<()> {
+        self.log(format!("later {} {}", flags.0, helper.is_some()));
+        Ok(())
+    }
+}
+
+/// A profiler object and its vtable, as the runtime holds them.
+struct Obj(*mut ICorProfilerCallback2);
+
+impl Obj {
+    fn new() -> Obj {
+        Obj(ComObject::<CallbackClass<Recorder>>::create(Recorder::default()).cast())
+    }
+    fn vtbl(&self) -> &directions::interfaces::ICorProfilerCallback2_Vtbl {
+        unsafe { &*(*self.0).lpVtbl }
+    }
+    fn seen(&self) -> Vec<String> {
+        unsafe { ComObject::<CallbackClass<Recorder>>::value(self.0.cast()) }
+            .seen
+            .lock()
+            .unwrap()
+            .clone()
+    }
+}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        unsafe { (self.vtbl().base__.base__.Release)(self.0.cast()) };
+    }
+}
+
+fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain([0]).collect()
+}
+
+#[test]
+fn values_pass_through_and_errors_come_back_as_hresults() {
+    let o = Obj::new();
+    let hr = unsafe { (o.vtbl().base__.Values)(o.0.cast(), 77, HResult::E_FAIL.0, -3) };
+    assert_eq!(hr, 0x8013_1350u32 as i32);
+    assert_eq!(o.seen(), ["values 77 E_FAIL (0x80004005) -3"]);
+}
+
+#[test]
+fn in_out_ref_and_opaque_pointers() {
+    let o = Obj::new();
+    let range = FIX_RANGE {
+        start: 0x1000,
+        length: 16,
+    };
+    let (mut done, mut counter) = (0, 5u32);
+    let hr = unsafe {
+        (o.vtbl().base__.Directions)(
+            o.0.cast(),
+            &range,
+            &mut done,
+            &mut counter,
+            0x42 as *mut c_void,
+        )
+    };
+    assert_eq!(hr, 0);
+    assert_eq!((done, counter), (1, 15));
+    assert_eq!(o.seen(), ["directions 4096+16 0x42"]);
+}
+
+#[test]
+fn a_null_required_pointer_is_refused_before_the_profiler_runs() {
+    let o = Obj::new();
+    let mut counter = 0u32;
+    let hr = unsafe {
+        (o.vtbl().base__.Directions)(
+            o.0.cast(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            &mut counter,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(HResult(hr), HResult::E_POINTER);
+    assert!(o.seen().is_empty());
+}
+
+#[test]
+fn arrays_counted_text_terminated_text_and_guids() {
+    let o = Obj::new();
+    let ids = [3usize, 4, 5];
+    let name: Vec<u16> = "Worker-1".encode_utf16().collect();
+    let path = wide("/app/App.dll");
+    let guid = corprof::GUID::parse("11111111-2222-3333-4444-555555555555");
+    unsafe {
+        let f = o.vtbl().base__.Arrays;
+        assert_eq!(
+            f(
+                o.0.cast(),
+                2,
+                ids.as_ptr().cast_mut(),
+                6,
+                name.as_ptr().cast_mut(),
+                path.as_ptr(),
+                &guid
+            ),
+            0
+        );
+        assert_eq!(
+            f(
+                o.0.cast(),
+                0,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                path.as_ptr(),
+                &guid
+            ),
+            0
+        );
+    }
+    assert_eq!(
+        o.seen(),
+        [
+            "arrays [3, 4] Some(\"Worker\") /app/App.dll 11111111-2222-3333-4444-555555555555",
+            "arrays [] None /app/App.dll 11111111-2222-3333-4444-555555555555",
+        ]
+    );
+}
+
+#[test]
+fn derived_version_slots_and_optional_interfaces() {
+    let o = Obj::new();
+    let hr = unsafe {
+        (o.vtbl().Later)(
+            o.0.cast(),
+            FIX_FLAGS::FIX_FLAG_A | FIX_FLAGS::FIX_FLAG_B,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(hr, 0);
+    assert_eq!(o.seen(), ["later 3 false"]);
+    assert_eq!(
+        directions::callbacks::HIGHEST_CALLBACK,
+        "ICorProfilerCallback2"
+    );
+    assert_eq!(directions::callbacks::CALLBACK_IIDS.len(), 2);
+}
+
+#[test]
+fn the_warning_fixture_generated_the_same_api() {
+    assert_eq!(
+        warn_absent_interface::callbacks::Callback::ALL.len(),
+        directions::callbacks::Callback::ALL.len()
+    );
+}
