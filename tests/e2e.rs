@@ -194,18 +194,21 @@ impl Run {
     /// `callback name -> number of corprof panic lines` on stderr; every such line must be
     /// complete.
     fn panic_lines(&self) -> BTreeMap<String, u64> {
+        let all: Vec<&str> = self.stderr.lines().collect();
         let mut lines = BTreeMap::new();
-        for line in self.stderr.lines() {
+        for (i, line) in all.iter().enumerate() {
             let Some(rest) = line.strip_prefix(PANIC_LINE_PREFIX) else {
                 continue;
             };
+            let around = || all[i.saturating_sub(3)..(i + 4).min(all.len())].join("\n");
             let name = rest
                 .split_once(" panicked: ")
                 .map(|(name, _)| name)
-                .unwrap_or_else(|| panic!("malformed panic line {line:?}"));
+                .unwrap_or_else(|| panic!("malformed panic line {line:?} in\n{}", around()));
             assert!(
                 line.ends_with(PANIC_LINE_SUFFIX),
-                "panic line without `{PANIC_LINE_SUFFIX}`: {line:?}"
+                "panic line without `{PANIC_LINE_SUFFIX}`: {line:?} in\n{}",
+                around()
             );
             assert_callback_name(name, "a corprof panic line");
             *lines.entry(name.to_string()).or_insert(0) += 1;

@@ -71,32 +71,6 @@ typedef const GUID *LPCGUID;
 #define EXTERN_C extern
 #endif
 
-/* Metadata vocabulary that corprof.h keeps under `#if 0` (it normally comes from cor.h). */
-#ifndef CORPROF_HAVE_COR_H
-typedef LONG32 mdToken;
-typedef mdToken mdModule;
-typedef mdToken mdTypeDef;
-typedef mdToken mdMethodDef;
-typedef mdToken mdFieldDef;
-typedef ULONG CorElementType;
-typedef struct {
-    DWORD dwOSPlatformId;
-    DWORD dwOSMajorVersion;
-    DWORD dwOSMinorVersion;
-} OSINFO;
-typedef struct {
-    USHORT usMajorVersion;
-    USHORT usMinorVersion;
-    USHORT usBuildNumber;
-    USHORT usRevisionNumber;
-    LPWSTR szLocale;
-    ULONG cbLocale;
-    DWORD *rProcessor;
-    ULONG ulProcessor;
-    OSINFO *rOS;
-    ULONG ulOS;
-} ASSEMBLYMETADATA;
-#endif
 
 /* Calling conventions: on x86-64 Linux there is only one. */
 #define __stdcall
@@ -113,6 +87,18 @@ typedef struct {
 #define CONST_VTBL
 #define __RPCNDR_H_VERSION__ 500
 #define COM_NO_WINDOWS_H
+
+/* cor.h vocabulary: GUID constants and interfaces declared through macros. A GUID's parts
+ * travel as an annotation on its declaration; interfaces get their IID from `IID_<name>`. */
+#define EXTERN_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) \
+    EXTERN_C const GUID name __attribute__((annotate("corprof_guid:" #l "," #w1 "," #w2 "," #b1 "," #b2 "," #b3 "," #b4 "," #b5 "," #b6 "," #b7 "," #b8)))
+#define DECLARE_INTERFACE_(iface, base) struct iface : public base
+#define DECLARE_INTERFACE(iface) struct iface
+#define STDMETHOD(method) virtual HRESULT STDMETHODCALLTYPE method
+#define STDMETHOD_(type, method) virtual type STDMETHODCALLTYPE method
+#define PURE = 0
+#define THIS_
+#define THIS void
 
 /* SAL: kept as machine-readable annotations, argument text included. */
 #define CORPROF_SAL(text) __attribute__((annotate("corprof_sal:" text)))
@@ -131,5 +117,35 @@ typedef struct {
 #define _Out_writes_to_(cap, len) CORPROF_SAL("_Out_writes_to_(" #cap "," #len ")")
 #define _Out_writes_bytes_(n) CORPROF_SAL("_Out_writes_bytes_(" #n ")")
 #define _Inout_updates_(n) CORPROF_SAL("_Inout_updates_(" #n ")")
+#define _Out_writes_to_opt_(cap, len) CORPROF_SAL("_Out_writes_to_opt_(" #cap "," #len ")")
+#define _Out_writes_bytes_to_(cap, len) CORPROF_SAL("_Out_writes_bytes_to_(" #cap "," #len ")")
+#define _Out_writes_bytes_to_opt_(cap, len) CORPROF_SAL("_Out_writes_bytes_to_opt_(" #cap "," #len ")")
+#define _Out_writes_bytes_opt_(n) CORPROF_SAL("_Out_writes_bytes_opt_(" #n ")")
+#define _In_reads_bytes_opt_(n) CORPROF_SAL("_In_reads_bytes_opt_(" #n ")")
+#define _In_z_ CORPROF_SAL("_In_z_")
+#define _In_opt_z_ CORPROF_SAL("_In_opt_z_")
+#define _Outptr_opt_ CORPROF_SAL("_Outptr_opt_")
+#define _Outptr_result_maybenull_ CORPROF_SAL("_Outptr_result_maybenull_")
+#define _Deref_out_ CORPROF_SAL("_Deref_out_")
+#define _Inout_opt_ CORPROF_SAL("_Inout_opt_")
+#define _Out_range_(lo, hi)
+#define _Pre_notnull_
+#define _Post_z_
+#define __RPC__in
+#define __RPC__out
+
+/* COM vocabulary cor.h mentions only by pointer. VARIANT's layout does not matter to us:
+ * it is only passed by pointer, so an opaque 24-byte struct stands in. */
+typedef struct tagVARIANT { uint64_t corprof_opaque[3]; } VARIANT;
+#define UNALIGNED
+#ifdef __cplusplus
+struct IStream;
+struct ISequentialStream;
+struct ITypeInfo;
+#else
+typedef struct ITypeInfo ITypeInfo;
+typedef struct IStream IStream;
+typedef struct ISequentialStream ISequentialStream;
+#endif
 
 #endif

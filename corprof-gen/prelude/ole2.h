@@ -1,1 +1,2 @@
 /* corprof prelude stand-in: everything lives in corprof_prelude.h. */
+#include "unknwn.h"

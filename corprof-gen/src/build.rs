@@ -30,6 +30,16 @@ pub fn include_dir(manifest_dir: &Path) -> Result<PathBuf, Errors> {
         .into())
 }
 
+/// corprof.h, preceded by cor.h (the metadata interfaces) when the folder has it.
+pub fn entry_headers(include_dir: &Path) -> Vec<String> {
+    let mut headers = Vec::new();
+    if include_dir.join("cor.h").is_file() {
+        headers.push("cor.h".to_string());
+    }
+    headers.push("corprof.h".to_string());
+    headers
+}
+
 /// Runs the generator for the crate being built; on failure prints every error and exits 1.
 pub fn run() {
     if let Err(errors) = try_run() {
@@ -53,9 +63,10 @@ fn try_run() -> Result<(), Errors> {
         "cargo:rerun-if-changed={}",
         manifest_dir.join("headers").display()
     );
+    let include_dir = include_dir(&manifest_dir)?;
     let cfg = Config {
-        include_dir: include_dir(&manifest_dir)?,
-        header: "corprof.h".to_string(),
+        headers: entry_headers(&include_dir),
+        include_dir,
         annotations_dir,
         display_root: manifest_dir.clone(),
         root: "crate".to_string(),

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 const IID_TAG: &str = "corprof_iid:";
 const SAL_TAG: &str = "corprof_sal:";
+const GUID_TAG: &str = "corprof_guid:";
 
 /// The folder holding the prelude and the stand-in Windows headers.
 pub fn prelude_dir() -> PathBuf {
@@ -35,15 +36,35 @@ pub fn clang_args(include_dir: &Path, cplusplus: bool) -> Vec<String> {
     args
 }
 
-/// Parses `header` (inside `include_dir`) and returns every interface it declares.
-pub fn parse_header(include_dir: &Path, header: &Path) -> Result<Header, Errors> {
+/// The name of the in-memory header that includes every entry header.
+pub const UMBRELLA: &str = "corprof_umbrella.h";
+
+/// The in-memory header that includes `headers` in order. Without cor.h, the metadata typedefs
+/// corprof.h leaves to it (`mdToken`, `ASSEMBLYMETADATA`, …) come from the prelude's fallback.
+pub fn umbrella(headers: &[String]) -> String {
+    let mut text = String::from("/* corprof umbrella: the entry headers, in order. */\n");
+    if !headers.iter().any(|h| h == "cor.h") {
+        text.push_str("#include \"corprof_mdtypes.h\"\n");
+    }
+    for h in headers {
+        text.push_str(&format!("#include \"{h}\"\n"));
+    }
+    text
+}
+
+/// Parses `headers` (file names inside `include_dir`, included in order) and returns every COM
+/// interface they declare.
+pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Errors> {
     let mut errors = Errors::default();
     if let Err(e) = clang::load() {
         errors.push(Diagnostic::error(e));
         return Err(errors);
     }
-    let tu = clang::TranslationUnit::parse(header, &clang_args(include_dir, true))
-        .map_err(|e| Errors::from(Diagnostic::error(e)))?;
+    let umbrella_path = include_dir.join(UMBRELLA);
+    let unsaved = [(umbrella_path.display().to_string(), umbrella(headers))];
+    let tu =
+        clang::TranslationUnit::parse(&umbrella_path, &clang_args(include_dir, true), &unsaved)
+            .map_err(|e| Errors::from(Diagnostic::error(e)))?;
     // Paths in clang's text are shown relative to the header folder, as everywhere else.
     let prefix = format!("{}/", include_dir.display());
     for d in tu.diagnostics().into_iter().filter(|d| d.is_error) {
@@ -58,11 +79,23 @@ pub fn parse_header(include_dir: &Path, header: &Path) -> Result<Header, Errors>
         include_dir,
         sources: HashMap::new(),
         interfaces: Vec::new(),
+        guids: HashMap::new(),
     };
-    walker.visit(tu.cursor());
+    let mut structs = Vec::new();
+    walker.collect(tu.cursor(), &mut structs);
+    for c in structs {
+        if let Some(iface) = walker.interface(c) {
+            walker.interfaces.push(iface);
+        }
+    }
+    let files = tu
+        .included_files()
+        .into_iter()
+        .filter(|f| !f.ends_with(UMBRELLA))
+        .collect();
     Ok(Header {
         interfaces: walker.interfaces,
-        files: tu.included_files(),
+        files,
     })
 }
 
@@ -70,23 +103,28 @@ struct Walker<'a> {
     include_dir: &'a Path,
     sources: HashMap<String, String>,
     interfaces: Vec<Interface>,
+    /// `IID_Foo` → `xxxxxxxx-xxxx-…`, from `EXTERN_GUID` declarations.
+    guids: HashMap<String, String>,
 }
 
-impl Walker<'_> {
-    fn visit(&mut self, cursor: Cursor<'_>) {
+impl<'tu> Walker<'_> {
+    /// Gathers candidate interface structs and GUID constants, descending into `extern "C"`.
+    fn collect(&mut self, cursor: Cursor<'tu>, structs: &mut Vec<Cursor<'tu>>) {
         for c in cursor.children() {
             match c.kind() {
-                CursorKind::LinkageSpec => self.visit(c),
-                CursorKind::Struct if c.is_definition() => {
-                    let iid = c
+                CursorKind::LinkageSpec => self.collect(c, structs),
+                CursorKind::Struct if c.is_definition() && c.spelling() != "IUnknown" => {
+                    structs.push(c)
+                }
+                CursorKind::Var => {
+                    if let Some(parts) = c
                         .annotations()
-                        .into_iter()
-                        .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned));
-                    if let Some(iid) = iid
-                        && c.spelling() != "IUnknown"
+                        .iter()
+                        .find_map(|a| a.strip_prefix(GUID_TAG))
                     {
-                        let iface = self.interface(c, iid);
-                        self.interfaces.push(iface);
+                        if let Some(text) = guid_text(parts) {
+                            self.guids.insert(c.spelling(), text);
+                        }
                     }
                 }
                 _ => {}
@@ -103,7 +141,10 @@ impl Walker<'_> {
         }
     }
 
-    fn interface(&mut self, c: Cursor<'_>, iid: String) -> Interface {
+    /// A COM interface: a struct with a base and virtual methods (MIDL_INTERFACE or
+    /// DECLARE_INTERFACE_), whose IID comes from its annotation or an `IID_<name>` constant.
+    fn interface(&mut self, c: Cursor<'_>) -> Option<Interface> {
+        let name = c.spelling();
         let mut base = None;
         let mut methods = Vec::new();
         for child in c.children() {
@@ -120,13 +161,19 @@ impl Walker<'_> {
                 _ => {}
             }
         }
-        Interface {
-            name: c.spelling(),
+        base.as_ref()?;
+        let iid = c
+            .annotations()
+            .into_iter()
+            .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned))
+            .or_else(|| self.guids.get(&format!("IID_{name}")).cloned())?;
+        Some(Interface {
+            name,
             iid,
             base,
             methods,
             loc: self.loc(&c),
-        }
+        })
     }
 
     fn method(&mut self, c: Cursor<'_>) -> Method {
@@ -201,6 +248,30 @@ impl Walker<'_> {
     }
 }
 
+/// `0x7dac8207,0xd3ae,0x4c75,0x9b,…` (EXTERN_GUID's parts) → `7DAC8207-D3AE-4C75-9B67-…`.
+fn guid_text(parts: &str) -> Option<String> {
+    let nums: Vec<u64> = parts
+        .split(',')
+        .map(|p| {
+            let p = p.trim();
+            match p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+                Some(hex) => {
+                    u64::from_str_radix(hex.trim_end_matches(['L', 'l', 'U', 'u']), 16).ok()
+                }
+                None => p.trim_end_matches(['L', 'l', 'U', 'u']).parse().ok(),
+            }
+        })
+        .collect::<Option<_>>()?;
+    if nums.len() != 11 {
+        return None;
+    }
+    let tail: String = nums[5..].iter().map(|b| format!("{b:02X}")).collect();
+    Some(format!(
+        "{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{tail}",
+        nums[0], nums[1], nums[2], nums[3], nums[4]
+    ))
+}
+
 /// `path` as seen from `base` (`corprof.h`, `../other/x.h`), for stable messages.
 fn relative_to(path: &Path, base: &Path) -> String {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -227,7 +298,11 @@ fn ctype(t: Type<'_>) -> CType {
         TypeKind::Array => pointer_to(t.element()),
         TypeKind::Elaborated => ctype(t.named()),
         TypeKind::Typedef => {
-            if matches!(t.canonical().kind(), TypeKind::Pointer) {
+            // Unfold typedefs that hide a typed pointer (LPCBYTE, LPCWSTR); keep opaque
+            // handles (HCORENUM, PVOID) by name.
+            let canonical = t.canonical();
+            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void
+            {
                 ctype(t.declaration().typedef_underlying())
             } else {
                 CType::Named(t.typedef_name())

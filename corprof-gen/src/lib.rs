@@ -29,8 +29,8 @@ pub const INCLUDE_DIR_VAR: &str = "CORPROF_INCLUDE_DIR";
 pub struct Config {
     /// The folder holding `header` (and any headers it includes).
     pub include_dir: PathBuf,
-    /// The entry header's file name inside `include_dir`.
-    pub header: String,
+    /// The entry headers' file names inside `include_dir`, parsed together in this order.
+    pub headers: Vec<String>,
     /// The folder of annotation YAML files.
     pub annotations_dir: PathBuf,
     /// Paths in messages are shown relative to this folder.
@@ -73,8 +73,10 @@ pub fn load(
         .include_dir
         .canonicalize()
         .unwrap_or_else(|_| cfg.include_dir.clone());
-    let header_path = check_include_dir(&include_dir, &cfg.header)?;
-    let header = extract::parse_header(&include_dir, &header_path);
+    for h in &cfg.headers {
+        check_include_dir(&include_dir, h)?;
+    }
+    let header = extract::parse_header(&include_dir, &cfg.headers);
     let ann = annotations::Annotations::load_dir(&cfg.annotations_dir, &cfg.display_root);
     // Report header and annotation problems together.
     let (header, ann) = match (header, ann) {
@@ -102,8 +104,8 @@ pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
         .canonicalize()
         .unwrap_or_else(|_| cfg.include_dir.clone());
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
-    let types = types::generate(&include_dir, &cfg.header, &iface_names)?;
-    let view = view::build(&api, &cfg.header, &cfg.root, types)?;
+    let types = types::generate(&include_dir, &cfg.headers, &iface_names)?;
+    let view = view::build(&api, &cfg.headers.join(" + "), &cfg.root, types)?;
     let text = view
         .render()
         .map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;

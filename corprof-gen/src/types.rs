@@ -3,7 +3,7 @@
 //! for classes with a base, so the interface stages own them.
 
 use crate::diag::{Diagnostic, Errors};
-use crate::extract::{clang_args, prelude_dir};
+use crate::extract::{UMBRELLA, clang_args, prelude_dir, umbrella};
 use std::path::Path;
 
 fn escape(path: &Path) -> String {
@@ -18,13 +18,22 @@ fn escape(path: &Path) -> String {
 }
 
 /// bindgen's output for the types declared in the header folder and the prelude.
-pub fn generate(include_dir: &Path, header: &str, interfaces: &[&str]) -> Result<String, Errors> {
+pub fn generate(
+    include_dir: &Path,
+    headers: &[String],
+    interfaces: &[&str],
+) -> Result<String, Errors> {
     let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
     blocked.extend(["IUnknown(Vtbl)?", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
     let builder = bindgen::Builder::default()
-        .header(include_dir.join(header).display().to_string())
-        // C mode: the C form of the header has no classes, and WCHAR is a plain u16 there.
-        .clang_args(clang_args(include_dir, false))
+        .header_contents(
+            &include_dir.join(UMBRELLA).display().to_string(),
+            &umbrella(headers),
+        )
+        // C++ mode, as the interface walk: cor.h declares its interfaces only in C++ form.
+        .clang_args(clang_args(include_dir, true))
+        .ignore_functions()
+        .ignore_methods()
         .allowlist_file(format!("{}/.*", escape(include_dir)))
         .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
         .blocklist_type(format!("^({})$", blocked.join("|")))
@@ -42,6 +51,8 @@ pub fn generate(include_dir: &Path, header: &str, interfaces: &[&str]) -> Result
         .formatter(bindgen::Formatter::None);
     match builder.generate() {
         Ok(b) => Ok(b.to_string()),
-        Err(e) => Err(Diagnostic::error(format!("bindgen failed on {header}: {e}")).into()),
+        Err(e) => {
+            Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into())
+        }
     }
 }

@@ -30,6 +30,8 @@ pub struct InterfaceView {
     pub base: String,
     pub base_vtbl: String,
     pub loc: String,
+    /// The declaring header, relative to the header folder.
+    pub file: String,
     pub methods: Vec<RawMethodView>,
 }
 
@@ -183,6 +185,7 @@ fn interface_view(iface: &ApiInterface) -> InterfaceView {
         base_vtbl: format!("{base}_Vtbl"),
         base,
         loc: loc(&iface.ir.loc),
+        file: iface.ir.loc.file.clone(),
         name,
         methods,
     }

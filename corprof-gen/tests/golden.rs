@@ -19,7 +19,7 @@ fn fixtures() -> Vec<PathBuf> {
 fn run(dir: &Path) -> (String, bool) {
     let cfg = Config {
         include_dir: dir.to_path_buf(),
-        header: "input.h".to_string(),
+        headers: vec!["input.h".to_string()],
         annotations_dir: dir.to_path_buf(),
         display_root: dir.to_path_buf(),
         root: "::corprof".to_string(),

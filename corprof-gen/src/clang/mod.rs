@@ -50,13 +50,34 @@ pub struct Diagnostic {
 
 impl TranslationUnit {
     /// Parses `file` with `args`; `Err` carries clang's own reason when it produced no unit at all.
-    pub fn parse(file: &Path, args: &[String]) -> Result<TranslationUnit, String> {
+    pub fn parse(
+        file: &Path,
+        args: &[String],
+        unsaved: &[(String, String)],
+    ) -> Result<TranslationUnit, String> {
         let c_file = CString::new(file.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
         let c_args: Vec<CString> = args
             .iter()
             .map(|a| CString::new(a.as_bytes()).expect("argument without NUL"))
             .collect();
         let ptrs: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+        let unsaved_c: Vec<(CString, CString)> = unsaved
+            .iter()
+            .map(|(name, text)| {
+                (
+                    CString::new(name.as_bytes()).unwrap_or_default(),
+                    CString::new(text.as_bytes()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut unsaved_files: Vec<CXUnsavedFile> = unsaved_c
+            .iter()
+            .map(|(name, text)| CXUnsavedFile {
+                Filename: name.as_ptr(),
+                Contents: text.as_ptr(),
+                Length: text.as_bytes().len() as _,
+            })
+            .collect();
         unsafe {
             let index = clang_createIndex(0, 0);
             let mut tu: CXTranslationUnit = std::ptr::null_mut();
@@ -65,8 +86,8 @@ impl TranslationUnit {
                 c_file.as_ptr(),
                 ptrs.as_ptr(),
                 ptrs.len() as i32,
-                std::ptr::null_mut(),
-                0,
+                unsaved_files.as_mut_ptr(),
+                unsaved_files.len() as c_uint,
                 CXTranslationUnit_SkipFunctionBodies,
                 &mut tu,
             );
@@ -161,6 +182,7 @@ pub enum CursorKind {
     BaseSpecifier,
     Annotation,
     Typedef,
+    Var,
     LinkageSpec,
     Other,
 }
@@ -185,6 +207,7 @@ impl<'tu> Cursor<'tu> {
             CXCursor_CXXMethod => CursorKind::Method,
             CXCursor_ParmDecl => CursorKind::Param,
             CXCursor_CXXBaseSpecifier => CursorKind::BaseSpecifier,
+            CXCursor_VarDecl => CursorKind::Var,
             CXCursor_AnnotateAttr => CursorKind::Annotation,
             CXCursor_TypedefDecl => CursorKind::Typedef,
             // libclang 14 reports `extern "C" {` blocks as unexposed declarations.

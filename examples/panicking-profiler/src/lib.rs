@@ -5,7 +5,8 @@
 //! runtime` on stderr, and hands `E_FAIL` to the runtime instead of unwinding into it — whatever
 //! the payload: a string literal, a formatted `String`, a non-string value, a payload whose own
 //! `Drop` panics, a `resume_unwind` (no panic hook), or an ordinary bug (index out of bounds,
-//! division by zero, `unwrap` on an `Err`).
+//! division by zero, `unwrap` on an `Err`). Its panic hook prints each panic as one
+//! `panicking-profiler: panic at <file:line>: <msg>` line (see `log_panic`).
 //!
 //! Load it with `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={CLSID}` and
 //! `CORECLR_PROFILER_PATH=…/libpanicking_profiler.so`. Settings:
@@ -22,6 +23,7 @@ use corprof::types::{
 use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Out, Result};
 use std::hint::black_box;
 use std::io::Write;
+use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The CLSID this profiler answers to.
@@ -61,6 +63,22 @@ impl Drop for DropBomb {
     fn drop(&mut self) {
         panic!("DropBomb: the panic payload panicked while being dropped");
     }
+}
+
+/// The panic hook this profiler installs: one line per panic, written under the stderr lock.
+///
+/// Rust's default hook writes its report in several pieces to an unlocked stderr, so with
+/// panics on several threads at once (the runtime JIT-compiles on background threads too) its
+/// text can land in the middle of corprof's `corprof: callback … panicked` line. Taking the
+/// lock serializes it with corprof's `eprintln!`, which takes the same lock: every line stays
+/// whole.
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let msg = info.payload_as_str().unwrap_or("(non-string payload)");
+    let line = match info.location() {
+        Some(at) => format!("panicking-profiler: panic at {at}: {msg}\n"),
+        None => format!("panicking-profiler: panic: {msg}\n"),
+    };
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// One panic counter per callback, indexed by [`Callback::index`].
@@ -109,6 +127,8 @@ impl CorProfilerCallback for Panicker {
             eprintln!("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize");
             return Err(HResult::E_FAIL);
         }
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| std::panic::set_hook(Box::new(log_panic)));
         let info = info.query::<ICorProfilerInfo>()?;
         HResult(unsafe { info.SetEventMask(MASK) }).ok()
     }

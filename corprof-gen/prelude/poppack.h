@@ -1,0 +1,2 @@
+/* corprof prelude stand-in for poppack.h. */
+#pragma pack(pop)

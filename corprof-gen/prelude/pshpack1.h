@@ -1,0 +1,2 @@
+/* corprof prelude stand-in for pshpack1.h. */
+#pragma pack(push, 1)

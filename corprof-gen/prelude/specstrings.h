@@ -1,0 +1,1 @@
+/* corprof prelude stand-in for specstrings.h. */
