@@ -25,7 +25,7 @@ fn vtable_slots_match_the_c_structs_of_the_header() {
     std::fs::create_dir_all(&work).unwrap();
 
     let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"corprof.h\"\nint main(void) {\n",
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"corprof_mdtypes.h\"\n#include \"corprof.h\"\nint main(void) {\n",
     );
     // cor.h declares its interfaces in C++ form only; corprof.h has the C vtable structs.
     let slots: Vec<_> = VTABLE_SLOTS__

@@ -117,14 +117,12 @@ impl<'tu> Walker<'_> {
                     structs.push(c)
                 }
                 CursorKind::Var => {
-                    if let Some(parts) = c
+                    let guid = c
                         .annotations()
                         .iter()
-                        .find_map(|a| a.strip_prefix(GUID_TAG))
-                    {
-                        if let Some(text) = guid_text(parts) {
-                            self.guids.insert(c.spelling(), text);
-                        }
+                        .find_map(|a| a.strip_prefix(GUID_TAG).and_then(guid_text));
+                    if let Some(text) = guid {
+                        self.guids.insert(c.spelling(), text);
                     }
                 }
                 _ => {}
