@@ -24,11 +24,8 @@ pub unsafe trait Interface {
 #[repr(C)]
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct IUnknown_Vtbl {
-    pub QueryInterface: unsafe extern "system" fn(
-        this__: *mut IUnknown,
-        riid: *const GUID,
-        ppvObject: *mut *mut c_void,
-    ) -> HRESULT,
+    pub QueryInterface:
+        unsafe extern "system" fn(this__: *mut IUnknown, riid: *const GUID, ppvObject: *mut *mut c_void) -> HRESULT,
     pub AddRef: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
     pub Release: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
 }
@@ -102,10 +99,7 @@ impl<T: Interface> ComPtr<T> {
     /// # Safety
     /// `ptr` must be null or a live `T` whose reference the caller owns.
     pub unsafe fn from_raw(ptr: *mut T) -> Option<Self> {
-        NonNull::new(ptr).map(|ptr| ComPtr {
-            ptr,
-            _owns: PhantomData,
-        })
+        NonNull::new(ptr).map(|ptr| ComPtr { ptr, _owns: PhantomData })
     }
 
     /// Takes a new reference to a borrowed object.
@@ -146,10 +140,7 @@ impl<T: Interface> std::ops::Deref for ComPtr<T> {
 impl<T: Interface> Clone for ComPtr<T> {
     fn clone(&self) -> Self {
         unsafe { self.unknown().AddRef() };
-        ComPtr {
-            ptr: self.ptr,
-            _owns: PhantomData,
-        }
+        ComPtr { ptr: self.ptr, _owns: PhantomData }
     }
 }
 
@@ -190,12 +181,7 @@ pub struct ComObject<C: ComClass> {
 impl<C: ComClass> ComObject<C> {
     /// Boxes `value` with one reference owned by the caller; returns the COM `this` pointer.
     pub fn create(value: C::Value) -> *mut IUnknown {
-        Box::into_raw(Box::new(ComObject::<C> {
-            vtbl: C::VTBL,
-            refs: AtomicU32::new(1),
-            value,
-        }))
-        .cast()
+        Box::into_raw(Box::new(ComObject::<C> { vtbl: C::VTBL, refs: AtomicU32::new(1), value })).cast()
     }
 
     /// The value behind a `this` pointer.
@@ -212,22 +198,14 @@ impl<C: ComClass> ComObject<C> {
     /// # Safety
     /// As for [`ComObject::value`].
     pub unsafe fn ref_count(this: *mut c_void) -> u32 {
-        unsafe {
-            (*(this as *const ComObject<C>))
-                .refs
-                .load(Ordering::Acquire)
-        }
+        unsafe { (*(this as *const ComObject<C>)).refs.load(Ordering::Acquire) }
     }
 }
 
 impl IUnknown_Vtbl {
     /// The three IUnknown slots for objects of class `C`.
     pub const fn new<C: ComClass>() -> Self {
-        IUnknown_Vtbl {
-            QueryInterface: query_interface::<C>,
-            AddRef: add_ref::<C>,
-            Release: release::<C>,
-        }
+        IUnknown_Vtbl { QueryInterface: query_interface::<C>, AddRef: add_ref::<C>, Release: release::<C> }
     }
 }
 

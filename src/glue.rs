@@ -54,12 +54,8 @@ pub trait ProfilerFactory: 'static {
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct IClassFactory_Vtbl {
     pub base__: IUnknown_Vtbl,
-    pub CreateInstance: unsafe extern "system" fn(
-        *mut IUnknown,
-        *mut IUnknown,
-        *const GUID,
-        *mut *mut c_void,
-    ) -> HRESULT,
+    pub CreateInstance:
+        unsafe extern "system" fn(*mut IUnknown, *mut IUnknown, *const GUID, *mut *mut c_void) -> HRESULT,
     pub LockServer: unsafe extern "system" fn(*mut IUnknown, i32) -> HRESULT,
 }
 

@@ -33,11 +33,7 @@ impl GUID {
     /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, with or without braces.
     pub const fn try_parse(text: &str) -> Option<GUID> {
         let b = text.as_bytes();
-        let (start, end) = if b.len() == 38 && b[0] == b'{' && b[37] == b'}' {
-            (1, 37)
-        } else {
-            (0, b.len())
-        };
+        let (start, end) = if b.len() == 38 && b[0] == b'{' && b[37] == b'}' { (1, 37) } else { (0, b.len()) };
         if end - start != 36 {
             return None;
         }

@@ -10,23 +10,16 @@ pub mod glue;
 mod guid;
 mod hresult;
 pub mod params;
+pub mod wrap;
 
-#[allow(
-    non_snake_case,
-    non_camel_case_types,
-    non_upper_case_globals,
-    dead_code,
-    unnecessary_transmutes,
-    clippy::all
-)]
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, unnecessary_transmutes, clippy::all)]
 mod bindings {
     include!(concat!(env!("OUT_DIR"), "/corprof_bindings.rs"));
 }
 
-pub use bindings::callbacks::{
-    CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK,
-};
-pub use bindings::{interfaces, types};
+pub use bindings::callbacks::{CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
+pub use bindings::wrappers::*;
+pub use bindings::{interfaces, types, wrappers};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use guid::GUID;
 pub use hresult::{HRESULT, HResult, Result};

@@ -16,10 +16,7 @@ impl<'a, T: Copy> Out<'a, T> {
     /// # Safety
     /// `ptr` must be non-null and valid for a write of `T` for `'a`.
     pub unsafe fn new(ptr: *mut T) -> Self {
-        Out {
-            ptr,
-            _life: PhantomData,
-        }
+        Out { ptr, _life: PhantomData }
     }
 
     /// Stores the result for the caller.
@@ -126,18 +123,12 @@ pub mod raw {
 
     /// UTF-16 text, counted by `len` or NUL-terminated.
     #[inline(always)]
-    pub unsafe fn in_wstr<'a, L: TryInto<usize>>(
-        p: impl RawPtr<u16>,
-        len: Option<L>,
-    ) -> Result<WStr<'a>> {
+    pub unsafe fn in_wstr<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Result<WStr<'a>> {
         unsafe { in_wstr_opt(p, len) }.ok_or(HResult::E_POINTER)
     }
 
     #[inline(always)]
-    pub unsafe fn in_wstr_opt<'a, L: TryInto<usize>>(
-        p: impl RawPtr<u16>,
-        len: Option<L>,
-    ) -> Option<WStr<'a>> {
+    pub unsafe fn in_wstr_opt<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Option<WStr<'a>> {
         let p = p.as_const();
         if p.is_null() {
             return None;
@@ -150,11 +141,7 @@ pub mod raw {
 
     #[inline(always)]
     pub unsafe fn out<'a, T: Copy>(p: *mut T) -> Result<Out<'a, T>> {
-        if p.is_null() {
-            Err(HResult::E_POINTER)
-        } else {
-            Ok(unsafe { Out::new(p) })
-        }
+        if p.is_null() { Err(HResult::E_POINTER) } else { Ok(unsafe { Out::new(p) }) }
     }
 
     #[inline(always)]
@@ -185,10 +172,7 @@ mod tests {
             let mut slot = 0i32;
             out(&mut slot as *mut i32).unwrap().write(7);
             assert_eq!(slot, 7);
-            assert_eq!(
-                out(std::ptr::null_mut::<i32>()).err(),
-                Some(HResult::E_POINTER)
-            );
+            assert_eq!(out(std::ptr::null_mut::<i32>()).err(), Some(HResult::E_POINTER));
         }
     }
 
@@ -196,14 +180,8 @@ mod tests {
     fn wide_strings_read_counted_and_terminated() {
         let text: Vec<u16> = "Main\0".encode_utf16().collect();
         unsafe {
-            assert_eq!(
-                in_wstr(text.as_ptr(), None::<u32>).unwrap().to_string(),
-                "Main"
-            );
-            assert_eq!(
-                in_wstr(text.as_ptr(), Some(2u32)).unwrap().to_string(),
-                "Ma"
-            );
+            assert_eq!(in_wstr(text.as_ptr(), None::<u32>).unwrap().to_string(), "Main");
+            assert_eq!(in_wstr(text.as_ptr(), Some(2u32)).unwrap().to_string(), "Ma");
             assert!(in_wstr_opt(std::ptr::null::<u16>(), None::<u32>).is_none());
         }
     }

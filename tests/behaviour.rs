@@ -45,12 +45,7 @@ impl CorProfilerCallback for TestProfiler {
         Ok(())
     }
 
-    fn moved_references(
-        &self,
-        old: &[ObjectID],
-        new: &[ObjectID],
-        len: &[ULONG],
-    ) -> corprof::Result<()> {
+    fn moved_references(&self, old: &[ObjectID], new: &[ObjectID], len: &[ULONG]) -> corprof::Result<()> {
         assert_eq!((old, new, len), (&[1, 2][..], &[10, 20][..], &[8, 16][..]));
         Ok(())
     }
@@ -65,11 +60,7 @@ impl CorProfilerCallback for TestProfiler {
         Ok(())
     }
 
-    fn thread_name_changed(
-        &self,
-        _thread: ThreadID,
-        name: Option<corprof::WStr<'_>>,
-    ) -> corprof::Result<()> {
+    fn thread_name_changed(&self, _thread: ThreadID, name: Option<corprof::WStr<'_>>) -> corprof::Result<()> {
         match name {
             Some(n) if n.to_string() == "worker" => Ok(()),
             _ => Err(HResult::E_INVALIDARG),
@@ -81,11 +72,7 @@ corprof::export_profiler!(TestProfiler, "5D4C3B2A-1F0E-4D6C-8B7A-695847362514");
 
 // The runtime finds the export by its symbol name; so does this test.
 unsafe extern "system" {
-    fn DllGetClassObject(
-        rclsid: *const GUID,
-        riid: *const GUID,
-        ppv: *mut *mut c_void,
-    ) -> corprof::HRESULT;
+    fn DllGetClassObject(rclsid: *const GUID, riid: *const GUID, ppv: *mut *mut c_void) -> corprof::HRESULT;
 }
 
 /// The newest callback interface of the header: what CoreCLR 8 asks for.
@@ -105,11 +92,7 @@ fn create() -> *mut Newest {
     let mut obj: *mut c_void = null_mut();
     let hr = unsafe { (vt.CreateInstance)(factory.cast(), null_mut(), &Newest::IID, &mut obj) };
     assert_eq!(hr, 0);
-    assert_eq!(
-        unsafe { unknown(factory).Release() },
-        0,
-        "the factory is freed at its last Release"
-    );
+    assert_eq!(unsafe { unknown(factory).Release() }, 0, "the factory is freed at its last Release");
     obj.cast()
 }
 
@@ -120,27 +103,14 @@ fn vtbl(p: *mut Newest) -> &'static ICorProfilerCallback11_Vtbl {
 /// The ICorProfilerCallback (version 1) part of the newest vtable.
 fn v1(p: *mut Newest) -> &'static ICorProfilerCallback_Vtbl {
     let v = vtbl(p);
-    &v.base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
+    &v.base__.base__.base__.base__.base__.base__.base__.base__.base__.base__
 }
 
 #[test]
 fn query_interface_answers_iunknown_and_every_callback_version() {
     let p = create();
     let unk = unknown(p.cast());
-    assert_eq!(
-        CALLBACK_IIDS.len(),
-        11,
-        "runtime-main declares ICorProfilerCallback 1-11"
-    );
+    assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-main declares ICorProfilerCallback 1-11");
     for iid in CALLBACK_IIDS.iter().chain([&IUnknown::IID]) {
         let mut out: *mut c_void = null_mut();
         assert_eq!(unsafe { unk.QueryInterface(iid, &mut out) }, 0, "{iid}");
@@ -149,15 +119,9 @@ fn query_interface_answers_iunknown_and_every_callback_version() {
     }
     let mut out: *mut c_void = std::ptr::dangling_mut();
     let other = ICorProfilerInfo::IID;
-    assert_eq!(
-        HResult(unsafe { unk.QueryInterface(&other, &mut out) }),
-        HResult::E_NOINTERFACE
-    );
+    assert_eq!(HResult(unsafe { unk.QueryInterface(&other, &mut out) }), HResult::E_NOINTERFACE);
     assert!(out.is_null(), "E_NOINTERFACE nulls the out pointer");
-    assert_eq!(
-        HResult(unsafe { unk.QueryInterface(&other, null_mut()) }),
-        HResult::E_POINTER
-    );
+    assert_eq!(HResult(unsafe { unk.QueryInterface(&other, null_mut()) }), HResult::E_POINTER);
     unsafe { unk.Release() };
 }
 
@@ -172,11 +136,7 @@ fn reference_counting_frees_at_the_last_release() {
     assert_eq!(unsafe { unk.Release() }, 1);
     assert_eq!(DROPS.load(Ordering::SeqCst), before);
     assert_eq!(unsafe { unk.Release() }, 0);
-    assert_eq!(
-        DROPS.load(Ordering::SeqCst),
-        before + 1,
-        "dropped exactly once"
-    );
+    assert_eq!(DROPS.load(Ordering::SeqCst), before + 1, "dropped exactly once");
 }
 
 #[test]
@@ -201,33 +161,13 @@ fn callbacks_of_each_shape_reach_the_profiler() {
         assert_eq!((v.JITInlining)(p.cast(), 1, 3, &mut inline), 0);
         assert_eq!(inline, 1, "out parameter written");
         let (old, new, len) = ([1usize, 2], [10usize, 20], [8u32, 16]);
-        let hr = (v.MovedReferences)(
-            p.cast(),
-            2,
-            old.as_ptr().cast_mut(),
-            new.as_ptr().cast_mut(),
-            len.as_ptr().cast_mut(),
-        );
+        let hr =
+            (v.MovedReferences)(p.cast(), 2, old.as_ptr().cast_mut(), new.as_ptr().cast_mut(), len.as_ptr().cast_mut());
         assert_eq!(hr, 0);
         let name: Vec<u16> = "worker".encode_utf16().collect();
-        let v2 = &vtbl(p)
-            .base__
-            .base__
-            .base__
-            .base__
-            .base__
-            .base__
-            .base__
-            .base__
-            .base__;
-        assert_eq!(
-            (v2.ThreadNameChanged)(p.cast(), 1, name.len() as u32, name.as_ptr().cast_mut()),
-            0
-        );
-        assert_eq!(
-            HResult((v2.ThreadNameChanged)(p.cast(), 1, 0, null_mut())),
-            HResult::E_INVALIDARG
-        );
+        let v2 = &vtbl(p).base__.base__.base__.base__.base__.base__.base__.base__.base__;
+        assert_eq!((v2.ThreadNameChanged)(p.cast(), 1, name.len() as u32, name.as_ptr().cast_mut()), 0);
+        assert_eq!(HResult((v2.ThreadNameChanged)(p.cast(), 1, 0, null_mut())), HResult::E_INVALIDARG);
         // Slots the profiler does not implement answer S_OK.
         assert_eq!((vtbl(p).LoadAsNotficationOnly)(p.cast(), &mut inline), 0);
         assert_eq!((v.Shutdown)(p.cast()), 0);
@@ -240,20 +180,9 @@ fn a_panic_in_a_callback_becomes_e_fail_and_the_process_goes_on() {
     let p = create();
     let v = v1(p);
     unsafe {
-        assert_eq!(
-            HResult((v.ExceptionThrown)(p.cast(), 0xdead)),
-            HResult::E_FAIL
-        );
-        assert_eq!(
-            HResult((v.ExceptionThrown)(p.cast(), 0xbeef)),
-            HResult::E_FAIL,
-            "non-string payload"
-        );
-        assert_eq!(
-            (v.ExceptionThrown)(p.cast(), 1),
-            0,
-            "the object still works after a panic"
-        );
+        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), 0xdead)), HResult::E_FAIL);
+        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), 0xbeef)), HResult::E_FAIL, "non-string payload");
+        assert_eq!((v.ExceptionThrown)(p.cast(), 1), 0, "the object still works after a panic");
         unknown(p.cast()).Release();
     }
 }
@@ -264,9 +193,6 @@ fn every_callback_version_shares_one_vtable_prefix() {
     let p = create();
     let newest = vtbl(p) as *const _ as *const c_void;
     assert_eq!(newest, v1(p) as *const _ as *const c_void);
-    assert_eq!(
-        std::mem::size_of::<ICorProfilerCallback_Vtbl>(),
-        (3 + 69) * 8
-    );
+    assert_eq!(std::mem::size_of::<ICorProfilerCallback_Vtbl>(), (3 + 69) * 8);
     unsafe { unknown(p.cast()).Release() };
 }

@@ -21,23 +21,14 @@ const PANICKY_LIB: &str = "panicking_profiler";
 /// The callbacks panicking-profiler panics in that the workload triggers on both runtimes, with
 /// a fragment of the message corprof must log for each (`None`: a non-string payload).
 const PANICKY_CALLBACKS: &[(&str, Option<&str>)] = &[
-    (
-        "JITCompilationStarted",
-        Some("JITCompilationStarted always panics in this profiler"),
-    ),
-    (
-        "JITInlining",
-        Some("JITInlining panics before writing pfShouldInline"),
-    ),
+    ("JITCompilationStarted", Some("JITCompilationStarted always panics in this profiler")),
+    ("JITInlining", Some("JITInlining panics before writing pfShouldInline")),
     ("ClassLoadFinished", Some(" finished loading with ")),
     ("ModuleLoadFinished", Some("index out of bounds")),
     ("AssemblyLoadFinished", Some("attempt to divide by zero")),
     ("ThreadCreated", None),
     ("ExceptionThrown", None),
-    (
-        "ExceptionCatcherEnter",
-        Some("called `Result::unwrap()` on an `Err` value"),
-    ),
+    ("ExceptionCatcherEnter", Some("called `Result::unwrap()` on an `Err` value")),
     ("GarbageCollectionStarted", Some("resumed an unwind")),
     ("ObjectReferences", Some("ObjectReferences: object with ")),
 ];
@@ -73,15 +64,13 @@ fn profile_dir() -> PathBuf {
 fn profiler_lib(name: &str) -> PathBuf {
     let dir = profile_dir();
     let lib = dir.join(format!("lib{name}.so"));
-    let built = std::fs::metadata(&lib)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| {
-            panic!(
-                "{} is missing ({e}): run `cargo build --workspace` (same profile as the tests) \
+    let built = std::fs::metadata(&lib).and_then(|m| m.modified()).unwrap_or_else(|e| {
+        panic!(
+            "{} is missing ({e}): run `cargo build --workspace` (same profile as the tests) \
                  before `cargo test --test e2e`",
-                lib.display()
-            )
-        });
+            lib.display()
+        )
+    });
     let dep_info = dir.join(format!("lib{name}.d"));
     if let Ok(text) = std::fs::read_to_string(&dep_info) {
         let root = repo_root();
@@ -134,8 +123,7 @@ struct TempFile(PathBuf);
 
 impl TempFile {
     fn new(test: &str) -> TempFile {
-        let path =
-            std::env::temp_dir().join(format!("corprof-e2e-{}-{test}.txt", std::process::id()));
+        let path = std::env::temp_dir().join(format!("corprof-e2e-{}-{test}.txt", std::process::id()));
         let _ = std::fs::remove_file(&path);
         TempFile(path)
     }
@@ -184,11 +172,7 @@ impl Run {
     /// The app ran to completion as if no profiler were there.
     fn assert_workload_done(&self) {
         assert_eq!(self.code, Some(0), "the app failed: {}", self.describe());
-        assert!(
-            self.stdout.lines().any(|l| l == "Workload done"),
-            "no `Workload done`: {}",
-            self.describe()
-        );
+        assert!(self.stdout.lines().any(|l| l == "Workload done"), "no `Workload done`: {}", self.describe());
     }
 
     /// `callback name -> number of corprof panic lines` on stderr; every such line must be
@@ -236,25 +220,21 @@ fn run_workload(runtime: &'static str, env: &[(&str, &str)]) -> Run {
         .stderr(Stdio::piped());
     for (key, _) in std::env::vars_os() {
         let k = key.to_string_lossy();
-        let inherited_setting = ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-            || k.starts_with("RUST_BACKTRACE")
-            || k == "RUST_LIB_BACKTRACE";
+        let inherited_setting =
+            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"].iter().any(|p| k.starts_with(p))
+                || k.starts_with("RUST_BACKTRACE")
+                || k == "RUST_LIB_BACKTRACE";
         if inherited_setting {
             cmd.env_remove(&key);
         }
     }
     cmd.envs(env.iter().copied());
 
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
     let reader = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            pipe.read_to_end(&mut bytes)
-                .expect("cannot read the app's output");
+            pipe.read_to_end(&mut bytes).expect("cannot read the app's output");
             String::from_utf8_lossy(&bytes).into_owned()
         })
     };
@@ -276,17 +256,9 @@ fn run_workload(runtime: &'static str, env: &[(&str, &str)]) -> Run {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let run = Run {
-        runtime,
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
+    let run = Run { runtime, code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
     if run.stdout.is_empty() && run.code == Some(2) {
-        panic!(
-            "scripts/dotnet-run could not run the app (run `bash scripts/setup`?): {}",
-            run.describe()
-        );
+        panic!("scripts/dotnet-run could not run the app (run `bash scripts/setup`?): {}", run.describe());
     }
     run
 }
@@ -296,19 +268,11 @@ fn profiler_env(clsid: &str, lib: &Path) -> Vec<(&'static str, String)> {
     vec![
         ("CORECLR_ENABLE_PROFILING", "1".to_string()),
         ("CORECLR_PROFILER", format!("{{{clsid}}}")),
-        (
-            "CORECLR_PROFILER_PATH",
-            lib.to_str().expect("library path is not UTF-8").to_string(),
-        ),
+        ("CORECLR_PROFILER_PATH", lib.to_str().expect("library path is not UTF-8").to_string()),
     ]
 }
 
-fn run_profiled(
-    runtime: &'static str,
-    clsid: &str,
-    lib: &Path,
-    extra: &[(&'static str, &str)],
-) -> Run {
+fn run_profiled(runtime: &'static str, clsid: &str, lib: &Path, extra: &[(&'static str, &str)]) -> Run {
     let mut env = profiler_env(clsid, lib);
     env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -326,19 +290,11 @@ fn assert_callback_name(name: &str, context: &str) {
 fn parse_counts(text: &str, what: &str) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, n) = line
-            .split_once(' ')
-            .unwrap_or_else(|| panic!("malformed line {line:?} in {what}:\n{text}"));
+        let (name, n) = line.split_once(' ').unwrap_or_else(|| panic!("malformed line {line:?} in {what}:\n{text}"));
         assert_callback_name(name, what);
-        let n: u64 = n
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad count in {line:?} in {what}: {e}"));
+        let n: u64 = n.trim().parse().unwrap_or_else(|e| panic!("bad count in {line:?} in {what}: {e}"));
         assert!(n > 0, "zero count listed in {what}: {line:?}");
-        assert!(
-            counts.insert(name.to_string(), n).is_none(),
-            "{name} listed twice in {what}:\n{text}"
-        );
+        assert!(counts.insert(name.to_string(), n).is_none(), "{name} listed twice in {what}:\n{text}");
     }
     counts
 }
@@ -354,16 +310,9 @@ fn count(counts: &BTreeMap<String, u64>, name: &str) -> u64 {
 fn counter(runtime: &'static str, test: &str) {
     let lib = profiler_lib(COUNTER_LIB);
     let out = TempFile::new(test);
-    let run = run_profiled(
-        runtime,
-        COUNTER_CLSID,
-        &lib,
-        &[("CORPROF_COUNTS_OUT", out.path())],
-    );
+    let run = run_profiled(runtime, COUNTER_CLSID, &lib, &[("CORPROF_COUNTS_OUT", out.path())]);
     run.assert_workload_done();
-    let text = out
-        .read()
-        .unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
+    let text = out.read().unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
     let counts = parse_counts(&text, "the counts file");
     let c = |name| count(&counts, name);
     let ctx = format!("CoreCLR {runtime} counts: {counts:?}");
@@ -383,11 +332,7 @@ fn counter(runtime: &'static str, test: &str) {
     assert_eq!(c("AssemblyLoadFinished"), c("ModuleLoadFinished"), "{ctx}");
     assert_eq!(c("ClassLoadStarted"), c("ClassLoadFinished"), "{ctx}");
     assert!(c("ClassLoadFinished") > 100, "{ctx}");
-    assert_eq!(
-        c("JITCompilationStarted"),
-        c("JITCompilationFinished"),
-        "{ctx}"
-    );
+    assert_eq!(c("JITCompilationStarted"), c("JITCompilationFinished"), "{ctx}");
     assert!(c("JITCompilationStarted") >= 50, "{ctx}");
     assert!(c("ThreadCreated") >= WORKLOAD_THREADS, "{ctx}");
     match runtime {
@@ -417,15 +362,10 @@ fn event_mask(runtime: &'static str, test: &str) {
         runtime,
         COUNTER_CLSID,
         &lib,
-        &[
-            ("CORPROF_COUNTS_OUT", out.path()),
-            ("CORPROF_EVENT_MASK", "0x20"),
-        ],
+        &[("CORPROF_COUNTS_OUT", out.path()), ("CORPROF_EVENT_MASK", "0x20")],
     );
     run.assert_workload_done();
-    let text = out
-        .read()
-        .unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
+    let text = out.read().unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
     let counts = parse_counts(&text, "the counts file");
     let ctx = format!("CoreCLR {runtime} counts with mask 0x20: {counts:?}");
 
@@ -473,16 +413,9 @@ fn event_mask_on_coreclr_3() {
 fn panicking(runtime: &'static str, test: &str) {
     let lib = profiler_lib(PANICKY_LIB);
     let out = TempFile::new(test);
-    let run = run_profiled(
-        runtime,
-        PANICKY_CLSID,
-        &lib,
-        &[("CORPROF_PANICS_OUT", out.path())],
-    );
+    let run = run_profiled(runtime, PANICKY_CLSID, &lib, &[("CORPROF_PANICS_OUT", out.path())]);
     run.assert_workload_done();
-    let text = out
-        .read()
-        .unwrap_or_else(|| panic!("no panics file written: {}", run.describe()));
+    let text = out.read().unwrap_or_else(|| panic!("no panics file written: {}", run.describe()));
     let raised = parse_counts(&text, "the panics file");
     let logged = run.panic_lines();
     let ctx = format!("CoreCLR {runtime} panics raised: {raised:?}; logged: {logged:?}");
@@ -507,21 +440,9 @@ fn panicking(runtime: &'static str, test: &str) {
         );
     }
     // The runtime goes on calling a callback that failed...
-    assert_eq!(
-        count(&raised, "ExceptionThrown"),
-        WORKLOAD_EXCEPTIONS,
-        "{ctx}"
-    );
-    assert_eq!(
-        count(&raised, "ExceptionCatcherEnter"),
-        WORKLOAD_EXCEPTIONS,
-        "{ctx}"
-    );
-    assert_eq!(
-        count(&raised, "GarbageCollectionStarted"),
-        WORKLOAD_GCS,
-        "{ctx}"
-    );
+    assert_eq!(count(&raised, "ExceptionThrown"), WORKLOAD_EXCEPTIONS, "{ctx}");
+    assert_eq!(count(&raised, "ExceptionCatcherEnter"), WORKLOAD_EXCEPTIONS, "{ctx}");
+    assert_eq!(count(&raised, "GarbageCollectionStarted"), WORKLOAD_GCS, "{ctx}");
     assert!(count(&raised, "JITCompilationStarted") >= 50, "{ctx}");
     assert!(count(&raised, "ClassLoadFinished") > 100, "{ctx}");
     // ...except in a heap walk: E_FAIL from ObjectReferences ends the walk of that GC, so it
@@ -529,8 +450,7 @@ fn panicking(runtime: &'static str, test: &str) {
     assert_eq!(count(&raised, "ObjectReferences"), WORKLOAD_GCS, "{ctx}");
     // ThreadCreated's payload panics again when corprof drops it; that is contained too.
     assert!(
-        run.stderr
-            .contains("DropBomb: the panic payload panicked while being dropped"),
+        run.stderr.contains("DropBomb: the panic payload panicked while being dropped"),
         "the DropBomb payload was never dropped; {ctx}"
     );
 }
@@ -551,31 +471,18 @@ fn panicking_profiler_on_coreclr_3() {
 fn init_failure(runtime: &'static str, test: &str) {
     let lib = profiler_lib(PANICKY_LIB);
     let out = TempFile::new(test);
-    let run = run_profiled(
-        runtime,
-        PANICKY_CLSID,
-        &lib,
-        &[
-            ("CORPROF_PANICS_OUT", out.path()),
-            ("PANICKY_INIT_FAIL", "1"),
-        ],
-    );
+    let run =
+        run_profiled(runtime, PANICKY_CLSID, &lib, &[("CORPROF_PANICS_OUT", out.path()), ("PANICKY_INIT_FAIL", "1")]);
     run.assert_workload_done();
     assert!(
-        run.stderr
-            .contains("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize"),
+        run.stderr.contains("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize"),
         "Initialize was never called: {}",
         run.describe()
     );
     assert_eq!(run.panic_lines(), BTreeMap::new(), "{}", run.describe());
     // Shutdown is not called for a profiler whose Initialize failed: no file (or an empty one).
     let text = out.read().unwrap_or_default();
-    assert_eq!(
-        parse_counts(&text, "the panics file"),
-        BTreeMap::new(),
-        "{}",
-        run.describe()
-    );
+    assert_eq!(parse_counts(&text, "the panics file"), BTreeMap::new(), "{}", run.describe());
 }
 
 #[test]
@@ -598,12 +505,7 @@ fn random_clsid() -> String {
         let word = |salt: u64| {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
             h.write_u64(salt);
-            h.write_u128(
-                SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0),
-            );
+            h.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
             h.finish()
         };
         let v = (u128::from(word(1)) << 64) | u128::from(word(2));
@@ -627,12 +529,7 @@ fn wrong_clsid(runtime: &'static str, test: &str) {
     let clsid = random_clsid();
     let run = run_profiled(runtime, &clsid, &lib, &[("CORPROF_COUNTS_OUT", out.path())]);
     run.assert_workload_done();
-    assert_eq!(
-        out.read(),
-        None,
-        "a counts file was written for CLSID {clsid}: {}",
-        run.describe()
-    );
+    assert_eq!(out.read(), None, "a counts file was written for CLSID {clsid}: {}", run.describe());
     assert!(
         !run.stderr.contains("corprof:") && !run.stderr.contains("callback-counter:"),
         "the profiler spoke for CLSID {clsid}: {}",
@@ -653,9 +550,6 @@ fn wrong_clsid_on_coreclr_3() {
 #[test]
 fn dep_info_paths_are_split_and_unescaped() {
     let deps = dep_info_sources("/t/libx.so: /a/b.rs /c\\ d/e.rs\n\n/t/libx.rlib: /f.rs\n");
-    let expected: Vec<PathBuf> = ["/a/b.rs", "/c d/e.rs", "/f.rs"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+    let expected: Vec<PathBuf> = ["/a/b.rs", "/c d/e.rs", "/f.rs"].iter().map(PathBuf::from).collect();
     assert_eq!(deps, expected);
 }

@@ -5,12 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn shared(version: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/clr-headers")
-        .join(version);
-    dir.join("corprof.h")
-        .is_file()
-        .then(|| dir.canonicalize().unwrap())
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/clr-headers").join(version);
+    dir.join("corprof.h").is_file().then(|| dir.canonicalize().unwrap())
 }
 
 fn fetch(base: &Path, dest: &Path) -> std::process::Output {
@@ -31,11 +27,7 @@ fn pinned_headers_are_verified_and_wrong_ones_refused() {
     let _ = std::fs::remove_dir_all(&dest);
 
     let ok = fetch(&good, &dest);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     for f in ["corprof.h", "cor.h", "corhdr.h"] {
         assert!(dest.join(f).is_file(), "{f} missing");
     }

@@ -2,26 +2,19 @@
 //! works: a profiler for the `directions` fixture is called through its raw vtable, once per
 //! parameter shape (in, out, ref, opaque, array, counted and NUL-terminated text, optional).
 
-#[allow(
-    non_snake_case,
-    non_camel_case_types,
-    non_upper_case_globals,
-    dead_code,
-    clippy::all
-)]
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod directions {
     include!("../corprof-gen/tests/fixtures/directions/expected.rs");
 }
 
-#[allow(
-    non_snake_case,
-    non_camel_case_types,
-    non_upper_case_globals,
-    dead_code,
-    clippy::all
-)]
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod warn_absent_interface {
     include!("../corprof-gen/tests/fixtures/warn-absent-interface/expected.rs");
+}
+
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
+mod calls {
+    include!("../corprof-gen/tests/fixtures/calls/expected.rs");
 }
 
 use corprof::com::ComObject;
@@ -44,12 +37,7 @@ impl Recorder {
 }
 
 impl CorProfilerCallback for Recorder {
-    fn values(
-        &self,
-        function_id: FunctionID,
-        hr_status: HResult,
-        r#type: i32,
-    ) -> corprof::Result<()> {
+    fn values(&self, function_id: FunctionID, hr_status: HResult, r#type: i32) -> corprof::Result<()> {
         self.log(format!("values {function_id} {hr_status} {type}", type = r#type));
         Err(HResult(0x8013_1350u32 as i32))
     }
@@ -61,10 +49,7 @@ impl CorProfilerCallback for Recorder {
         counter: &mut ULONG,
         client: *mut c_void,
     ) -> corprof::Result<()> {
-        self.log(format!(
-            "directions {}+{} {client:?}",
-            range.start, range.length
-        ));
+        self.log(format!("directions {}+{} {client:?}", range.start, range.length));
         done.write(1);
         *counter += 10;
         Ok(())
@@ -77,10 +62,7 @@ impl CorProfilerCallback for Recorder {
         path: WStr<'_>,
         guid: &corprof::GUID,
     ) -> corprof::Result<()> {
-        self.log(format!(
-            "arrays {ids:?} {:?} {path} {guid}",
-            name.map(|n| n.to_string())
-        ));
+        self.log(format!("arrays {ids:?} {:?} {path} {guid}", name.map(|n| n.to_string())));
         Ok(())
     }
 
@@ -101,11 +83,7 @@ impl Obj {
         unsafe { &*(*self.0).lpVtbl }
     }
     fn seen(&self) -> Vec<String> {
-        unsafe { ComObject::<CallbackClass<Recorder>>::value(self.0.cast()) }
-            .seen
-            .lock()
-            .unwrap()
-            .clone()
+        unsafe { ComObject::<CallbackClass<Recorder>>::value(self.0.cast()) }.seen.lock().unwrap().clone()
     }
 }
 
@@ -130,20 +108,9 @@ fn values_pass_through_and_errors_come_back_as_hresults() {
 #[test]
 fn in_out_ref_and_opaque_pointers() {
     let o = Obj::new();
-    let range = FIX_RANGE {
-        start: 0x1000,
-        length: 16,
-    };
+    let range = FIX_RANGE { start: 0x1000, length: 16 };
     let (mut done, mut counter) = (0, 5u32);
-    let hr = unsafe {
-        (o.vtbl().base__.Directions)(
-            o.0.cast(),
-            &range,
-            &mut done,
-            &mut counter,
-            0x42 as *mut c_void,
-        )
-    };
+    let hr = unsafe { (o.vtbl().base__.Directions)(o.0.cast(), &range, &mut done, &mut counter, 0x42 as *mut c_void) };
     assert_eq!(hr, 0);
     assert_eq!((done, counter), (1, 15));
     assert_eq!(o.seen(), ["directions 4096+16 0x42"]);
@@ -175,30 +142,8 @@ fn arrays_counted_text_terminated_text_and_guids() {
     let guid = corprof::GUID::parse("11111111-2222-3333-4444-555555555555");
     unsafe {
         let f = o.vtbl().base__.Arrays;
-        assert_eq!(
-            f(
-                o.0.cast(),
-                2,
-                ids.as_ptr().cast_mut(),
-                6,
-                name.as_ptr().cast_mut(),
-                path.as_ptr(),
-                &guid
-            ),
-            0
-        );
-        assert_eq!(
-            f(
-                o.0.cast(),
-                0,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                path.as_ptr(),
-                &guid
-            ),
-            0
-        );
+        assert_eq!(f(o.0.cast(), 2, ids.as_ptr().cast_mut(), 6, name.as_ptr().cast_mut(), path.as_ptr(), &guid), 0);
+        assert_eq!(f(o.0.cast(), 0, std::ptr::null_mut(), 0, std::ptr::null_mut(), path.as_ptr(), &guid), 0);
     }
     assert_eq!(
         o.seen(),
@@ -212,26 +157,15 @@ fn arrays_counted_text_terminated_text_and_guids() {
 #[test]
 fn derived_version_slots_and_optional_interfaces() {
     let o = Obj::new();
-    let hr = unsafe {
-        (o.vtbl().Later)(
-            o.0.cast(),
-            FIX_FLAGS::FIX_FLAG_A | FIX_FLAGS::FIX_FLAG_B,
-            std::ptr::null_mut(),
-        )
-    };
+    let hr =
+        unsafe { (o.vtbl().Later)(o.0.cast(), FIX_FLAGS::FIX_FLAG_A | FIX_FLAGS::FIX_FLAG_B, std::ptr::null_mut()) };
     assert_eq!(hr, 0);
     assert_eq!(o.seen(), ["later 3 false"]);
-    assert_eq!(
-        directions::callbacks::HIGHEST_CALLBACK,
-        "ICorProfilerCallback2"
-    );
+    assert_eq!(directions::callbacks::HIGHEST_CALLBACK, "ICorProfilerCallback2");
     assert_eq!(directions::callbacks::CALLBACK_IIDS.len(), 2);
 }
 
 #[test]
 fn the_warning_fixture_generated_the_same_api() {
-    assert_eq!(
-        warn_absent_interface::callbacks::Callback::ALL.len(),
-        directions::callbacks::Callback::ALL.len()
-    );
+    assert_eq!(warn_absent_interface::callbacks::Callback::ALL.len(), directions::callbacks::Callback::ALL.len());
 }

@@ -11,11 +11,7 @@ fn include_dir() -> PathBuf {
     let dir = std::env::var_os("CORPROF_INCLUDE_DIR")
         .expect("CORPROF_INCLUDE_DIR must name the header folder the crate was built from");
     let dir = PathBuf::from(dir);
-    if dir.is_absolute() {
-        dir
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)
-    }
+    if dir.is_absolute() { dir } else { Path::new(env!("CARGO_MANIFEST_DIR")).join(dir) }
 }
 
 #[test]
@@ -28,10 +24,7 @@ fn vtable_slots_match_the_c_structs_of_the_header() {
         "#include <stdio.h>\n#include <stddef.h>\n#include \"corprof_mdtypes.h\"\n#include \"corprof.h\"\nint main(void) {\n",
     );
     // cor.h declares its interfaces in C++ form only; corprof.h has the C vtable structs.
-    let slots: Vec<_> = VTABLE_SLOTS__
-        .iter()
-        .filter(|s| s.4 == "corprof.h")
-        .collect();
+    let slots: Vec<_> = VTABLE_SLOTS__.iter().filter(|s| s.4 == "corprof.h").collect();
     for (iface, method, _, _, _) in &slots {
         c.push_str(&format!(
             "    printf(\"%s %s %zu %zu\\n\", \"{iface}\", \"{method}\", offsetof({iface}Vtbl, {method}), sizeof({iface}Vtbl));\n"
@@ -44,10 +37,7 @@ fn vtable_slots_match_the_c_structs_of_the_header() {
     let out = Command::new("clang")
         .arg("-x")
         .arg("c")
-        .arg(format!(
-            "-I{}",
-            manifest.join("corprof-gen/prelude").display()
-        ))
+        .arg(format!("-I{}", manifest.join("corprof-gen/prelude").display()))
         .args(["-include", "corprof_prelude.h"])
         .arg(format!("-I{}", include_dir().display()))
         .arg(&src)
@@ -55,33 +45,16 @@ fn vtable_slots_match_the_c_structs_of_the_header() {
         .arg(&exe)
         .output()
         .expect("clang must be installed (scripts/setup installs it)");
-    assert!(
-        out.status.success(),
-        "clang failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "clang failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(&exe).output().unwrap();
     assert!(run.status.success());
 
-    let c_side: BTreeSet<String> = String::from_utf8(run.stdout)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    let rust_side: BTreeSet<String> = slots
-        .iter()
-        .map(|(i, m, off, size, _)| format!("{i} {m} {off} {size}"))
-        .collect();
-    assert!(
-        rust_side.len() > 200,
-        "expected every interface's slots, got {}",
-        rust_side.len()
-    );
+    let c_side: BTreeSet<String> = String::from_utf8(run.stdout).unwrap().lines().map(String::from).collect();
+    let rust_side: BTreeSet<String> =
+        slots.iter().map(|(i, m, off, size, _)| format!("{i} {m} {off} {size}")).collect();
+    assert!(rust_side.len() > 200, "expected every interface's slots, got {}", rust_side.len());
     let only_rust: Vec<_> = rust_side.difference(&c_side).collect();
     let only_c: Vec<_> = c_side.difference(&rust_side).collect();
-    assert!(
-        only_rust.is_empty() && only_c.is_empty(),
-        "layout differs:\n  Rust: {only_rust:?}\n  C:    {only_c:?}"
-    );
+    assert!(only_rust.is_empty() && only_c.is_empty(), "layout differs:\n  Rust: {only_rust:?}\n  C:    {only_c:?}");
     let _ = std::fs::remove_dir_all(&work);
 }

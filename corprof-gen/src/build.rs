@@ -13,11 +13,7 @@ pub const OUTPUT_FILE: &str = "corprof_bindings.rs";
 pub fn include_dir(manifest_dir: &Path) -> Result<PathBuf, Errors> {
     if let Some(dir) = std::env::var_os(INCLUDE_DIR_VAR) {
         let dir = PathBuf::from(dir);
-        return Ok(if dir.is_absolute() {
-            dir
-        } else {
-            manifest_dir.join(dir)
-        });
+        return Ok(if dir.is_absolute() { dir } else { manifest_dir.join(dir) });
     }
     let fetched = manifest_dir.join("headers");
     if fetched.join("corprof.h").is_file() {
@@ -52,17 +48,13 @@ pub fn run() {
 }
 
 fn try_run() -> Result<(), Errors> {
-    let manifest_dir =
-        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
     println!("cargo:rerun-if-env-changed={INCLUDE_DIR_VAR}");
     println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
     let annotations_dir = manifest_dir.join("annotations");
     println!("cargo:rerun-if-changed={}", annotations_dir.display());
-    println!(
-        "cargo:rerun-if-changed={}",
-        manifest_dir.join("headers").display()
-    );
+    println!("cargo:rerun-if-changed={}", manifest_dir.join("headers").display());
     let include_dir = include_dir(&manifest_dir)?;
     let cfg = Config {
         headers: entry_headers(&include_dir),
@@ -79,9 +71,8 @@ fn try_run() -> Result<(), Errors> {
     for w in &generated.warnings {
         warn(&w.to_string());
     }
-    write_if_changed(&out_dir.join(OUTPUT_FILE), &generated.code).map_err(|e| {
-        crate::diag::Diagnostic::error(format!("cannot write {OUTPUT_FILE} into OUT_DIR: {e}"))
-    })?;
+    write_if_changed(&out_dir.join(OUTPUT_FILE), &generated.code)
+        .map_err(|e| crate::diag::Diagnostic::error(format!("cannot write {OUTPUT_FILE} into OUT_DIR: {e}")))?;
     Ok(())
 }
 

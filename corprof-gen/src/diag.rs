@@ -22,20 +22,11 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>) -> Self {
-        Diagnostic {
-            level: Level::Error,
-            message: message.into(),
-            at: None,
-            notes: Vec::new(),
-            help: None,
-        }
+        Diagnostic { level: Level::Error, message: message.into(), at: None, notes: Vec::new(), help: None }
     }
 
     pub fn warning(message: impl Into<String>) -> Self {
-        Diagnostic {
-            level: Level::Warning,
-            ..Diagnostic::error(message)
-        }
+        Diagnostic { level: Level::Warning, ..Diagnostic::error(message) }
     }
 
     pub fn at(mut self, loc: Loc) -> Self {
@@ -105,11 +96,7 @@ impl Errors {
 
     /// `Err(self)` when any error was collected; warnings alone pass.
     pub fn check(&mut self) -> Result<(), Errors> {
-        if self.has_errors() {
-            Err(std::mem::take(self))
-        } else {
-            Ok(())
-        }
+        if self.has_errors() { Err(std::mem::take(self)) } else { Ok(()) }
     }
 
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
@@ -138,11 +125,7 @@ impl fmt::Display for Errors {
         }
         let n = self.items.iter().filter(|d| d.is_error()).count();
         if n > 0 {
-            write!(
-                f,
-                "\n\nerror: aborting due to {n} previous error{}",
-                if n == 1 { "" } else { "s" }
-            )?;
+            write!(f, "\n\nerror: aborting due to {n} previous error{}", if n == 1 { "" } else { "s" })?;
         }
         Ok(())
     }
@@ -167,9 +150,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -182,35 +163,17 @@ mod tests {
 
     #[test]
     fn suggests_close_names_only() {
-        let names = [
-            "JITCompilationStarted",
-            "JITCompilationFinished",
-            "Shutdown",
-        ];
-        assert_eq!(
-            suggest("JitCompilationStarted", names),
-            Some("JITCompilationStarted")
-        );
-        assert_eq!(
-            suggest("JITCompilationStartd", names),
-            Some("JITCompilationStarted")
-        );
+        let names = ["JITCompilationStarted", "JITCompilationFinished", "Shutdown"];
+        assert_eq!(suggest("JitCompilationStarted", names), Some("JITCompilationStarted"));
+        assert_eq!(suggest("JITCompilationStartd", names), Some("JITCompilationStarted"));
         assert_eq!(suggest("Initialize", names), None);
     }
 
     #[test]
     fn renders_in_rustc_style() {
         let d = Diagnostic::error("unknown method `Foo`")
-            .at(Loc {
-                file: "annotations/callbacks.yaml".into(),
-                line: 42,
-                col: 7,
-            })
-            .declared_at(&Loc {
-                file: "corprof.h".into(),
-                line: 1234,
-                col: 5,
-            })
+            .at(Loc { file: "annotations/callbacks.yaml".into(), line: 42, col: 7 })
+            .declared_at(&Loc { file: "corprof.h".into(), line: 1234, col: 5 })
             .help("did you mean `Bar`?");
         assert_eq!(
             d.to_string(),

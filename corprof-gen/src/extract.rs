@@ -62,25 +62,17 @@ pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Er
     }
     let umbrella_path = include_dir.join(UMBRELLA);
     let unsaved = [(umbrella_path.display().to_string(), umbrella(headers))];
-    let tu =
-        clang::TranslationUnit::parse(&umbrella_path, &clang_args(include_dir, true), &unsaved)
-            .map_err(|e| Errors::from(Diagnostic::error(e)))?;
+    let tu = clang::TranslationUnit::parse(&umbrella_path, &clang_args(include_dir, true), &unsaved)
+        .map_err(|e| Errors::from(Diagnostic::error(e)))?;
     // Paths in clang's text are shown relative to the header folder, as everywhere else.
     let prefix = format!("{}/", include_dir.display());
     for d in tu.diagnostics().into_iter().filter(|d| d.is_error) {
         let text = d.text.replace(&prefix, "");
-        errors.push(Diagnostic::error(format!(
-            "clang could not parse the header: {text}"
-        )));
+        errors.push(Diagnostic::error(format!("clang could not parse the header: {text}")));
     }
     errors.check()?;
 
-    let mut walker = Walker {
-        include_dir,
-        sources: HashMap::new(),
-        interfaces: Vec::new(),
-        guids: HashMap::new(),
-    };
+    let mut walker = Walker { include_dir, sources: HashMap::new(), interfaces: Vec::new(), guids: HashMap::new() };
     let mut structs = Vec::new();
     walker.collect(tu.cursor(), &mut structs);
     for c in structs {
@@ -88,15 +80,8 @@ pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Er
             walker.interfaces.push(iface);
         }
     }
-    let files = tu
-        .included_files()
-        .into_iter()
-        .filter(|f| !f.ends_with(UMBRELLA))
-        .collect();
-    Ok(Header {
-        interfaces: walker.interfaces,
-        files,
-    })
+    let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
+    Ok(Header { interfaces: walker.interfaces, files, main_header: headers.last().cloned().unwrap_or_default() })
 }
 
 struct Walker<'a> {
@@ -113,14 +98,9 @@ impl<'tu> Walker<'_> {
         for c in cursor.children() {
             match c.kind() {
                 CursorKind::LinkageSpec => self.collect(c, structs),
-                CursorKind::Struct if c.is_definition() && c.spelling() != "IUnknown" => {
-                    structs.push(c)
-                }
+                CursorKind::Struct if c.is_definition() && c.spelling() != "IUnknown" => structs.push(c),
                 CursorKind::Var => {
-                    let guid = c
-                        .annotations()
-                        .iter()
-                        .find_map(|a| a.strip_prefix(GUID_TAG).and_then(guid_text));
+                    let guid = c.annotations().iter().find_map(|a| a.strip_prefix(GUID_TAG).and_then(guid_text));
                     if let Some(text) = guid {
                         self.guids.insert(c.spelling(), text);
                     }
@@ -132,11 +112,7 @@ impl<'tu> Walker<'_> {
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {
         let l = c.location();
-        Loc {
-            file: relative_to(Path::new(&l.file), self.include_dir),
-            line: l.line,
-            col: l.column,
-        }
+        Loc { file: relative_to(Path::new(&l.file), self.include_dir), line: l.line, col: l.column }
     }
 
     /// A COM interface: a struct with a base and virtual methods (MIDL_INTERFACE or
@@ -148,12 +124,7 @@ impl<'tu> Walker<'_> {
         for child in c.children() {
             match child.kind() {
                 CursorKind::BaseSpecifier => {
-                    base = Some(
-                        child
-                            .referenced()
-                            .map(|r| r.spelling())
-                            .unwrap_or_else(|| child.spelling()),
-                    );
+                    base = Some(child.referenced().map(|r| r.spelling()).unwrap_or_else(|| child.spelling()));
                 }
                 CursorKind::Method if child.is_virtual_method() => methods.push(self.method(child)),
                 _ => {}
@@ -165,40 +136,22 @@ impl<'tu> Walker<'_> {
             .into_iter()
             .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned))
             .or_else(|| self.guids.get(&format!("IID_{name}")).cloned())?;
-        Some(Interface {
-            name,
-            iid,
-            base,
-            methods,
-            loc: self.loc(&c),
-        })
+        Some(Interface { name, iid, base, methods, loc: self.loc(&c) })
     }
 
     fn method(&mut self, c: Cursor<'_>) -> Method {
-        let params = c
-            .children()
-            .into_iter()
-            .filter(|p| p.kind() == CursorKind::Param)
-            .map(|p| self.param(p))
-            .collect();
-        Method {
-            name: c.spelling(),
-            ret: ctype(c.result_type()),
-            params,
-            loc: self.loc(&c),
-        }
+        let params =
+            c.children().into_iter().filter(|p| p.kind() == CursorKind::Param).map(|p| self.param(p)).collect();
+        Method { name: c.spelling(), ret: ctype(c.result_type()), params, loc: self.loc(&c) }
     }
 
     fn param(&mut self, c: Cursor<'_>) -> Param {
-        let sal = c
-            .annotations()
-            .into_iter()
-            .filter_map(|a| a.strip_prefix(SAL_TAG).map(str::to_owned))
-            .collect();
+        let sal = c.annotations().into_iter().filter_map(|a| a.strip_prefix(SAL_TAG).map(str::to_owned)).collect();
         let l = c.location();
         let midl = self.midl_attributes(&l.file, l.offset as usize);
         Param {
             name: c.spelling(),
+            declared_array: c.ty().kind() == TypeKind::Array,
             ty: ctype(c.ty()),
             midl,
             sal,
@@ -209,10 +162,8 @@ impl<'tu> Walker<'_> {
     /// The `[a][b]` attributes of the `/* … */` comments between the previous `(` or `,` and the
     /// parameter's name. Commas inside SAL argument lists are skipped by tracking parentheses.
     fn midl_attributes(&mut self, file: &str, name_offset: usize) -> Vec<String> {
-        let text = self
-            .sources
-            .entry(file.to_string())
-            .or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
+        let text =
+            self.sources.entry(file.to_string()).or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
         let bytes = text.as_bytes();
         let mut depth = 0i32;
         let mut start = name_offset.min(bytes.len());
@@ -242,6 +193,14 @@ impl<'tu> Walker<'_> {
             }
             rest = &rest[open + close + 2..];
         }
+        // cor.h writes them after the parameter instead: `mdTypeDef td, // [IN] TypeDef token`.
+        let line_end = text[name_offset.min(text.len())..].find('\n').map_or(text.len(), |n| name_offset + n);
+        if let Some(comment) = text[name_offset.min(line_end)..line_end].split("//").nth(1) {
+            let bracketed = comment.trim_start().strip_prefix('[').and_then(|c| c.split(']').next());
+            for attr in bracketed.into_iter().flat_map(|b| b.split([',', ' '])).filter(|a| !a.is_empty()) {
+                attrs.push(attr.to_ascii_lowercase());
+            }
+        }
         attrs
     }
 }
@@ -253,9 +212,7 @@ fn guid_text(parts: &str) -> Option<String> {
         .map(|p| {
             let p = p.trim();
             match p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
-                Some(hex) => {
-                    u64::from_str_radix(hex.trim_end_matches(['L', 'l', 'U', 'u']), 16).ok()
-                }
+                Some(hex) => u64::from_str_radix(hex.trim_end_matches(['L', 'l', 'U', 'u']), 16).ok(),
                 None => p.trim_end_matches(['L', 'l', 'U', 'u']).parse().ok(),
             }
         })
@@ -264,10 +221,7 @@ fn guid_text(parts: &str) -> Option<String> {
         return None;
     }
     let tail: String = nums[5..].iter().map(|b| format!("{b:02X}")).collect();
-    Some(format!(
-        "{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{tail}",
-        nums[0], nums[1], nums[2], nums[3], nums[4]
-    ))
+    Some(format!("{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{tail}", nums[0], nums[1], nums[2], nums[3], nums[4]))
 }
 
 /// `path` as seen from `base` (`corprof.h`, `../other/x.h`), for stable messages.
@@ -299,8 +253,7 @@ fn ctype(t: Type<'_>) -> CType {
             // Unfold typedefs that hide a typed pointer (LPCBYTE, LPCWSTR); keep opaque
             // handles (HCORENUM, PVOID) by name.
             let canonical = t.canonical();
-            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void
-            {
+            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void {
                 ctype(t.declaration().typedef_underlying())
             } else {
                 CType::Named(t.typedef_name())
@@ -321,8 +274,5 @@ fn ctype(t: Type<'_>) -> CType {
 }
 
 fn pointer_to(pointee: Type<'_>) -> CType {
-    CType::Pointer {
-        is_const: pointee.is_const(),
-        pointee: Box::new(ctype(pointee)),
-    }
+    CType::Pointer { is_const: pointee.is_const(), pointee: Box::new(ctype(pointee)) }
 }

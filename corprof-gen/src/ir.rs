@@ -75,6 +75,8 @@ pub struct Param {
     pub midl: Vec<String>,
     /// SAL annotations with their arguments, e.g. `_Out_writes_to_(cchName,pcchName)`.
     pub sal: Vec<String>,
+    /// Declared with array syntax (`ObjectID ids[]`), a hint that it is counted.
+    pub declared_array: bool,
     pub loc: Loc,
 }
 
@@ -104,6 +106,8 @@ pub struct Header {
     pub interfaces: Vec<Interface>,
     /// Every file the parse read, for `cargo:rerun-if-changed`.
     pub files: Vec<String>,
+    /// The main entry header (the last one, corprof.h): its interfaces all get the safe layer.
+    pub main_header: String,
 }
 
 impl Header {
@@ -124,9 +128,7 @@ impl Header {
 
     /// Callback interfaces: `ICorProfilerCallback` and everything derived from it.
     pub fn is_callback(&self, iface: &Interface) -> bool {
-        self.chain(iface)
-            .last()
-            .is_some_and(|root| root.name == CALLBACK_ROOT)
+        self.chain(iface).last().is_some_and(|root| root.name == CALLBACK_ROOT)
     }
 }
 

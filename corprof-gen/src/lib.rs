@@ -12,6 +12,7 @@ mod clang;
 pub mod classify;
 pub mod diag;
 pub mod extract;
+pub mod infer;
 pub mod ir;
 pub mod resolve;
 mod types;
@@ -66,13 +67,8 @@ pub fn check_include_dir(dir: &Path, header: &str) -> Result<PathBuf, Errors> {
 }
 
 /// Parses the header and annotations and validates them together (the `check` of the CLI).
-pub fn load(
-    cfg: &Config,
-) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
-    let include_dir = cfg
-        .include_dir
-        .canonicalize()
-        .unwrap_or_else(|_| cfg.include_dir.clone());
+pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
+    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
     for h in &cfg.headers {
         check_include_dir(&include_dir, h)?;
     }
@@ -99,24 +95,15 @@ pub fn load(
 /// Runs the whole pipeline.
 pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let (api, header, ann, warnings) = load(cfg)?;
-    let include_dir = cfg
-        .include_dir
-        .canonicalize()
-        .unwrap_or_else(|_| cfg.include_dir.clone());
+    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
     let types = types::generate(&include_dir, &cfg.headers, &iface_names)?;
     let view = view::build(&api, &cfg.headers.join(" + "), &cfg.root, types)?;
-    let text = view
-        .render()
-        .map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
+    let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     let code = format_rust(&text)?;
     let mut inputs = header.files.clone();
     inputs.extend(ann.files.iter().cloned());
-    Ok(Generated {
-        code,
-        inputs,
-        warnings: warnings.items,
-    })
+    Ok(Generated { code, inputs, warnings: warnings.items })
 }
 
 /// Parses generated text as Rust (so a template slip is caught here) and formats it.
@@ -126,11 +113,9 @@ pub fn format_rust(text: &str) -> Result<String, Errors> {
         Err(e) => {
             // Spans carry no line numbers outside proc macros: show the text around the problem.
             let shown: String = text.chars().take(2000).collect();
-            Err(
-                Diagnostic::error(format!("generated code does not parse: {e}"))
-                    .note(format!("generated text starts: {shown}"))
-                    .into(),
-            )
+            Err(Diagnostic::error(format!("generated code does not parse: {e}"))
+                .note(format!("generated text starts: {shown}"))
+                .into())
         }
     }
 }

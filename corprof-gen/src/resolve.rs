@@ -3,7 +3,7 @@
 //! exist (with a suggestion), directions on non-pointers, bad `len`/`string` uses, and pointer
 //! parameters of a generated-safe interface that have no direction.
 
-use crate::annotations::{Annotations, InterfaceAnn, ParamSpec};
+use crate::annotations::{Annotations, Direction, InterfaceAnn, ParamSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
 use crate::ir::{CType, Header, Interface, Loc, Method, Param};
 
@@ -15,8 +15,10 @@ pub struct Api {
 #[derive(Clone, Debug)]
 pub struct ApiInterface {
     pub ir: Interface,
-    /// Part of the ICorProfilerCallback family: gets a safe trait, so every pointer is annotated.
+    /// Part of the ICorProfilerCallback family: gets the safe trait.
     pub is_callback: bool,
+    /// Gets a safe layer (trait or wrapper), so every pointer parameter is annotated.
+    pub safe: bool,
     pub methods: Vec<ApiMethod>,
 }
 
@@ -41,50 +43,58 @@ impl Api {
 }
 
 /// Merges and validates. `Ok` carries the warnings too (drafts, interfaces this header lacks).
+///
+/// An interface gets the safe layer (and so needs every pointer parameter annotated) when it is
+/// a callback, is declared by the main header (corprof.h), or is named in the annotations.
 pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Errors> {
     let mut errors = Errors::default();
     for iface_ann in &ann.interfaces {
         check_interface_entry(header, iface_ann, &mut errors);
     }
-    let interfaces = header
-        .interfaces
-        .iter()
-        .map(|iface| {
-            let is_callback = header.is_callback(iface);
-            let iface_ann = ann.interface(&iface.name);
-            let methods = iface
-                .methods
-                .iter()
-                .map(|m| {
-                    let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.name == m.name));
-                    let params = m
-                        .params
-                        .iter()
-                        .map(|p| {
-                            let pa = method_ann.and_then(|ma| ma.params.iter().find(|pa| pa.name == p.name));
-                            if is_callback && p.ty.is_pointer() && pa.is_none() {
-                                let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
-                                errors.push(missing_direction(iface, m, p, at));
-                            }
-                            if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
-                                errors.push(
-                                    Diagnostic::warning(format!(
-                                        "draft annotation for `{}` of {}::{} is not reviewed yet",
-                                        p.name, iface.name, m.name
-                                    ))
-                                    .at(pa.loc.clone())
-                                    .help("check it against the documentation, then remove `draft: true`"),
-                                );
-                            }
-                            ApiParam { ir: p.clone(), spec: pa.map(|pa| pa.spec.clone()), spec_loc: pa.map(|pa| pa.loc.clone()) }
-                        })
-                        .collect();
-                    ApiMethod { ir: m.clone(), params }
-                })
-                .collect();
-            ApiInterface { ir: iface.clone(), is_callback, methods }
-        })
-        .collect();
+    let mut drafts: Vec<&Loc> = Vec::new();
+    let mut interfaces = Vec::new();
+    for iface in &header.interfaces {
+        let is_callback = header.is_callback(iface);
+        let iface_ann = ann.interface(&iface.name);
+        let safe = is_callback || iface.loc.file == header.main_header || iface_ann.is_some();
+        let mut methods = Vec::new();
+        for m in &iface.methods {
+            let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.name == m.name));
+            let find = |name: &str| method_ann.and_then(|ma| ma.params.iter().find(|pa| pa.name == name));
+            let consumed: Vec<&str> = method_ann
+                .map(|ma| ma.params.iter().filter(|pa| !pa.spec.raw).flat_map(|pa| pa.spec.consumes()).collect())
+                .unwrap_or_default();
+            let mut params = Vec::new();
+            for p in &m.params {
+                let pa = find(&p.name);
+                if safe && p.ty.is_pointer() && pa.is_none() && !consumed.contains(&p.name.as_str()) {
+                    let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
+                    errors.push(missing_direction(iface, m, p, at));
+                }
+                if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
+                    drafts.push(&pa.loc);
+                }
+                params.push(ApiParam {
+                    ir: p.clone(),
+                    spec: pa.map(|pa| pa.spec.clone()),
+                    spec_loc: pa.map(|pa| pa.loc.clone()),
+                });
+            }
+            methods.push(ApiMethod { ir: m.clone(), params });
+        }
+        interfaces.push(ApiInterface { ir: iface.clone(), is_callback, safe, methods });
+    }
+    // One warning per file, not one per entry: a fresh bootstrap drafts hundreds.
+    let mut files: Vec<&str> = drafts.iter().map(|l| l.file.as_str()).collect();
+    files.dedup();
+    for file in files {
+        let here: Vec<&&Loc> = drafts.iter().filter(|l| l.file == file).collect();
+        errors.push(
+            Diagnostic::warning(format!("{} draft annotation(s) in {file} are not reviewed yet", here.len()))
+                .at((*here[0]).clone())
+                .help("check each against the documentation, then remove `draft: true`"),
+        );
+    }
     errors.check()?;
     Ok((Api { interfaces }, errors))
 }
@@ -97,11 +107,7 @@ fn family(name: &str) -> &str {
 
 fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
     let Some(iface) = header.interface(&ia.name) else {
-        if header
-            .interfaces
-            .iter()
-            .any(|i| family(&i.name) == family(&ia.name))
-        {
+        if header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name)) {
             errors.push(
                 Diagnostic::warning(format!(
                     "interface `{}` is not declared by this header; its entries are skipped",
@@ -110,8 +116,7 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                 .at(ia.loc.clone()),
             );
         } else {
-            let mut d =
-                Diagnostic::error(format!("unknown interface `{}`", ia.name)).at(ia.loc.clone());
+            let mut d = Diagnostic::error(format!("unknown interface `{}`", ia.name)).at(ia.loc.clone());
             if let Some(s) = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str())) {
                 d = d.help(format!("did you mean `{s}`?"));
             }
@@ -121,24 +126,14 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
     };
     for ma in &ia.methods {
         let Some(method) = iface.methods.iter().find(|m| m.name == ma.name) else {
-            let mut d = Diagnostic::error(format!(
-                "unknown method `{}` in interface `{}`",
-                ma.name, iface.name
-            ))
-            .at(ma.loc.clone())
-            .declared_at(&iface.loc);
-            if let Some(owner) = header
-                .chain(iface)
-                .into_iter()
-                .skip(1)
-                .find(|b| b.methods.iter().any(|m| m.name == ma.name))
+            let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))
+                .at(ma.loc.clone())
+                .declared_at(&iface.loc);
+            if let Some(owner) =
+                header.chain(iface).into_iter().skip(1).find(|b| b.methods.iter().any(|m| m.name == ma.name))
             {
-                d = d.help(format!(
-                    "`{}` is declared by `{}`: annotate it there",
-                    ma.name, owner.name
-                ));
-            } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str()))
-            {
+                d = d.help(format!("`{}` is declared by `{}`: annotate it there", ma.name, owner.name));
+            } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str())) {
                 d = d.help(format!("did you mean `{s}`?"));
             }
             errors.push(d);
@@ -147,10 +142,9 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
         for pa in &ma.params {
             let qualified = format!("{}::{}", iface.name, method.name);
             let Some(param) = method.params.iter().find(|p| p.name == pa.name) else {
-                let mut d =
-                    Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
-                        .at(pa.loc.clone())
-                        .declared_at(&method.loc);
+                let mut d = Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
+                    .at(pa.loc.clone())
+                    .declared_at(&method.loc);
                 if let Some(s) = suggest(&pa.name, method.params.iter().map(|p| p.name.as_str())) {
                     d = d.help(format!("did you mean `{s}`?"));
                 }
@@ -168,32 +162,61 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                 );
                 continue;
             };
-            if let Some(len) = &pa.spec.len {
-                match method.params.iter().find(|p| &p.name == len) {
-                    None => errors.push(
-                        Diagnostic::error(format!(
-                            "length parameter `{len}` of `{}` does not exist in {qualified}",
-                            pa.name
-                        ))
-                        .at(pa.loc.clone())
-                        .declared_at(&method.loc),
-                    ),
-                    Some(lp) if lp.ty.is_pointer() => errors.push(
-                        Diagnostic::error(format!(
-                            "length parameter `{len}` of `{}` is a pointer (`{}`)",
-                            pa.name, lp.ty
-                        ))
-                        .at(pa.loc.clone())
-                        .declared_at(&lp.loc),
-                    ),
+            let at = |msg: String, decl: &Loc| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(decl);
+            let other = |name: &str| method.params.iter().find(|p| p.name == name);
+            // Counts of `in` arrays and capacities are values; counts of `out` buffers are
+            // written back, so they are pointers.
+            let wants_pointer_len = pa.spec.dir != Direction::In;
+            for (role, name, want_pointer) in [
+                ("length", &pa.spec.len, wants_pointer_len),
+                ("capacity", &pa.spec.cap, false),
+                ("IID", &pa.spec.iid, true),
+            ] {
+                let Some(name) = name else { continue };
+                if *name == pa.name {
+                    errors.push(at(format!("`{}` cannot be its own {role} parameter", pa.name), &param.loc));
+                    continue;
+                }
+                match other(name) {
+                    None => errors.push(at(
+                        format!("{role} parameter `{name}` of `{}` does not exist in {qualified}", pa.name),
+                        &method.loc,
+                    )),
+                    Some(lp) if lp.ty.is_pointer() != want_pointer => errors.push(at(
+                        format!(
+                            "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",
+                            pa.name,
+                            if want_pointer { "must be" } else { "is" },
+                            lp.ty
+                        ),
+                        &lp.loc,
+                    )),
                     Some(_) => {}
                 }
             }
+            if pa.spec.cap.is_some() && pa.spec.dir == Direction::In {
+                errors.push(at(format!("`cap` of `{}` belongs to `out` buffers, not `in` ones", pa.name), &param.loc));
+            }
+            if pa.spec.corenum && !matches!(pointee, CType::Named(n) if n == "HCORENUM") {
+                errors.push(at(
+                    format!("`{}` is marked `corenum` but points to `{pointee}`, not HCORENUM", pa.name),
+                    &param.loc,
+                ));
+            }
+            if pa.spec.iid.is_some() && !crate::infer::is_untyped_out(pointee) {
+                errors.push(at(
+                    format!("`{}` has an `iid` but is `{}`, not `void **`/`IUnknown **`", pa.name, param.ty),
+                    &param.loc,
+                ));
+            }
             if pa.spec.string && !matches!(pointee, CType::Named(n) if n == "WCHAR") {
                 errors.push(
-                    Diagnostic::error(format!("`{}` of {qualified} is marked `string` but points to `{pointee}`, not WCHAR", pa.name))
-                        .at(pa.loc.clone())
-                        .declared_at(&param.loc),
+                    Diagnostic::error(format!(
+                        "`{}` of {qualified} is marked `string` but points to `{pointee}`, not WCHAR",
+                        pa.name
+                    ))
+                    .at(pa.loc.clone())
+                    .declared_at(&param.loc),
                 );
             }
         }
@@ -204,19 +227,13 @@ fn missing_direction(iface: &Interface, m: &Method, p: &Param, at: Option<Loc>) 
     let hint = if p.midl.is_empty() {
         String::new()
     } else {
-        format!(
-            " (the header's MIDL attributes say [{}])",
-            p.midl.join("][")
-        )
+        format!(" (the header's MIDL attributes say [{}])", p.midl.join("]["))
     };
-    Diagnostic::error(format!(
-        "pointer parameter `{}` of {}::{} has no direction",
-        p.name, iface.name, m.name
-    ))
-    .at_opt(at)
-    .declared_at(&p.loc)
-    .help(format!(
-        "add `{}: in`, `out` or `ref` under `{}:` → `{}:` in an annotation file{hint}",
-        p.name, iface.name, m.name
-    ))
+    Diagnostic::error(format!("pointer parameter `{}` of {}::{} has no direction", p.name, iface.name, m.name))
+        .at_opt(at)
+        .declared_at(&p.loc)
+        .help(format!(
+            "add `{}: in`, `out` or `ref` under `{}:` → `{}:` in an annotation file{hint}",
+            p.name, iface.name, m.name
+        ))
 }

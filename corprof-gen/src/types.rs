@@ -18,18 +18,11 @@ fn escape(path: &Path) -> String {
 }
 
 /// bindgen's output for the types declared in the header folder and the prelude.
-pub fn generate(
-    include_dir: &Path,
-    headers: &[String],
-    interfaces: &[&str],
-) -> Result<String, Errors> {
+pub fn generate(include_dir: &Path, headers: &[String], interfaces: &[&str]) -> Result<String, Errors> {
     let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
     blocked.extend(["IUnknown(Vtbl)?", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
     let builder = bindgen::Builder::default()
-        .header_contents(
-            &include_dir.join(UMBRELLA).display().to_string(),
-            &umbrella(headers),
-        )
+        .header_contents(&include_dir.join(UMBRELLA).display().to_string(), &umbrella(headers))
         // C++ mode, as the interface walk: cor.h declares its interfaces only in C++ form.
         .clang_args(clang_args(include_dir, true))
         .ignore_functions()
@@ -38,10 +31,7 @@ pub fn generate(
         .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
         .blocklist_type(format!("^({})$", blocked.join("|")))
         .blocklist_item("^(IID_.*|CLSID_.*|__MIDL_itf_.*|CORPROF_.*_H)$")
-        .default_enum_style(bindgen::EnumVariation::NewType {
-            is_bitfield: true,
-            is_global: false,
-        })
+        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: true, is_global: false })
         .prepend_enum_name(false)
         .derive_default(true)
         .derive_eq(true)
@@ -51,8 +41,6 @@ pub fn generate(
         .formatter(bindgen::Formatter::None);
     match builder.generate() {
         Ok(b) => Ok(b.to_string()),
-        Err(e) => {
-            Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into())
-        }
+        Err(e) => Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into()),
     }
 }

@@ -7,11 +7,8 @@ use std::path::{Path, PathBuf};
 
 fn fixtures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     dirs
 }
@@ -26,11 +23,8 @@ fn run(dir: &Path) -> (String, bool) {
     };
     match generate(&cfg) {
         Ok(g) => {
-            let warnings: String = g
-                .warnings
-                .iter()
-                .map(|w| format!("// {}\n", w.to_string().replace('\n', "\n// ")))
-                .collect();
+            let warnings: String =
+                g.warnings.iter().map(|w| format!("// {}\n", w.to_string().replace('\n', "\n// "))).collect();
             (format!("{warnings}{}", g.code), true)
         }
         Err(e) => (format!("{e}\n"), false),
@@ -74,23 +68,7 @@ fn generated_code_and_errors_match_the_goldens() {
 /// The first differing lines, enough to see what changed.
 fn diff(expected: &str, actual: &str) -> String {
     let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-    let first = e
-        .iter()
-        .zip(&a)
-        .position(|(x, y)| x != y)
-        .unwrap_or(e.len().min(a.len()));
-    let show = |v: &[&str]| {
-        v.iter()
-            .skip(first)
-            .take(6)
-            .map(|l| format!("    {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    format!(
-        "  first difference at line {}:\n  expected:\n{}\n  actual:\n{}",
-        first + 1,
-        show(&e),
-        show(&a)
-    )
+    let first = e.iter().zip(&a).position(|(x, y)| x != y).unwrap_or(e.len().min(a.len()));
+    let show = |v: &[&str]| v.iter().skip(first).take(6).map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+    format!("  first difference at line {}:\n  expected:\n{}\n  actual:\n{}", first + 1, show(&e), show(&a))
 }

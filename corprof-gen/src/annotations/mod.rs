@@ -40,8 +40,22 @@ impl Direction {
 pub struct ParamSpec {
     pub dir: Direction,
     /// The parameter holding the element count: the pointer is an array of that many elements.
+    /// For `in` arrays a value parameter; for `out` buffers the pointer the callee writes the
+    /// actual count through.
     #[serde(default)]
     pub len: Option<String>,
+    /// For `out` buffers: the value parameter telling the callee the buffer's capacity.
+    #[serde(default)]
+    pub cap: Option<String>,
+    /// For `void **` outs: the `REFIID` parameter naming the interface to return.
+    #[serde(default)]
+    pub iid: Option<String>,
+    /// An `HCORENUM *` enumeration handle: the method becomes an iterator.
+    #[serde(default)]
+    pub corenum: bool,
+    /// Keep the raw pointer in the safe signature (code addresses, opaque blobs).
+    #[serde(default)]
+    pub raw: bool,
     /// The pointer may be null.
     #[serde(default)]
     pub optional: bool,
@@ -54,10 +68,19 @@ pub struct ParamSpec {
 }
 
 impl ParamSpec {
+    /// The names of other parameters this one consumes (count, capacity, IID).
+    pub fn consumes(&self) -> impl Iterator<Item = &str> {
+        [&self.len, &self.cap, &self.iid].into_iter().filter_map(|p| p.as_deref())
+    }
+
     pub fn direction(dir: Direction) -> Self {
         ParamSpec {
             dir,
             len: None,
+            cap: None,
+            iid: None,
+            corenum: false,
+            raw: false,
             optional: false,
             string: false,
             draft: false,
@@ -105,11 +128,9 @@ impl Annotations {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                return Err(Diagnostic::error(format!(
-                    "cannot read the annotation folder {}: {e}",
-                    dir.display()
-                ))
-                .into());
+                return Err(
+                    Diagnostic::error(format!("cannot read the annotation folder {}: {e}", dir.display())).into()
+                );
             }
         };
         let mut paths: Vec<_> = entries
@@ -119,11 +140,7 @@ impl Annotations {
         paths.sort();
         let mut all = Annotations::default();
         for path in paths {
-            let shown = path
-                .strip_prefix(display_root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
             all.files.push(path.display().to_string());
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,

@@ -31,10 +31,7 @@ fn parses_short_and_full_forms_with_positions() {
 fn malformed_yaml_reports_line_and_column() {
     let err = Annotations::parse("cb.yaml", "ICorProfilerCallback:\n  Shutdown: [1\n").unwrap_err();
     let text = err.to_string();
-    assert!(
-        text.starts_with("error: malformed annotation YAML"),
-        "{text}"
-    );
+    assert!(text.starts_with("error: malformed annotation YAML"), "{text}");
     assert!(text.contains("--> cb.yaml:3:1"), "{text}");
 }
 
@@ -45,11 +42,7 @@ fn unknown_direction_and_unknown_field_are_errors_at_the_parameter() {
     assert_eq!(err.items.len(), 2);
     assert!(err.items[0].message.contains("unknown direction `inout`"));
     assert_eq!(err.items[0].at.as_ref().unwrap().line, 3);
-    assert!(
-        err.items[1].message.contains("unknown field `length`"),
-        "{}",
-        err.items[1].message
-    );
+    assert!(err.items[1].message.contains("unknown field `length`"), "{}", err.items[1].message);
     assert_eq!(err.items[1].at.as_ref().unwrap().line, 4);
 }
 
@@ -63,13 +56,7 @@ fn duplicate_keys_are_rejected() {
 fn an_interface_in_two_files_is_an_error() {
     let mut all = Annotations::parse("a.yaml", "I:\n  M:\n    a: in\n").unwrap();
     let mut errors = Errors::default();
-    all.merge(
-        Annotations::parse("b.yaml", "I:\n  N:\n    b: in\n").unwrap(),
-        &mut errors,
-    );
+    all.merge(Annotations::parse("b.yaml", "I:\n  N:\n    b: in\n").unwrap(), &mut errors);
     assert!(errors.has_errors());
-    assert!(
-        errors.to_string().contains("first written at a.yaml:1:1"),
-        "{errors}"
-    );
+    assert!(errors.to_string().contains("first written at a.yaml:1:1"), "{errors}");
 }

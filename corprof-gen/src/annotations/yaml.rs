@@ -12,23 +12,12 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
     let root: Value = match serde_yaml::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            let loc = e.location().map(|l| Loc {
-                file: file.to_string(),
-                line: l.line() as u32,
-                col: l.column() as u32,
-            });
+            let loc =
+                e.location().map(|l| Loc { file: file.to_string(), line: l.line() as u32, col: l.column() as u32 });
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            let loc = loc.unwrap_or_else(|| Loc {
-                file: file.to_string(),
-                line: 1,
-                col: 1,
-            });
-            return Err(
-                Diagnostic::error(format!("malformed annotation YAML: {msg}"))
-                    .at(loc)
-                    .into(),
-            );
+            let loc = loc.unwrap_or_else(|| Loc { file: file.to_string(), line: 1, col: 1 });
+            return Err(Diagnostic::error(format!("malformed annotation YAML: {msg}")).at(loc).into());
         }
     };
     let positions = KeyPositions::scan(text);
@@ -39,11 +28,9 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
         Value::Null => return Ok(out),
         Value::Mapping(m) => m,
         _ => {
-            return Err(Diagnostic::error(
-                "an annotation file is a map from interface name to methods",
-            )
-            .at(pos(&[]))
-            .into());
+            return Err(Diagnostic::error("an annotation file is a map from interface name to methods")
+                .at(pos(&[]))
+                .into());
         }
     };
     for (iface_key, methods) in top {
@@ -51,32 +38,20 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
             continue;
         };
         let iface_loc = pos(&[&iface]);
-        let mut iface_ann = InterfaceAnn {
-            name: iface.clone(),
-            methods: Vec::new(),
-            loc: iface_loc.clone(),
-        };
+        let mut iface_ann = InterfaceAnn { name: iface.clone(), methods: Vec::new(), loc: iface_loc.clone() };
         for (method_key, params) in mapping_of(methods, &iface_loc, "interface", &mut errors) {
             let Some(method) = key_str(&method_key, &iface_loc, &mut errors) else {
                 continue;
             };
             let method_loc = pos(&[&iface, &method]);
-            let mut method_ann = MethodAnn {
-                name: method.clone(),
-                params: Vec::new(),
-                loc: method_loc.clone(),
-            };
+            let mut method_ann = MethodAnn { name: method.clone(), params: Vec::new(), loc: method_loc.clone() };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
                 let Some(param) = key_str(&param_key, &method_loc, &mut errors) else {
                     continue;
                 };
                 let loc = pos(&[&iface, &method, &param]);
                 if let Some(spec) = param_spec(spec, &loc, &mut errors) {
-                    method_ann.params.push(ParamAnn {
-                        name: param,
-                        spec,
-                        loc,
-                    });
+                    method_ann.params.push(ParamAnn { name: param, spec, loc });
                 }
             }
             iface_ann.methods.push(method_ann);
@@ -91,10 +66,7 @@ fn key_str(key: &Value, loc: &Loc, errors: &mut Errors) -> Option<String> {
     match key {
         Value::String(s) => Some(s.clone()),
         other => {
-            errors.push(
-                Diagnostic::error(format!("expected a name, found `{}`", short(other)))
-                    .at(loc.clone()),
-            );
+            errors.push(Diagnostic::error(format!("expected a name, found `{}`", short(other))).at(loc.clone()));
             None
         }
     }
@@ -107,11 +79,8 @@ fn mapping_of(v: Value, loc: &Loc, what: &str, errors: &mut Errors) -> Vec<(Valu
         Value::Mapping(m) => m.into_iter().collect(),
         other => {
             errors.push(
-                Diagnostic::error(format!(
-                    "expected a map under this {what}, found `{}`",
-                    short(&other)
-                ))
-                .at(loc.clone()),
+                Diagnostic::error(format!("expected a map under this {what}, found `{}`", short(&other)))
+                    .at(loc.clone()),
             );
             Vec::new()
         }
@@ -124,22 +93,14 @@ fn param_spec(v: Value, loc: &Loc, errors: &mut Errors) -> Option<ParamSpec> {
         Value::String(s) => match Direction::parse(&s) {
             Some(dir) => Some(ParamSpec::direction(dir)),
             None => {
-                errors.push(
-                    Diagnostic::error(format!("unknown direction `{s}`"))
-                        .at(loc.clone())
-                        .help(HELP),
-                );
+                errors.push(Diagnostic::error(format!("unknown direction `{s}`")).at(loc.clone()).help(HELP));
                 None
             }
         },
         v @ Value::Mapping(_) => match serde_yaml::from_value::<ParamSpec>(v) {
             Ok(spec) => Some(spec),
             Err(e) => {
-                errors.push(
-                    Diagnostic::error(format!("invalid parameter annotation: {e}"))
-                        .at(loc.clone())
-                        .help(HELP),
-                );
+                errors.push(Diagnostic::error(format!("invalid parameter annotation: {e}")).at(loc.clone()).help(HELP));
                 None
             }
         },
@@ -155,9 +116,7 @@ fn param_spec(v: Value, loc: &Loc, errors: &mut Errors) -> Option<ParamSpec> {
 }
 
 fn short(v: &Value) -> String {
-    serde_yaml::to_string(v)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    serde_yaml::to_string(v).map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 /// Key path → (line, col), from block-style YAML text. Flow-style maps (`{ dir: in }`) are
@@ -192,11 +151,7 @@ impl KeyPositions {
     fn get(&self, file: &str, path: &[&str]) -> Loc {
         let key: Vec<String> = path.iter().map(|s| s.to_string()).collect();
         let (line, col) = self.map.get(&key).copied().unwrap_or((1, 1));
-        Loc {
-            file: file.to_string(),
-            line,
-            col,
-        }
+        Loc { file: file.to_string(), line, col }
     }
 }
 

@@ -26,11 +26,7 @@ pub fn load() -> Result<(), String> {
 fn cx_string(s: CXString) -> String {
     unsafe {
         let p = clang_getCString(s);
-        let out = if p.is_null() {
-            String::new()
-        } else {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
-        };
+        let out = if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
         clang_disposeString(s);
         out
     }
@@ -50,24 +46,15 @@ pub struct Diagnostic {
 
 impl TranslationUnit {
     /// Parses `file` with `args`; `Err` carries clang's own reason when it produced no unit at all.
-    pub fn parse(
-        file: &Path,
-        args: &[String],
-        unsaved: &[(String, String)],
-    ) -> Result<TranslationUnit, String> {
+    pub fn parse(file: &Path, args: &[String], unsaved: &[(String, String)]) -> Result<TranslationUnit, String> {
         let c_file = CString::new(file.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
-        let c_args: Vec<CString> = args
-            .iter()
-            .map(|a| CString::new(a.as_bytes()).expect("argument without NUL"))
-            .collect();
+        let c_args: Vec<CString> =
+            args.iter().map(|a| CString::new(a.as_bytes()).expect("argument without NUL")).collect();
         let ptrs: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
         let unsaved_c: Vec<(CString, CString)> = unsaved
             .iter()
             .map(|(name, text)| {
-                (
-                    CString::new(name.as_bytes()).unwrap_or_default(),
-                    CString::new(text.as_bytes()).unwrap_or_default(),
-                )
+                (CString::new(name.as_bytes()).unwrap_or_default(), CString::new(text.as_bytes()).unwrap_or_default())
             })
             .collect();
         let mut unsaved_files: Vec<CXUnsavedFile> = unsaved_c
@@ -93,10 +80,7 @@ impl TranslationUnit {
             );
             if tu.is_null() {
                 clang_disposeIndex(index);
-                return Err(format!(
-                    "libclang could not parse {} (error code {code})",
-                    file.display()
-                ));
+                return Err(format!("libclang could not parse {} (error code {code})", file.display()));
             }
             Ok(TranslationUnit { index, tu })
         }
@@ -109,46 +93,26 @@ impl TranslationUnit {
                 .map(|i| {
                     let d = clang_getDiagnostic(self.tu, i);
                     let sev = clang_getDiagnosticSeverity(d);
-                    let text = cx_string(clang_formatDiagnostic(
-                        d,
-                        clang_defaultDiagnosticDisplayOptions(),
-                    ));
+                    let text = cx_string(clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions()));
                     clang_disposeDiagnostic(d);
-                    Diagnostic {
-                        is_error: sev >= CXDiagnostic_Error,
-                        text,
-                    }
+                    Diagnostic { is_error: sev >= CXDiagnostic_Error, text }
                 })
                 .collect()
         }
     }
 
     pub fn cursor(&self) -> Cursor<'_> {
-        Cursor {
-            raw: unsafe { clang_getTranslationUnitCursor(self.tu) },
-            _tu: std::marker::PhantomData,
-        }
+        Cursor { raw: unsafe { clang_getTranslationUnitCursor(self.tu) }, _tu: std::marker::PhantomData }
     }
 
     /// Every file the parse read (for `rerun-if-changed`).
     pub fn included_files(&self) -> Vec<String> {
-        extern "C" fn visit(
-            file: CXFile,
-            _stack: *mut CXSourceLocation,
-            _len: c_uint,
-            data: CXClientData,
-        ) {
+        extern "C" fn visit(file: CXFile, _stack: *mut CXSourceLocation, _len: c_uint, data: CXClientData) {
             let files = unsafe { &mut *(data as *mut Vec<String>) };
             files.push(cx_string(unsafe { clang_getFileName(file) }));
         }
         let mut files: Vec<String> = Vec::new();
-        unsafe {
-            clang_getInclusions(
-                self.tu,
-                visit,
-                &mut files as *mut Vec<String> as CXClientData,
-            )
-        };
+        unsafe { clang_getInclusions(self.tu, visit, &mut files as *mut Vec<String> as CXClientData) };
         files.sort();
         files.dedup();
         files
@@ -195,10 +159,7 @@ pub struct Cursor<'tu> {
 
 impl<'tu> Cursor<'tu> {
     fn wrap(raw: CXCursor) -> Self {
-        Cursor {
-            raw,
-            _tu: std::marker::PhantomData,
-        }
+        Cursor { raw, _tu: std::marker::PhantomData }
     }
 
     pub fn kind(&self) -> CursorKind {
@@ -234,17 +195,8 @@ impl<'tu> Cursor<'tu> {
             let mut file: CXFile = std::ptr::null_mut();
             let (mut line, mut column, mut offset) = (0, 0, 0);
             clang_getSpellingLocation(loc, &mut file, &mut line, &mut column, &mut offset);
-            let file = if file.is_null() {
-                String::new()
-            } else {
-                cx_string(clang_getFileName(file))
-            };
-            Location {
-                file,
-                line,
-                column,
-                offset,
-            }
+            let file = if file.is_null() { String::new() } else { cx_string(clang_getFileName(file)) };
+            Location { file, line, column, offset }
         }
     }
 
@@ -261,43 +213,25 @@ impl<'tu> Cursor<'tu> {
     }
 
     pub fn children(&self) -> Vec<Cursor<'tu>> {
-        extern "C" fn visit(
-            c: CXCursor,
-            _parent: CXCursor,
-            data: CXClientData,
-        ) -> CXChildVisitResult {
+        extern "C" fn visit(c: CXCursor, _parent: CXCursor, data: CXClientData) -> CXChildVisitResult {
             let out = unsafe { &mut *(data as *mut Vec<CXCursor>) };
             out.push(c);
             CXChildVisit_Continue
         }
         let mut raw: Vec<CXCursor> = Vec::new();
-        unsafe {
-            clang_visitChildren(
-                self.raw,
-                visit,
-                &mut raw as *mut Vec<CXCursor> as CXClientData,
-            )
-        };
+        unsafe { clang_visitChildren(self.raw, visit, &mut raw as *mut Vec<CXCursor> as CXClientData) };
         raw.into_iter().map(Cursor::wrap).collect()
     }
 
     /// The `annotate("…")` strings attached to this declaration, in source order.
     pub fn annotations(&self) -> Vec<String> {
-        self.children()
-            .into_iter()
-            .filter(|c| c.kind() == CursorKind::Annotation)
-            .map(|c| c.spelling())
-            .collect()
+        self.children().into_iter().filter(|c| c.kind() == CursorKind::Annotation).map(|c| c.spelling()).collect()
     }
 
     /// The declaration a base specifier or type refers to.
     pub fn referenced(&self) -> Option<Cursor<'tu>> {
         let r = unsafe { clang_getCursorReferenced(self.raw) };
-        if unsafe { clang_Cursor_isNull(r) } != 0 {
-            None
-        } else {
-            Some(Cursor::wrap(r))
-        }
+        if unsafe { clang_Cursor_isNull(r) } != 0 { None } else { Some(Cursor::wrap(r)) }
     }
 }
 
@@ -325,10 +259,7 @@ pub struct Type<'tu> {
 
 impl<'tu> Type<'tu> {
     fn wrap(raw: CXType) -> Self {
-        Type {
-            raw,
-            _tu: std::marker::PhantomData,
-        }
+        Type { raw, _tu: std::marker::PhantomData }
     }
 
     pub fn kind(&self) -> TypeKind {
@@ -342,9 +273,7 @@ impl<'tu> Type<'tu> {
             CXType_Record => TypeKind::Record,
             CXType_Enum => TypeKind::Enum,
             CXType_FunctionProto | CXType_FunctionNoProto => TypeKind::FunctionProto,
-            k if (CXType_Bool..=CXType_Float128).contains(&k) || k == CXType_Half => {
-                TypeKind::Builtin
-            }
+            k if (CXType_Bool..=CXType_Float128).contains(&k) || k == CXType_Half => TypeKind::Builtin,
             _ => TypeKind::Other,
         }
     }

@@ -41,9 +41,7 @@ pub struct Counter {
 
 impl Default for Counter {
     fn default() -> Self {
-        Counter {
-            counts: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
-        }
+        Counter { counts: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect() }
     }
 }
 

@@ -17,8 +17,7 @@
 
 use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::{
-    AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID,
-    ThreadID,
+    AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID, ThreadID,
 };
 use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Out, Result};
 use std::hint::black_box;
@@ -88,9 +87,7 @@ pub struct Panicker {
 
 impl Default for Panicker {
     fn default() -> Self {
-        Panicker {
-            panics: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
-        }
+        Panicker { panics: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect() }
     }
 }
 
@@ -191,22 +188,14 @@ impl CorProfilerCallback for Panicker {
     }
 
     /// `unwrap` on an `Err`.
-    fn exception_catcher_enter(
-        &self,
-        _function_id: FunctionID,
-        _object_id: ObjectID,
-    ) -> Result<()> {
+    fn exception_catcher_enter(&self, _function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
         self.arm(Callback::ExceptionCatcherEnter);
         black_box(black_box("forty-two").parse::<u32>().unwrap());
         Ok(())
     }
 
     /// `resume_unwind`: unwinds without running the panic hook (nothing printed but corprof's line).
-    fn garbage_collection_started(
-        &self,
-        generation_collected: &[BOOL],
-        reason: COR_PRF_GC_REASON,
-    ) -> Result<()> {
+    fn garbage_collection_started(&self, generation_collected: &[BOOL], reason: COR_PRF_GC_REASON) -> Result<()> {
         self.arm(Callback::GarbageCollectionStarted);
         let collected = generation_collected.iter().filter(|g| **g != 0).count();
         std::panic::resume_unwind(Box::new(format!(
@@ -217,17 +206,9 @@ impl CorProfilerCallback for Panicker {
     }
 
     /// Called for every live object of a heap walk after each GC.
-    fn object_references(
-        &self,
-        _object_id: ObjectID,
-        _class_id: ClassID,
-        object_ref_ids: &[ObjectID],
-    ) -> Result<()> {
+    fn object_references(&self, _object_id: ObjectID, _class_id: ClassID, object_ref_ids: &[ObjectID]) -> Result<()> {
         self.arm(Callback::ObjectReferences);
-        panic!(
-            "ObjectReferences: object with {} references",
-            object_ref_ids.len()
-        );
+        panic!("ObjectReferences: object with {} references", object_ref_ids.len());
     }
 }
 
@@ -253,12 +234,6 @@ mod tests {
         assert!(std::panic::catch_unwind(|| p.jit_compilation_started(1, 1)).is_err());
         assert!(std::panic::catch_unwind(|| p.jit_compilation_started(2, 1)).is_err());
         std::panic::set_hook(hook);
-        assert_eq!(
-            p.raised(),
-            vec![
-                (Callback::JITCompilationStarted, 2),
-                (Callback::ExceptionThrown, 1)
-            ]
-        );
+        assert_eq!(p.raised(), vec![(Callback::JITCompilationStarted, 2), (Callback::ExceptionThrown, 1)]);
     }
 }

@@ -7,6 +7,8 @@ use crate::diag::{Diagnostic, Errors};
 use crate::ir::CType;
 use crate::resolve::{ApiMethod, ApiParam};
 
+pub mod call;
+
 /// How a parameter appears in a safe callback signature and how the thunk converts it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -46,11 +48,7 @@ pub fn rust_type(ty: &CType) -> String {
         CType::Named(n) | CType::Interface(n) => n.clone(),
         CType::Pointer { pointee, is_const } => {
             let inner = rust_type(pointee);
-            if *is_const {
-                format!("*const {inner}")
-            } else {
-                format!("*mut {inner}")
-            }
+            if *is_const { format!("*const {inner}") } else { format!("*mut {inner}") }
         }
     }
 }
@@ -81,18 +79,11 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
     let mut errors = Errors::default();
     if !matches!(&m.ir.ret, CType::Named(n) if n == "HRESULT") {
         errors.push(
-            Diagnostic::error(format!(
-                "{iface}::{} returns `{}`; callbacks must return HRESULT",
-                m.ir.name, m.ir.ret
-            ))
-            .declared_at(&m.ir.loc),
+            Diagnostic::error(format!("{iface}::{} returns `{}`; callbacks must return HRESULT", m.ir.name, m.ir.ret))
+                .declared_at(&m.ir.loc),
         );
     }
-    let lengths: Vec<&str> = m
-        .params
-        .iter()
-        .filter_map(|p| p.spec.as_ref()?.len.as_deref())
-        .collect();
+    let lengths: Vec<&str> = m.params.iter().filter_map(|p| p.spec.as_ref()?.len.as_deref()).collect();
     let kinds = m
         .params
         .iter()
@@ -114,62 +105,33 @@ fn value_kind(ty: &CType) -> ParamKind {
     match ty {
         CType::Named(n) if n == "HRESULT" => ParamKind::HResult,
         // Reached only for pointers of interfaces that need no annotations.
-        other => ParamKind::Value {
-            ty: rust_type(other),
-        },
+        other => ParamKind::Value { ty: rust_type(other) },
     }
 }
 
-fn pointer_kind(
-    iface: &str,
-    m: &ApiMethod,
-    p: &ApiParam,
-    spec: &ParamSpec,
-    errors: &mut Errors,
-) -> ParamKind {
-    let pointee =
-        p.ir.ty
-            .pointee()
-            .expect("resolve checked that annotated parameters are pointers");
+fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, errors: &mut Errors) -> ParamKind {
+    let pointee = p.ir.ty.pointee().expect("resolve checked that annotated parameters are pointers");
     let target = rust_type(pointee);
     let unsupported = |what: &str| {
-        Diagnostic::error(format!(
-            "`{}` of {iface}::{}: {what} is not supported in callbacks",
-            p.ir.name, m.ir.name
-        ))
-        .at_opt(p.spec_loc.clone())
-        .declared_at(&p.ir.loc)
+        Diagnostic::error(format!("`{}` of {iface}::{}: {what} is not supported in callbacks", p.ir.name, m.ir.name))
+            .at_opt(p.spec_loc.clone())
+            .declared_at(&p.ir.loc)
     };
     match spec.dir {
-        _ if matches!(pointee, CType::Void) || pointee.is_pointer() => ParamKind::Opaque {
-            ty: rust_type(&p.ir.ty),
-        },
-        Direction::In if spec.string => ParamKind::InStr {
-            len: spec.len.clone(),
-            optional: spec.optional,
-        },
-        Direction::In if spec.len.is_some() => ParamKind::InSlice {
-            ty: target,
-            len: spec.len.clone().unwrap(),
-        },
-        Direction::In if matches!(pointee, CType::Interface(_)) => ParamKind::InInterface {
-            ty: target,
-            optional: spec.optional,
-        },
-        Direction::In => ParamKind::InRef {
-            ty: target,
-            optional: spec.optional,
-        },
+        _ if spec.raw || matches!(pointee, CType::Void) || pointee.is_pointer() => {
+            ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+        }
+        Direction::In if spec.string => ParamKind::InStr { len: spec.len.clone(), optional: spec.optional },
+        Direction::In if spec.len.is_some() => ParamKind::InSlice { ty: target, len: spec.len.clone().unwrap() },
+        Direction::In if matches!(pointee, CType::Interface(_)) => {
+            ParamKind::InInterface { ty: target, optional: spec.optional }
+        }
+        Direction::In => ParamKind::InRef { ty: target, optional: spec.optional },
         Direction::Out | Direction::Ref if spec.len.is_some() || spec.string => {
             errors.push(unsupported("an array written by the profiler"));
-            ParamKind::Opaque {
-                ty: rust_type(&p.ir.ty),
-            }
+            ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
         }
         Direction::Out => ParamKind::Out { ty: target },
-        Direction::Ref => ParamKind::Ref {
-            ty: target,
-            optional: spec.optional,
-        },
+        Direction::Ref => ParamKind::Ref { ty: target, optional: spec.optional },
     }
 }

@@ -6,7 +6,10 @@ use crate::diag::Errors;
 use crate::ir::Loc;
 use crate::resolve::{Api, ApiInterface};
 use askama::Template;
+
+mod wrappers;
 use heck::ToSnakeCase;
+pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
@@ -19,6 +22,7 @@ pub struct BindingsView {
     pub interfaces: Vec<InterfaceView>,
     pub has_callbacks: bool,
     pub callbacks: CallbacksView,
+    pub wrappers: Vec<WrapperView>,
 }
 
 pub struct InterfaceView {
@@ -85,20 +89,15 @@ pub struct SlotView {
 }
 
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum",
-    "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",
-    "move", "mut", "pub", "ref", "return", "static", "struct", "super", "trait", "true", "try",
-    "type", "unsafe", "use", "where", "while", "yield", "abstract", "become", "do", "final",
-    "macro", "override", "priv", "typeof", "unsized", "virtual",
+    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+    "static", "struct", "super", "trait", "true", "try", "type", "unsafe", "use", "where", "while", "yield",
+    "abstract", "become", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual",
 ];
 
 /// A C name usable as a Rust identifier.
 fn ident(name: &str) -> String {
-    if KEYWORDS.contains(&name) {
-        format!("r#{name}")
-    } else {
-        name.to_string()
-    }
+    if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
 }
 
 fn snake(name: &str) -> String {
@@ -110,26 +109,27 @@ fn loc(l: &Loc) -> String {
 }
 
 fn iid_u128(iid: &str) -> String {
-    let hex: String = iid
-        .chars()
-        .filter(|c| *c != '-')
-        .collect::<String>()
-        .to_ascii_uppercase();
-    format!(
-        "0x{}_{}_{}_{}_{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    let hex: String = iid.chars().filter(|c| *c != '-').collect::<String>().to_ascii_uppercase();
+    format!("0x{}_{}_{}_{}_{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
 pub fn build(api: &Api, header: &str, root: &str, types: String) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(interface_view).collect();
-    let callbacks = callbacks_view(api, root)?;
+    let callbacks = callbacks_view(api, root);
+    let wrappers = wrappers::wrappers_view(api, root);
+    let (callbacks, wrappers) = match (callbacks, wrappers) {
+        (Ok(c), Ok(w)) => (c, w),
+        (c, w) => {
+            let mut errors = Errors::default();
+            for e in [c.err(), w.err()].into_iter().flatten() {
+                errors.extend(e);
+            }
+            return Err(errors);
+        }
+    };
     Ok(BindingsView {
+        wrappers,
         header: header.to_string(),
         root: root.to_string(),
         types,
@@ -140,11 +140,7 @@ pub fn build(api: &Api, header: &str, root: &str, types: String) -> Result<Bindi
 }
 
 fn base_of(iface: &ApiInterface) -> String {
-    iface
-        .ir
-        .base
-        .clone()
-        .unwrap_or_else(|| "IUnknown".to_string())
+    iface.ir.base.clone().unwrap_or_else(|| "IUnknown".to_string())
 }
 
 fn interface_view(iface: &ApiInterface) -> InterfaceView {
@@ -154,24 +150,16 @@ fn interface_view(iface: &ApiInterface) -> InterfaceView {
         .iter()
         .map(|m| {
             let typed: Vec<String> =
-                m.ir.params
-                    .iter()
-                    .map(|p| format!("{}: {}", ident(&p.name), rust_type(&p.ty)))
-                    .collect();
+                m.ir.params.iter().map(|p| format!("{}: {}", ident(&p.name), rust_type(&p.ty))).collect();
             let mut slot = vec![format!("this__: *mut {name}")];
             slot.extend(typed.iter().cloned());
             RawMethodView {
                 name: m.ir.name.clone(),
                 slot_params: slot.join(", "),
                 params: typed.join(", "),
-                args: m
-                    .ir
-                    .params
-                    .iter()
-                    .map(|p| ident(&p.name))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                ret: rust_type(&m.ir.ret),
+                args: m.ir.params.iter().map(|p| ident(&p.name)).collect::<Vec<_>>().join(", "),
+                // `void` returns nothing; `c_void` is a type, not "no value".
+                ret: if m.ir.ret == crate::ir::CType::Void { "()".to_string() } else { rust_type(&m.ir.ret) },
                 loc: loc(&m.ir.loc),
             }
         })
@@ -194,20 +182,14 @@ fn interface_view(iface: &ApiInterface) -> InterfaceView {
 fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
     let family: Vec<&ApiInterface> = api.interfaces.iter().filter(|i| i.is_callback).collect();
     // The newest version: the callback interface no other one derives from.
-    let Some(highest) = family.iter().rev().find(|i| {
-        !family
-            .iter()
-            .any(|j| j.ir.base.as_deref() == Some(i.ir.name.as_str()))
-    }) else {
+    let Some(highest) =
+        family.iter().rev().find(|i| !family.iter().any(|j| j.ir.base.as_deref() == Some(i.ir.name.as_str())))
+    else {
         return Ok(CallbacksView::default());
     };
     // Vtable order: root first, then each derived version, following the base chain.
     let mut chain = vec![*highest];
-    while let Some(base) = chain
-        .last()
-        .and_then(|i| i.ir.base.as_deref())
-        .and_then(|b| api.interface(b))
-    {
+    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
         chain.push(base);
     }
     chain.reverse();
@@ -237,11 +219,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                     call_args.push(arg);
                 }
             }
-            let c_params: Vec<String> =
-                m.ir.params
-                    .iter()
-                    .map(|p| format!("{} {}", p.ty, p.name))
-                    .collect();
+            let c_params: Vec<String> = m.ir.params.iter().map(|p| format!("{} {}", p.ty, p.name)).collect();
             methods.push(CallbackMethodView {
                 iface: iface.ir.name.clone(),
                 name: m.ir.name.clone(),
@@ -258,10 +236,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 thunk_params: thunk_params.join(", "),
                 call_args: call_args.join(", "),
             });
-            slots.push(SlotView {
-                name: m.ir.name.clone(),
-                thunk,
-            });
+            slots.push(SlotView { name: m.ir.name.clone(), thunk });
         }
         let base_ctor = match iface.ir.base.as_deref() {
             Some(b) if api.interface(b).is_some_and(|bi| bi.is_callback) => {
@@ -269,24 +244,13 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             }
             _ => format!("{root}::com::IUnknown_Vtbl::new::<CallbackClass<T>>()"),
         };
-        vtbls.push(VtblCtorView {
-            vtbl: format!("{}_Vtbl", iface.ir.name),
-            base_ctor,
-            slots,
-        });
+        vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
     }
     errors.check()?;
-    let first = chain
-        .first()
-        .map(|i| version_number(&i.ir.name))
-        .unwrap_or(1);
+    let first = chain.first().map(|i| version_number(&i.ir.name)).unwrap_or(1);
     let last = version_number(&highest.ir.name);
     Ok(CallbacksView {
-        versions: if first == last {
-            format!("{first}")
-        } else {
-            format!("{first}–{last}")
-        },
+        versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
         highest: highest.ir.name.clone(),
         highest_vtbl: format!("{}_Vtbl", highest.ir.name),
         iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
@@ -307,53 +271,25 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
     Some(match kind {
         ParamKind::Length => return None,
         ParamKind::Value { ty } | ParamKind::Opaque { ty } => (ty.clone(), raw.to_string()),
-        ParamKind::HResult => (
-            format!("{root}::HResult"),
-            format!("{root}::HResult({raw})"),
-        ),
-        ParamKind::InRef {
-            ty,
-            optional: false,
+        ParamKind::HResult => (format!("{root}::HResult"), format!("{root}::HResult({raw})")),
+        ParamKind::InRef { ty, optional: false } | ParamKind::InInterface { ty, optional: false } => {
+            (format!("&{ty}"), format!("{conv}::in_ref({raw})?"))
         }
-        | ParamKind::InInterface {
-            ty,
-            optional: false,
-        } => (format!("&{ty}"), format!("{conv}::in_ref({raw})?")),
         ParamKind::InRef { ty, optional: true } | ParamKind::InInterface { ty, optional: true } => {
             (format!("Option<&{ty}>"), format!("{conv}::in_opt({raw})"))
         }
-        ParamKind::InSlice { ty, len } => (
-            format!("&[{ty}]"),
-            format!("{conv}::in_slice({raw}, {})", ident(len)),
-        ),
+        ParamKind::InSlice { ty, len } => (format!("&[{ty}]"), format!("{conv}::in_slice({raw}, {})", ident(len))),
         ParamKind::InStr { len, optional } => {
-            let len = len
-                .as_deref()
-                .map(|l| format!("Some({})", ident(l)))
-                .unwrap_or_else(|| "None::<u32>".to_string());
+            let len =
+                len.as_deref().map(|l| format!("Some({})", ident(l))).unwrap_or_else(|| "None::<u32>".to_string());
             if *optional {
-                (
-                    format!("Option<{root}::WStr<'_>>"),
-                    format!("{conv}::in_wstr_opt({raw}, {len})"),
-                )
+                (format!("Option<{root}::WStr<'_>>"), format!("{conv}::in_wstr_opt({raw}, {len})"))
             } else {
-                (
-                    format!("{root}::WStr<'_>"),
-                    format!("{conv}::in_wstr({raw}, {len})?"),
-                )
+                (format!("{root}::WStr<'_>"), format!("{conv}::in_wstr({raw}, {len})?"))
             }
         }
-        ParamKind::Out { ty } => (
-            format!("{root}::Out<'_, {ty}>"),
-            format!("{conv}::out({raw})?"),
-        ),
-        ParamKind::Ref {
-            ty,
-            optional: false,
-        } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
-        ParamKind::Ref { ty, optional: true } => (
-            format!("Option<&mut {ty}>"),
-            format!("{conv}::ref_opt({raw})"),
-        ),
+        ParamKind::Out { ty } => (format!("{root}::Out<'_, {ty}>"), format!("{conv}::out({raw})?")),
+        ParamKind::Ref { ty, optional: false } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
+        ParamKind::Ref { ty, optional: true } => (format!("Option<&mut {ty}>"), format!("{conv}::ref_opt({raw})")),
     })
 }

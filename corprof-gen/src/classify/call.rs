@@ -1,0 +1,187 @@
+//! Kinds for the calling side: how each parameter of a method the profiler *calls* (ICorProfilerInfo,
+//! IMetaDataImport, …) appears in the safe wrapper, and what the method returns.
+
+use super::rust_type;
+use crate::annotations::Direction;
+use crate::diag::{Diagnostic, Errors};
+use crate::ir::CType;
+use crate::resolve::{Api, ApiMethod, ApiParam};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// Passed by value.
+    Value { ty: String },
+    /// An `HRESULT` value, passed as `HResult`.
+    HResult,
+    /// `&T` / `Option<&T>`.
+    InRef { ty: String, optional: bool },
+    /// Stays a raw pointer (`raw: true`, `void *`, pointers to pointers).
+    Raw { ty: String },
+    /// `&[T]` / `Option<&[T]>`; the count parameter is filled from the slice.
+    InSlice { ty: String, len: String, optional: bool },
+    /// `&str` / `Option<&str>`, passed as UTF-16 (NUL-terminated, or counted by `len`).
+    InStr { len: Option<String>, optional: bool },
+    /// A value the callee writes: returned.
+    Out { ty: String },
+    /// An interface the callee returns (`IFoo **`): returned as its wrapper, or a `ComPtr`.
+    OutInterface { iface: String, wrapper: Option<String> },
+    /// `void **` named by a REFIID parameter: the caller picks the type (`W: Wrapper`).
+    OutIid { iid: String },
+    /// A UTF-16 buffer with capacity and actual-length parameters: returned as `String`.
+    OutString { cap: String, len: String },
+    /// An array with capacity and actual-count parameters: returned as `Vec<T>`.
+    OutArray { ty: String, cap: String, len: String },
+    /// `&mut T` / `Option<&mut T>`.
+    Ref { ty: String, optional: bool },
+    /// An `HCORENUM *` handle: the method becomes an iterator.
+    CorEnum,
+    /// A count, capacity or IID that the wrapper fills in.
+    Consumed,
+}
+
+impl CallKind {
+    pub fn is_output(&self) -> bool {
+        matches!(
+            self,
+            CallKind::Out { .. }
+                | CallKind::OutInterface { .. }
+                | CallKind::OutIid { .. }
+                | CallKind::OutString { .. }
+                | CallKind::OutArray { .. }
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallReturn {
+    /// `HRESULT`: failures become `Err`.
+    HResult,
+    /// Any other return value is handed back as is (`ULONG`, `BOOL`, `PVOID`).
+    Value {
+        ty: String,
+    },
+    Void,
+}
+
+/// The safe wrapper type of an interface family root: `ICorProfilerInfo` → `ProfilerInfo`,
+/// `IMetaDataImport` → `MetaDataImport`.
+pub fn wrapper_name(root: &str) -> String {
+    let s = root.strip_prefix('I').unwrap_or(root);
+    s.strip_prefix("Cor").unwrap_or(s).to_string()
+}
+
+/// The root of `name`'s family (its base chain without IUnknown).
+pub fn family_root<'a>(api: &'a Api, name: &'a str) -> &'a str {
+    let mut cur = name;
+    while let Some(base) = api.interface(cur).and_then(|i| i.ir.base.as_deref()).filter(|b| api.interface(b).is_some())
+    {
+        cur = base;
+    }
+    cur
+}
+
+pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallKind>, CallReturn), Errors> {
+    let mut errors = Errors::default();
+    // A raw pointer leaves its count to the caller, so only the others consume theirs.
+    let consumed: Vec<&str> =
+        m.params.iter().filter_map(|p| p.spec.as_ref()).filter(|s| !s.raw).flat_map(|s| s.consumes()).collect();
+    let kinds: Vec<CallKind> = m
+        .params
+        .iter()
+        .map(|p| {
+            if consumed.contains(&p.ir.name.as_str()) {
+                return CallKind::Consumed;
+            }
+            match &p.spec {
+                None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
+                None => match &p.ir.ty {
+                    CType::Named(n) if n == "HRESULT" => CallKind::HResult,
+                    ty => CallKind::Value { ty: rust_type(ty) },
+                },
+                Some(_) => pointer_kind(api, iface, m, p, &mut errors),
+            }
+        })
+        .collect();
+    let ret = match &m.ir.ret {
+        CType::Named(n) if n == "HRESULT" => CallReturn::HResult,
+        CType::Void => CallReturn::Void,
+        other => CallReturn::Value { ty: rust_type(other) },
+    };
+    if ret != CallReturn::HResult && kinds.iter().any(CallKind::is_output) {
+        errors.push(
+            Diagnostic::error(format!("{iface}::{} has outputs but does not return HRESULT", m.ir.name))
+                .declared_at(&m.ir.loc),
+        );
+    }
+    if kinds.contains(&CallKind::CorEnum)
+        && kinds.iter().filter(|k| matches!(k, CallKind::OutArray { .. })).count() != 1
+    {
+        errors.push(
+            Diagnostic::error(format!("{iface}::{}: a `corenum` method needs exactly one out array", m.ir.name))
+                .declared_at(&m.ir.loc),
+        );
+    }
+    errors.check()?;
+    Ok((kinds, ret))
+}
+
+fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mut Errors) -> CallKind {
+    let spec = p.spec.as_ref().expect("annotated");
+    let pointee = p.ir.ty.pointee().expect("resolve checked that annotated parameters are pointers");
+    let raw = || CallKind::Raw { ty: rust_type(&p.ir.ty) };
+    let mut fail = |what: &str| {
+        errors.push(
+            Diagnostic::error(format!("`{}` of {iface}::{}: {what}", p.ir.name, m.ir.name))
+                .at_opt(p.spec_loc.clone())
+                .declared_at(&p.ir.loc),
+        );
+        raw()
+    };
+    if spec.raw {
+        return raw();
+    }
+    if spec.corenum {
+        return CallKind::CorEnum;
+    }
+    match spec.dir {
+        Direction::In if spec.string => CallKind::InStr { len: spec.len.clone(), optional: spec.optional },
+        // `const void *pv, ULONG cb`: bytes.
+        Direction::In if matches!(pointee, CType::Void) && spec.len.is_some() => CallKind::InSlice {
+            ty: "u8".to_string(),
+            len: spec.len.clone().unwrap_or_default(),
+            optional: spec.optional,
+        },
+        Direction::In if matches!(pointee, CType::Void) || pointee.is_pointer() => raw(),
+        Direction::In if spec.len.is_some() => CallKind::InSlice {
+            ty: rust_type(pointee),
+            len: spec.len.clone().unwrap_or_default(),
+            optional: spec.optional,
+        },
+        Direction::In => CallKind::InRef { ty: rust_type(pointee), optional: spec.optional },
+        Direction::Out if spec.iid.is_some() => CallKind::OutIid { iid: spec.iid.clone().unwrap_or_default() },
+        Direction::Out if spec.cap.is_some() || spec.len.is_some() => match (&spec.cap, &spec.len) {
+            (Some(cap), Some(len)) if spec.string => CallKind::OutString { cap: cap.clone(), len: len.clone() },
+            (Some(cap), Some(len)) => CallKind::OutArray { ty: rust_type(pointee), cap: cap.clone(), len: len.clone() },
+            _ => fail("an out buffer needs both `cap` (its capacity) and `len` (the count written back)"),
+        },
+        Direction::Out => match pointee {
+            CType::Pointer { pointee: inner, .. } => match &**inner {
+                CType::Interface(name) => {
+                    let wrapper = api
+                        .interface(name)
+                        .filter(|i| i.safe && !i.is_callback)
+                        .map(|_| wrapper_name(family_root(api, name)));
+                    CallKind::OutInterface { iface: name.clone(), wrapper }
+                }
+                _ => CallKind::Out { ty: rust_type(pointee) },
+            },
+            CType::Void => fail("`void *` outs need `iid` or `raw: true`"),
+            _ => CallKind::Out { ty: rust_type(pointee) },
+        },
+        Direction::Ref if spec.len.is_some() || spec.string => {
+            fail("in-out arrays are not supported: mark it `raw: true`")
+        }
+        Direction::Ref if matches!(pointee, CType::Void) => raw(),
+        Direction::Ref => CallKind::Ref { ty: rust_type(pointee), optional: spec.optional },
+    }
+}

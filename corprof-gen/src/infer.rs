@@ -1,0 +1,256 @@
+//! Draft annotations inferred from the header (for `corprof-gen bootstrap`): MIDL attribute
+//! comments (`[in]`, `[out]`, `[out][in]`), SAL annotations (`_Out_writes_to_(cap, *len)`,
+//! `_In_reads_opt_(n)`, `_COM_Outptr_`), cor.h's `// [IN]` comments and the C types. Every
+//! result is marked `draft: true`: a person (or a reviewer) checks it against the documentation.
+
+use crate::annotations::{Direction, ParamSpec};
+use crate::ir::{CType, Method, Param};
+use std::fmt::Write;
+
+/// The inferred annotation of one pointer parameter; `None` when it is consumed by another
+/// parameter (a count, capacity or IID) or is not a pointer.
+pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
+    let pointee = param.ty.pointee()?;
+    if consumed_by_others(method).contains(&param.name.as_str()) {
+        return None;
+    }
+    let mut spec = ParamSpec::direction(direction(param));
+    spec.draft = true;
+    if matches!(pointee, CType::Named(n) if n == "HCORENUM") {
+        spec.dir = Direction::Ref;
+        spec.corenum = true;
+        return Some(spec);
+    }
+    if is_untyped_out(pointee)
+        && let Some(riid) = method.params.iter().find(|p| is_iid(&p.ty))
+    {
+        spec.dir = Direction::Out;
+        spec.iid = Some(riid.name.clone());
+        return Some(spec);
+    }
+    spec.string = matches!(pointee, CType::Named(n) if n == "WCHAR");
+    for sal in &param.sal {
+        let (name, args) = split_sal(sal);
+        spec.optional |= name.contains("_opt_");
+        match name {
+            n if n.starts_with("_Out_writes") && args.len() == 2 => {
+                spec.cap = Some(args[0].clone());
+                spec.len = Some(args[1].clone());
+            }
+            n if n.starts_with("_Out_writes") && args.len() == 1 => spec.cap = Some(args[0].clone()),
+            n if n.starts_with("_In_reads") && args.len() == 1 => spec.len = Some(args[0].clone()),
+            _ => {}
+        }
+    }
+    // `pcFoo` is the count of `rFoo`, not an array counted by `cFoo`.
+    let is_count = param.name.starts_with("pc");
+    let is_array = param.midl.iter().any(|a| a == "size_is" || a == "length_is")
+        || param.declared_array
+        || (!spec.string && !is_count && counted_by_name(method, param).is_some());
+    if is_array && spec.len.is_none() && spec.cap.is_none() {
+        guess_counts(method, param, &mut spec);
+    }
+    if spec.dir != Direction::In && spec.string && spec.cap.is_none() {
+        guess_counts(method, param, &mut spec);
+    }
+    Some(spec)
+}
+
+/// `void *` or `IUnknown *`: what a `void **` / `IUnknown **` out points to when an IID picks the type.
+pub fn is_untyped_out(pointee: &CType) -> bool {
+    matches!(pointee, CType::Pointer { pointee, .. } if matches!(&**pointee, CType::Void) || matches!(&**pointee, CType::Interface(n) if n == "IUnknown"))
+}
+
+fn is_iid(ty: &CType) -> bool {
+    matches!(ty.pointee(), Some(CType::Named(n)) if n == "IID" || n == "GUID")
+}
+
+fn direction(p: &Param) -> Direction {
+    let has = |a: &str| p.midl.iter().any(|m| m.eq_ignore_ascii_case(a));
+    let sal = |prefix: &str| p.sal.iter().any(|s| s.starts_with(prefix));
+    if (has("in") && has("out")) || sal("_Inout") {
+        Direction::Ref
+    } else if has("out") || sal("_Out") || sal("_COM_Outptr") || sal("_Outptr") {
+        Direction::Out
+    } else if has("in") || sal("_In") || matches!(p.ty, CType::Pointer { is_const: true, .. }) {
+        Direction::In
+    } else {
+        // Unmarked non-const pointers are usually results (cor.h leaves many unmarked).
+        Direction::Out
+    }
+}
+
+/// `_Out_writes_to_(cchName,*pcchName)` → (`_Out_writes_to_`, [`cchName`, `pcchName`]).
+fn split_sal(sal: &str) -> (&str, Vec<String>) {
+    match sal.split_once('(') {
+        Some((name, rest)) => {
+            let args =
+                rest.trim_end_matches(')').split(',').map(|a| a.trim().trim_start_matches('*').to_string()).collect();
+            (name, args)
+        }
+        None => (sal, Vec::new()),
+    }
+}
+
+/// Names used as counts by the method's SAL annotations, and the REFIID of a `void **` out.
+fn consumed_by_others(method: &Method) -> Vec<&str> {
+    let mut out = Vec::new();
+    let has_void_out = method.params.iter().any(|p| p.ty.pointee().is_some_and(is_untyped_out));
+    if has_void_out {
+        out.extend(method.params.iter().filter(|p| is_iid(&p.ty)).map(|p| p.name.as_str()));
+    }
+    for p in &method.params {
+        for sal in &p.sal {
+            if let Some((_, rest)) = sal.split_once('(') {
+                for a in rest.trim_end_matches(')').split(',') {
+                    let a = a.trim().trim_start_matches('*');
+                    if let Some(q) = method.params.iter().find(|q| q.name == a) {
+                        out.push(q.name.as_str());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `pvSigBlob` → `SigBlob`: the name without its Hungarian prefix.
+fn stem(name: &str) -> &str {
+    name.trim_start_matches(|c: char| c.is_ascii_lowercase())
+}
+
+/// A value parameter named after this one (`cbSigBlob` for `pvSigBlob`, `cMax`-style aside).
+fn counted_by_name<'m>(method: &'m Method, param: &Param) -> Option<&'m Param> {
+    let wanted = stem(&param.name);
+    (!wanted.is_empty()).then_some(())?;
+    method
+        .params
+        .iter()
+        .find(|p| !p.ty.is_pointer() && p.name != param.name && stem(&p.name) == wanted && p.name.starts_with('c'))
+}
+
+/// For arrays without SAL: a count named after the array (`cbSigBlob` for `pvSigBlob`), else
+/// the nearest value parameter named `c…`; for outs the `pc…` pointer is the actual count.
+fn guess_counts(method: &Method, param: &Param, spec: &mut ParamSpec) {
+    let at = method.params.iter().position(|p| p.name == param.name).unwrap_or(0);
+    let named = counted_by_name(method, param).map(|p| p.name.clone());
+    let value_count = named.or_else(|| {
+        method.params[..at]
+            .iter()
+            .rev()
+            .chain(method.params[at + 1..].iter())
+            .find(|p| !p.ty.is_pointer() && p.name.starts_with('c'))
+            .map(|p| p.name.clone())
+    });
+    if spec.dir == Direction::In {
+        spec.len = value_count;
+        return;
+    }
+    spec.cap = value_count;
+    let pc = |p: &&Param| p.ty.is_pointer() && p.name.starts_with("pc");
+    spec.len = method.params[at..]
+        .iter()
+        .find(|p| pc(p) && stem(&p.name) == stem(&param.name))
+        .or_else(|| method.params.iter().find(pc))
+        .map(|p| p.name.clone());
+}
+
+/// YAML for one interface's drafts: `Method:` → `param: { … }`, in declaration order.
+pub fn draft_yaml(interface: &str, methods: &[(String, Vec<(String, ParamSpec)>)]) -> String {
+    let mut out = format!("{interface}:\n");
+    for (method, params) in methods {
+        let _ = writeln!(out, "  {method}:");
+        for (name, spec) in params {
+            let _ = writeln!(out, "    {name}: {}", spec_yaml(spec));
+        }
+    }
+    out
+}
+
+/// The shortest YAML for a spec: a bare direction when nothing else is set.
+pub fn spec_yaml(spec: &ParamSpec) -> String {
+    let dir = match spec.dir {
+        Direction::In => "in",
+        Direction::Out => "out",
+        Direction::Ref => "ref",
+    };
+    let mut fields = vec![format!("dir: {dir}")];
+    for (key, value) in [("len", &spec.len), ("cap", &spec.cap), ("iid", &spec.iid)] {
+        if let Some(v) = value {
+            fields.push(format!("{key}: {v}"));
+        }
+    }
+    let flags = [
+        ("string", spec.string),
+        ("optional", spec.optional),
+        ("corenum", spec.corenum),
+        ("raw", spec.raw),
+        ("draft", spec.draft),
+    ];
+    for (key, on) in flags {
+        if on {
+            fields.push(format!("{key}: true"));
+        }
+    }
+    if fields.len() == 1 { dir.to_string() } else { format!("{{ {} }}", fields.join(", ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Loc;
+
+    fn param(name: &str, ty: CType, midl: &[&str], sal: &[&str]) -> Param {
+        Param {
+            name: name.into(),
+            ty,
+            midl: midl.iter().map(|s| s.to_string()).collect(),
+            sal: sal.iter().map(|s| s.to_string()).collect(),
+            declared_array: false,
+            loc: Loc::default(),
+        }
+    }
+
+    fn ptr(t: CType) -> CType {
+        CType::Pointer { pointee: Box::new(t), is_const: false }
+    }
+
+    fn named(n: &str) -> CType {
+        CType::Named(n.into())
+    }
+
+    #[test]
+    fn sal_string_buffers_become_cap_len_strings() {
+        let m = Method {
+            name: "GetModuleInfo".into(),
+            ret: named("HRESULT"),
+            params: vec![
+                param("cchName", named("ULONG"), &["in"], &[]),
+                param("pcchName", ptr(named("ULONG")), &["out"], &[]),
+                param("szName", ptr(named("WCHAR")), &["annotation", "out"], &["_Out_writes_to_(cchName,*pcchName)"]),
+            ],
+            loc: Loc::default(),
+        };
+        assert_eq!(infer(&m, &m.params[1]), None, "the count is consumed");
+        let spec = infer(&m, &m.params[2]).unwrap();
+        assert_eq!(spec_yaml(&spec), "{ dir: out, len: pcchName, cap: cchName, string: true, draft: true }");
+    }
+
+    #[test]
+    fn iid_outs_enums_and_plain_directions() {
+        let m = Method {
+            name: "GetModuleMetaData".into(),
+            ret: named("HRESULT"),
+            params: vec![
+                param("riid", CType::Pointer { pointee: Box::new(named("IID")), is_const: true }, &["in"], &[]),
+                param("ppOut", ptr(ptr(CType::Void)), &["out"], &[]),
+                param("phEnum", ptr(named("HCORENUM")), &[], &[]),
+                param("pBoth", ptr(named("ULONG")), &["out", "in"], &[]),
+            ],
+            loc: Loc::default(),
+        };
+        assert_eq!(spec_yaml(&infer(&m, &m.params[1]).unwrap()), "{ dir: out, iid: riid, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[2]).unwrap()), "{ dir: ref, corenum: true, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[3]).unwrap()), "{ dir: ref, draft: true }");
+    }
+}

@@ -1,0 +1,234 @@
+//! Runtime support for the generated safe wrappers: version negotiation, the buffers behind
+//! `String`/`Vec` results, UTF-16 conversion, and `CorEnum`, the iterator over `HCORENUM`
+//! enumerations.
+
+use crate::com::{ComPtr, IUnknown};
+use crate::{GUID, HRESULT, HResult, Result};
+use std::ffi::c_void;
+
+/// A safe wrapper over an interface family (`ProfilerInfo`, `MetaDataImport`, …), or a plain
+/// `ComPtr<T>`: what methods returning "an interface you name by IID" can produce.
+pub trait Wrapper: Sized {
+    /// The IID to ask the factory method for.
+    const ROOT_IID: GUID;
+    fn from_unknown(unknown: &IUnknown) -> Result<Self>;
+}
+
+impl<T: crate::Interface> Wrapper for ComPtr<T> {
+    const ROOT_IID: GUID = T::IID;
+    fn from_unknown(unknown: &IUnknown) -> Result<Self> {
+        unknown.query::<T>()
+    }
+}
+
+/// Takes over a reference returned through an out pointer and wraps it.
+///
+/// # Safety
+/// `raw` must be null or a live COM object whose reference the caller owns.
+pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
+    let owned = unsafe { ComPtr::from_raw(raw) }.ok_or(HResult::E_POINTER)?;
+    W::from_unknown(&owned)
+}
+
+/// The newest interface of a family an object answered, and which version that is.
+#[derive(Clone)]
+pub struct Negotiated {
+    ptr: ComPtr<IUnknown>,
+    version: u32,
+}
+
+impl Negotiated {
+    /// Asks for each IID, newest first; `iids` lists the family oldest first.
+    pub fn negotiate(unknown: &IUnknown, iids: &[GUID]) -> Result<Negotiated> {
+        for (i, iid) in iids.iter().enumerate().rev() {
+            let mut out: *mut c_void = std::ptr::null_mut();
+            if unsafe { unknown.QueryInterface(iid, &mut out) } >= 0
+                && let Some(ptr) = unsafe { ComPtr::from_raw(out.cast::<IUnknown>()) }
+            {
+                return Ok(Negotiated { ptr, version: i as u32 + 1 });
+            }
+        }
+        Err(HResult::E_NOINTERFACE)
+    }
+
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The object as interface `I` of family version `version`, if the object has it. Each
+    /// version's vtable extends the previous one, so the newest pointer serves every older one.
+    #[inline]
+    pub fn at<I: crate::Interface>(&self, version: u32) -> Result<&I> {
+        if version <= self.version {
+            Ok(unsafe { &*(self.ptr.as_raw() as *const I) })
+        } else {
+            Err(HResult::E_NOINTERFACE)
+        }
+    }
+}
+
+/// NUL-terminated UTF-16 for an `LPCWSTR` parameter.
+pub fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
+/// UTF-16 without a terminator, for counted text.
+pub fn wide_counted(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+/// A buffer for an out array or string, grown when the callee says it needs more. Starts
+/// empty, so the first call asks for the size (capacity 0, null pointer) and the second fills.
+pub struct Buffer<T> {
+    data: Vec<T>,
+}
+
+impl<T: Copy> Buffer<T> {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Buffer { data: Vec::new() }
+    }
+
+    /// Null while empty: APIs read that as "tell me the size".
+    pub fn ptr(&mut self) -> *mut T {
+        if self.data.is_empty() { std::ptr::null_mut() } else { self.data.as_mut_ptr() }
+    }
+
+    pub fn cap(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn fits(&self, needed: usize) -> bool {
+        needed <= self.data.len()
+    }
+
+    pub fn grow(&mut self, needed: usize) {
+        // Zeroed elements: every element type here is plain C data.
+        self.data.resize(needed, unsafe { std::mem::zeroed() });
+    }
+
+    /// The first `len` elements.
+    pub fn to_vec(&self, len: usize) -> Vec<T> {
+        self.data[..len.min(self.data.len())].to_vec()
+    }
+}
+
+impl Buffer<u16> {
+    /// The first `len` code units as text, without trailing NULs.
+    pub fn to_string(&self, len: usize) -> String {
+        let units = &self.data[..len.min(self.data.len())];
+        let end = units.iter().rposition(|u| *u != 0).map_or(0, |i| i + 1);
+        String::from_utf16_lossy(&units[..end])
+    }
+}
+
+/// The `HCORENUM` handle type of the metadata API.
+pub type HCORENUM = *mut c_void;
+
+type Fill<'a, T> = Box<dyn FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a>;
+type Close<'a> = Box<dyn FnMut(HCORENUM) + 'a>;
+
+/// An `HCORENUM` enumeration (`EnumTypeDefs`, `EnumMethods`, …) as an iterator. Fetches in
+/// batches; closes the handle when dropped. The first batch is fetched by `new`, so an error
+/// there is returned; an error in a later batch ends the iteration.
+pub struct CorEnum<'a, T> {
+    handle: HCORENUM,
+    buf: Vec<T>,
+    pos: usize,
+    len: usize,
+    done: bool,
+    fill: Fill<'a, T>,
+    close: Close<'a>,
+}
+
+const BATCH: usize = 64;
+
+impl<'a, T: Copy> CorEnum<'a, T> {
+    pub fn new(
+        fill: impl FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a,
+        close: impl FnMut(HCORENUM) + 'a,
+    ) -> Result<Self> {
+        let mut e = CorEnum {
+            handle: std::ptr::null_mut(),
+            buf: vec![unsafe { std::mem::zeroed() }; BATCH],
+            pos: 0,
+            len: 0,
+            done: false,
+            fill: Box::new(fill),
+            close: Box::new(close),
+        };
+        e.refill()?;
+        Ok(e)
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        let mut n = 0u32;
+        let hr = (self.fill)(&mut self.handle, &mut self.buf, &mut n);
+        self.pos = 0;
+        self.len = (n as usize).min(self.buf.len());
+        // S_FALSE (or a short batch) means the enumeration is exhausted.
+        self.done = hr != 0 || self.len < self.buf.len();
+        HResult(hr).ok()
+    }
+}
+
+impl<T: Copy> Iterator for CorEnum<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        if self.pos == self.len && (self.done || self.refill().is_err() || self.len == 0) {
+            return None;
+        }
+        self.pos += 1;
+        Some(self.buf[self.pos - 1])
+    }
+}
+
+impl<T> Drop for CorEnum<'_, T> {
+    fn drop(&mut self) {
+        if !self.handle.is_null() {
+            (self.close)(self.handle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn cor_enum_batches_and_closes_once() {
+        let closed = Cell::new(0);
+        let total = 150u32;
+        let mut given = 0u32;
+        let e = CorEnum::<u32>::new(
+            |h, buf, n| {
+                *h = 0x1 as HCORENUM;
+                let k = (total - given).min(buf.len() as u32);
+                for (i, slot) in buf.iter_mut().take(k as usize).enumerate() {
+                    *slot = given + i as u32;
+                }
+                given += k;
+                *n = k;
+                if k == 0 { 1 } else { 0 }
+            },
+            |_| closed.set(closed.get() + 1),
+        )
+        .unwrap();
+        let all: Vec<u32> = e.collect();
+        assert_eq!(all, (0..150).collect::<Vec<_>>());
+        assert_eq!(closed.get(), 1);
+    }
+
+    #[test]
+    fn buffers_ask_then_fill_and_strip_nuls() {
+        let mut b = Buffer::<u16>::new();
+        assert!(b.ptr().is_null());
+        assert!(!b.fits(5));
+        b.grow(5);
+        let text: Vec<u16> = "abcd\0".encode_utf16().collect();
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), b.ptr(), 5) };
+        assert_eq!(b.to_string(5), "abcd");
+        assert_eq!(wide("ab"), vec![97, 98, 0]);
+    }
+}
