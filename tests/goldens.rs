@@ -8,8 +8,8 @@ mod directions {
 }
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
-mod warn_absent_interface {
-    include!("../corprof-gen/tests/fixtures/warn-absent-interface/expected.rs");
+mod note_absent_interface {
+    include!("../corprof-gen/tests/fixtures/note-absent-interface/expected.rs");
 }
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
@@ -166,6 +166,6 @@ fn derived_version_slots_and_optional_interfaces() {
 }
 
 #[test]
-fn the_warning_fixture_generated_the_same_api() {
-    assert_eq!(warn_absent_interface::callbacks::Callback::ALL.len(), directions::callbacks::Callback::ALL.len());
+fn the_note_fixture_generated_the_same_api() {
+    assert_eq!(note_absent_interface::callbacks::Callback::ALL.len(), directions::callbacks::Callback::ALL.len());
 }

@@ -8,6 +8,8 @@ use std::fmt;
 pub enum Level {
     Error,
     Warning,
+    /// Informational: shown by `corprof-gen check`, not by the build.
+    Note,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +29,10 @@ impl Diagnostic {
 
     pub fn warning(message: impl Into<String>) -> Self {
         Diagnostic { level: Level::Warning, ..Diagnostic::error(message) }
+    }
+
+    pub fn info(message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Note, ..Diagnostic::error(message) }
     }
 
     pub fn at(mut self, loc: Loc) -> Self {
@@ -64,6 +70,7 @@ impl fmt::Display for Diagnostic {
         let level = match self.level {
             Level::Error => "error",
             Level::Warning => "warning",
+            Level::Note => "note",
         };
         write!(f, "{level}: {}", self.message)?;
         if let Some(at) = &self.at {

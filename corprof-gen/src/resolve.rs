@@ -107,20 +107,23 @@ fn family(name: &str) -> &str {
 
 fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
     let Some(iface) = header.interface(&ia.name) else {
-        if header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name)) {
-            errors.push(
-                Diagnostic::warning(format!(
+        // Another version of a family the header has, or a name close to none: an interface this
+        // header version lacks (skipped). A name close to a declared one: a typo (error).
+        let same_family = header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name));
+        let close = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str()));
+        match close {
+            Some(s) if !same_family => errors.push(
+                Diagnostic::error(format!("unknown interface `{}`", ia.name))
+                    .at(ia.loc.clone())
+                    .help(format!("did you mean `{s}`?")),
+            ),
+            _ => errors.push(
+                Diagnostic::info(format!(
                     "interface `{}` is not declared by this header; its entries are skipped",
                     ia.name
                 ))
                 .at(ia.loc.clone()),
-            );
-        } else {
-            let mut d = Diagnostic::error(format!("unknown interface `{}`", ia.name)).at(ia.loc.clone());
-            if let Some(s) = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str())) {
-                d = d.help(format!("did you mean `{s}`?"));
-            }
-            errors.push(d);
+            ),
         }
         return;
     };

@@ -2,6 +2,7 @@
 //! → `ProfilerInfo`), with every statement of every method body precomputed as text.
 
 use super::{ident, loc, snake};
+use heck::ToSnakeCase;
 use crate::classify::call::{CallKind, CallReturn, classify_call, family_root, wrapper_name};
 use crate::classify::rust_type;
 use crate::diag::Errors;
@@ -77,10 +78,20 @@ fn doc_url(iface: &str, method: &str) -> String {
     )
 }
 
-/// `pClassId` → `class_id`: a result field named without its Hungarian prefix.
+/// `pClassId` → `class_id`: a result field named without its Hungarian prefix; count prefixes
+/// become suffixes so `pcbSigBlob` (`sig_blob_size`) does not collide with `ppvSigBlob` (`sig_blob`).
 fn field_name(c_name: &str) -> String {
     let stem = c_name.trim_start_matches(|c: char| c.is_ascii_lowercase());
-    if stem.is_empty() { snake(c_name) } else { snake(stem) }
+    if stem.is_empty() {
+        return snake(c_name);
+    }
+    let suffix = match &c_name[..c_name.len() - stem.len()] {
+        "pcb" => "_size",
+        "pcch" | "pch" => "_len",
+        "pc" => "_count",
+        _ => "",
+    };
+    ident(&format!("{}{suffix}", stem.to_snake_case()))
 }
 
 /// The chain of safe interfaces of one family, root first.
