@@ -80,6 +80,14 @@ pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Er
             walker.interfaces.push(iface);
         }
     }
+    // Forward typedefs (`typedef interface IFoo IFoo;`) reach parameters as plain names: mark the
+    // ones that name an interface.
+    let names: Vec<String> = walker.interfaces.iter().map(|i| i.name.clone()).collect();
+    for m in walker.interfaces.iter_mut().flat_map(|i| i.methods.iter_mut()) {
+        for p in &mut m.params {
+            mark_interfaces(&mut p.ty, &names);
+        }
+    }
     let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
     Ok(Header { interfaces: walker.interfaces, files, main_header: headers.last().cloned().unwrap_or_default() })
 }
@@ -222,6 +230,14 @@ fn guid_text(parts: &str) -> Option<String> {
     }
     let tail: String = nums[5..].iter().map(|b| format!("{b:02X}")).collect();
     Some(format!("{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{tail}", nums[0], nums[1], nums[2], nums[3], nums[4]))
+}
+
+fn mark_interfaces(ty: &mut CType, names: &[String]) {
+    match ty {
+        CType::Named(n) if names.contains(n) || n == "IUnknown" => *ty = CType::Interface(n.clone()),
+        CType::Pointer { pointee, .. } => mark_interfaces(pointee, names),
+        _ => {}
+    }
 }
 
 /// `path` as seen from `base` (`corprof.h`, `../other/x.h`), for stable messages.

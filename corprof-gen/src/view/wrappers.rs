@@ -2,11 +2,11 @@
 //! → `ProfilerInfo`), with every statement of every method body precomputed as text.
 
 use super::{ident, loc, snake};
-use heck::ToSnakeCase;
 use crate::classify::call::{CallKind, CallReturn, classify_call, family_root, wrapper_name};
 use crate::classify::rust_type;
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiInterface, ApiMethod};
+use heck::ToSnakeCase;
 
 pub struct WrapperView {
     pub name: String,

@@ -1,0 +1,298 @@
+//! The calling side against fake COM objects written in Rust: the `calls` fixture's generated
+//! wrappers call hand-built vtables the way a profiler calls the runtime. Every annotation shape
+//! is exercised: out values, result structs, sized strings and arrays, slices, optional and
+//! in-out pointers, interface outs, IID-picked outs, HCORENUM iterators, enumerator iterators,
+//! version negotiation and Release on drop.
+
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
+mod calls {
+    include!("../corprof-gen/tests/fixtures/calls/expected.rs");
+}
+
+use calls::interfaces::*;
+use calls::types::*;
+use calls::wrappers::FixInfo;
+use corprof::com::{ComClass, ComObject, IUnknown, IUnknown_Vtbl};
+use corprof::{ComPtr, GUID, HRESULT, HResult};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+/// What a fake records, to prove the wrapper's call pattern.
+#[derive(Default)]
+struct Fake {
+    name_calls: AtomicUsize,
+    closes: AtomicUsize,
+    dropped: Option<&'static AtomicUsize>,
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        if let Some(d) = self.dropped {
+            d.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+fn fake<'a>(this: *mut IFixInfo) -> &'a Fake {
+    unsafe { ComObject::<FakeV2>::value(this.cast()) }
+}
+
+const NAME: &str = "fixture-name";
+
+unsafe extern "system" fn get_value(_: *mut IFixInfo, id: ULONG, out: *mut ULONG) -> HRESULT {
+    unsafe { *out = id * 10 };
+    0
+}
+unsafe extern "system" fn get_pair(_: *mut IFixInfo, _id: ULONG, a: *mut ULONG, b: *mut UINT_PTR) -> HRESULT {
+    unsafe { (*a, *b) = (1, 2) };
+    0
+}
+unsafe extern "system" fn get_name(
+    this: *mut IFixInfo,
+    _id: ULONG,
+    cap: ULONG,
+    len: *mut ULONG,
+    buf: *mut WCHAR,
+) -> HRESULT {
+    fake(this).name_calls.fetch_add(1, SeqCst);
+    let text: Vec<u16> = NAME.encode_utf16().chain([0]).collect();
+    unsafe { *len = text.len() as ULONG };
+    if (cap as usize) < text.len() || buf.is_null() {
+        return 0;
+    }
+    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), buf, text.len()) };
+    0
+}
+unsafe extern "system" fn get_ids(_: *mut IFixInfo, cap: ULONG, len: *mut ULONG, ids: *mut UINT_PTR) -> HRESULT {
+    unsafe { *len = 5 };
+    if cap >= 5 {
+        for i in 0..5 {
+            unsafe { *ids.add(i) = 10 + i };
+        }
+    }
+    0
+}
+unsafe extern "system" fn sum(
+    _: *mut IFixInfo,
+    n: ULONG,
+    values: *mut ULONG,
+    bias: *const ULONG,
+    total: *mut ULONG,
+) -> HRESULT {
+    let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
+    let bias = if bias.is_null() { 0 } else { unsafe { *bias } };
+    unsafe { *total = values.iter().sum::<u32>() + bias };
+    0
+}
+unsafe extern "system" fn greet(_: *mut IFixInfo, who: *const WCHAR, len: *mut ULONG) -> HRESULT {
+    let mut n = 0;
+    while unsafe { *who.add(n) } != 0 {
+        n += 1;
+    }
+    unsafe { *len = n as ULONG };
+    0
+}
+unsafe extern "system" fn bump(_: *mut IFixInfo, counter: *mut ULONG) -> HRESULT {
+    unsafe { *counter += 1 };
+    0
+}
+unsafe extern "system" fn get_enum(_: *mut IFixInfo, out: *mut *mut IFixEnum) -> HRESULT {
+    let e = ComObject::<EnumClass>::create(EnumState { next: AtomicUsize::new(0) });
+    unsafe { *out = e.cast() };
+    0
+}
+unsafe extern "system" fn get_object(this: *mut IFixInfo, riid: *const IID, out: *mut *mut c_void) -> HRESULT {
+    unsafe { (*(this as *mut IUnknown)).QueryInterface(riid, out) }
+}
+/// Hands out 0..100 in batches of at most `cap`; the handle holds the position.
+unsafe extern "system" fn enum_items(
+    _: *mut IFixInfo,
+    h: *mut HCORENUM,
+    items: *mut ULONG,
+    cap: ULONG,
+    n: *mut ULONG,
+) -> HRESULT {
+    unsafe {
+        if (*h).is_null() {
+            *h = Box::into_raw(Box::new(0u32)).cast();
+        }
+        let pos = &mut *((*h) as *mut u32);
+        let k = (100 - *pos).min(cap);
+        for i in 0..k {
+            *items.add(i as usize) = *pos + i;
+        }
+        *pos += k;
+        *n = k;
+        if k == 0 { 1 } else { 0 }
+    }
+}
+unsafe extern "system" fn close_enum(this: *mut IFixInfo, h: HCORENUM) {
+    fake(this).closes.fetch_add(1, SeqCst);
+    drop(unsafe { Box::from_raw(h as *mut u32) });
+}
+unsafe extern "system" fn count(_: *mut IFixInfo) -> ULONG {
+    42
+}
+unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
+    unsafe { *out = 99 };
+    0
+}
+
+const fn v1<C: ComClass>() -> IFixInfo_Vtbl {
+    IFixInfo_Vtbl {
+        base__: IUnknown_Vtbl::new::<C>(),
+        GetValue: get_value,
+        GetPair: get_pair,
+        GetName: get_name,
+        GetIds: get_ids,
+        Sum: sum,
+        Greet: greet,
+        Bump: bump,
+        GetEnum: get_enum,
+        GetObject: get_object,
+        EnumItems: enum_items,
+        CloseEnum: close_enum,
+        Count: count,
+    }
+}
+
+/// A runtime object that has IFixInfo and IFixInfo2.
+struct FakeV2;
+unsafe impl ComClass for FakeV2 {
+    type Value = Fake;
+    type Vtbl = IFixInfo2_Vtbl;
+    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl { base__: v1::<FakeV2>(), Later: later };
+    const IIDS: &'static [GUID] = &[IID_IFixInfo, IID_IFixInfo2];
+}
+
+/// An older runtime object: IFixInfo only.
+struct FakeV1;
+unsafe impl ComClass for FakeV1 {
+    type Value = Fake;
+    type Vtbl = IFixInfo_Vtbl;
+    const VTBL: &'static IFixInfo_Vtbl = &v1::<FakeV1>();
+    const IIDS: &'static [GUID] = &[IID_IFixInfo];
+}
+
+struct EnumState {
+    next: AtomicUsize,
+}
+static ENUMS_DROPPED: AtomicUsize = AtomicUsize::new(0);
+impl Drop for EnumState {
+    fn drop(&mut self) {
+        ENUMS_DROPPED.fetch_add(1, SeqCst);
+    }
+}
+unsafe extern "system" fn next(this: *mut IFixEnum, celt: ULONG, items: *mut ULONG, fetched: *mut ULONG) -> HRESULT {
+    let state = unsafe { ComObject::<EnumClass>::value(this.cast()) };
+    let all = [7u32, 8, 9];
+    let mut k = 0;
+    while k < celt as usize {
+        let i = state.next.fetch_add(1, SeqCst);
+        if i >= all.len() {
+            break;
+        }
+        unsafe { *items.add(k) = all[i] };
+        k += 1;
+    }
+    unsafe { *fetched = k as ULONG };
+    if k == celt as usize { 0 } else { 1 }
+}
+struct EnumClass;
+unsafe impl ComClass for EnumClass {
+    type Value = EnumState;
+    type Vtbl = IFixEnum_Vtbl;
+    const VTBL: &'static IFixEnum_Vtbl = &IFixEnum_Vtbl { base__: IUnknown_Vtbl::new::<EnumClass>(), Next: next };
+    const IIDS: &'static [GUID] = &[IID_IFixEnum];
+}
+
+/// The wrapper over a fresh V2 object (our creation reference is released once wrapped).
+fn info_v2(dropped: Option<&'static AtomicUsize>) -> FixInfo {
+    let raw =
+        ComObject::<FakeV2>::create(Fake { dropped, name_calls: AtomicUsize::new(0), closes: AtomicUsize::new(0) });
+    let owned = unsafe { ComPtr::from_raw(raw) }.unwrap();
+    FixInfo::from_unknown(&owned).unwrap()
+}
+
+#[test]
+fn negotiation_picks_the_newest_version_and_refuses_newer_methods() {
+    let v2 = info_v2(None);
+    assert_eq!((v2.version(), v2.interface_name()), (2, "IFixInfo2"));
+    assert_eq!(v2.later().unwrap(), 99);
+
+    let raw = ComObject::<FakeV1>::create(Fake::default());
+    let owned = unsafe { ComPtr::from_raw(raw) }.unwrap();
+    let v1 = FixInfo::from_unknown(&owned).unwrap();
+    assert_eq!((v1.version(), v1.interface_name()), (1, "IFixInfo"));
+    assert_eq!(v1.later().unwrap_err(), HResult::E_NOINTERFACE, "a method the object lacks is an error, not a crash");
+    assert_eq!(v1.get_value(4).unwrap(), 40);
+}
+
+#[test]
+fn out_values_and_result_structs() {
+    let info = info_v2(None);
+    assert_eq!(info.get_value(3).unwrap(), 30);
+    let pair = info.get_pair(0).unwrap();
+    assert_eq!((pair.first, pair.second), (1, 2));
+    assert_eq!(info.count().unwrap(), 42, "non-HRESULT returns come back as values");
+}
+
+#[test]
+fn strings_and_arrays_ask_for_the_size_then_fill() {
+    let info = info_v2(None);
+    assert_eq!(info.get_name(1).unwrap(), NAME);
+    let fake =
+        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    assert_eq!(fake.name_calls.load(SeqCst), 2, "one call to ask the size, one to fill");
+    assert_eq!(info.get_ids().unwrap(), vec![10, 11, 12, 13, 14]);
+}
+
+#[test]
+fn slices_optional_pointers_strings_and_in_out() {
+    let info = info_v2(None);
+    assert_eq!(info.sum(&[1, 2, 3], None).unwrap(), 6);
+    assert_eq!(info.sum(&[1, 2, 3], Some(&10)).unwrap(), 16);
+    assert_eq!(info.sum(&[], None).unwrap(), 0);
+    assert_eq!(info.greet("héllo").unwrap(), 5);
+    let mut counter = 41;
+    info.bump(&mut counter).unwrap();
+    assert_eq!(counter, 42);
+}
+
+#[test]
+fn interface_outs_come_back_wrapped_and_are_released_on_drop() {
+    let info = info_v2(None);
+    let before = ENUMS_DROPPED.load(SeqCst);
+    let items: Vec<u32> = info.get_enum().unwrap().collect();
+    assert_eq!(items, [7, 8, 9], "the enumerator ends after its last item");
+    assert_eq!(ENUMS_DROPPED.load(SeqCst), before + 1, "dropping the wrapper released the enumerator");
+
+    let again: FixInfo = info.get_object::<FixInfo>().unwrap();
+    assert_eq!(again.get_value(2).unwrap(), 20);
+    let e: Result<ComPtr<IFixEnum>, HResult> = info.get_object::<ComPtr<IFixEnum>>();
+    assert_eq!(e.unwrap_err(), HResult::E_NOINTERFACE);
+}
+
+#[test]
+fn hcorenum_enumerations_iterate_in_batches_and_close_once() {
+    let info = info_v2(None);
+    let all: Vec<u32> = info.enum_items().unwrap().collect();
+    assert_eq!(all, (0..100).collect::<Vec<_>>());
+    let partial: Vec<u32> = info.enum_items().unwrap().take(3).collect();
+    assert_eq!(partial, [0, 1, 2]);
+    let fake =
+        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    assert_eq!(fake.closes.load(SeqCst), 2, "each enumeration closed its handle exactly once");
+}
+
+#[test]
+fn the_object_is_freed_when_the_last_wrapper_goes() {
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    let info = info_v2(Some(&DROPPED));
+    let copy = info.clone();
+    drop(info);
+    assert_eq!(DROPPED.load(SeqCst), 0);
+    assert_eq!(copy.get_value(1).unwrap(), 10);
+    drop(copy);
+    assert_eq!(DROPPED.load(SeqCst), 1);
+}
