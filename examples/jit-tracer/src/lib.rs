@@ -67,7 +67,7 @@ impl Tracer {
     pub fn method_name(&self, function: FunctionID) -> Result<String> {
         let f = self.info()?.get_function_info(function)?;
         let import = self.import(f.module_id)?;
-        let method = import.get_method_props(f.token as u32)?;
+        let method = import.get_method_props(f.token)?;
         Ok(format!("{}::{}", type_name(&import, method.class)?, method.method))
     }
 
