@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn include_dir() -> PathBuf {
-    let dir = std::env::var_os("CORPROF_INCLUDE_DIR")
+fn include_dirs() -> Vec<PathBuf> {
+    let value = std::env::var_os("CORPROF_INCLUDE_DIR")
         .expect("CORPROF_INCLUDE_DIR must name the header folder the crate was built from");
-    let dir = PathBuf::from(dir);
-    if dir.is_absolute() { dir } else { Path::new(env!("CARGO_MANIFEST_DIR")).join(dir) }
+    std::env::split_paths(&value)
+        .map(|d| if d.is_absolute() { d } else { Path::new(env!("CARGO_MANIFEST_DIR")).join(d) })
+        .collect()
 }
 
 #[test]
@@ -39,7 +40,7 @@ fn vtable_slots_match_the_c_structs_of_the_header() {
         .arg("c")
         .arg(format!("-I{}", manifest.join("corprof-gen/prelude").display()))
         .args(["-include", "corprof_prelude.h"])
-        .arg(format!("-I{}", include_dir().display()))
+        .args(include_dirs().iter().map(|d| format!("-I{}", d.display())))
         .arg(&src)
         .arg("-o")
         .arg(&exe)

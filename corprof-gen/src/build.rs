@@ -8,16 +8,19 @@ use std::path::{Path, PathBuf};
 /// Name of the generated file in OUT_DIR.
 pub const OUTPUT_FILE: &str = "corprof_bindings.rs";
 
-/// Where the header folder comes from: `CORPROF_INCLUDE_DIR`, else `headers/` beside the crate
-/// (what scripts/fetch-headers fills).
-pub fn include_dir(manifest_dir: &Path) -> Result<PathBuf, Errors> {
-    if let Some(dir) = std::env::var_os(INCLUDE_DIR_VAR) {
-        let dir = PathBuf::from(dir);
-        return Ok(if dir.is_absolute() { dir } else { manifest_dir.join(dir) });
+/// Where the header folders come from: `CORPROF_INCLUDE_DIR` (one folder, or a `:`-separated
+/// search path), else `headers/` beside the crate (what scripts/fetch-headers fills).
+pub fn include_dirs(manifest_dir: &Path) -> Result<Vec<PathBuf>, Errors> {
+    if let Some(value) = std::env::var_os(INCLUDE_DIR_VAR) {
+        let dirs = std::env::split_paths(&value)
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| if d.is_absolute() { d } else { manifest_dir.join(d) })
+            .collect();
+        return Ok(dirs);
     }
     let fetched = manifest_dir.join("headers");
     if fetched.join("corprof.h").is_file() {
-        return Ok(fetched);
+        return Ok(vec![fetched]);
     }
     Err(crate::diag::Diagnostic::error(format!("{INCLUDE_DIR_VAR} is not set: corprof needs a folder holding corprof.h"))
         .help(format!(
@@ -26,10 +29,10 @@ pub fn include_dir(manifest_dir: &Path) -> Result<PathBuf, Errors> {
         .into())
 }
 
-/// corprof.h, preceded by cor.h (the metadata interfaces) when the folder has it.
-pub fn entry_headers(include_dir: &Path) -> Vec<String> {
+/// corprof.h, preceded by cor.h (the metadata interfaces) when a folder has it.
+pub fn entry_headers(include_dirs: &[PathBuf]) -> Vec<String> {
     let mut headers = Vec::new();
-    if include_dir.join("cor.h").is_file() {
+    if include_dirs.iter().any(|d| d.join("cor.h").is_file()) {
         headers.push("cor.h".to_string());
     }
     headers.push("corprof.h".to_string());
@@ -54,16 +57,21 @@ fn try_run() -> Result<(), Errors> {
     println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
     let annotations_dir = manifest_dir.join("annotations");
     println!("cargo:rerun-if-changed={}", annotations_dir.display());
-    println!("cargo:rerun-if-changed={}", manifest_dir.join("headers").display());
-    let include_dir = include_dir(&manifest_dir)?;
+    // Only an existing path: cargo reruns the script every time for a missing one.
+    if manifest_dir.join("headers").exists() {
+        println!("cargo:rerun-if-changed={}", manifest_dir.join("headers").display());
+    }
+    let include_dirs = include_dirs(&manifest_dir)?;
     let cfg = Config {
-        headers: entry_headers(&include_dir),
-        include_dir,
-        annotations_dir,
+        headers: entry_headers(&include_dirs),
+        include_dirs,
+        annotations_dirs: vec![annotations_dir.clone()],
         display_root: manifest_dir.clone(),
         root: "crate".to_string(),
     };
-    println!("cargo:rerun-if-changed={}", cfg.include_dir.display());
+    for dir in &cfg.include_dirs {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     let generated = generate(&cfg)?;
     for input in &generated.inputs {
         println!("cargo:rerun-if-changed={input}");

@@ -19,8 +19,9 @@ pub fn prelude_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("prelude")
 }
 
-/// Compiler arguments shared by the interface walk, bindgen and the layout test.
-pub fn clang_args(include_dir: &Path, cplusplus: bool) -> Vec<String> {
+/// Compiler arguments shared by the interface walk, bindgen and the layout test. The header
+/// folders are searched in order (a later one serves `#include_next`).
+pub fn clang_args(include_dirs: &[PathBuf], cplusplus: bool) -> Vec<String> {
     let mut args = vec![
         "-x".to_string(),
         if cplusplus { "c++" } else { "c" }.to_string(),
@@ -28,8 +29,8 @@ pub fn clang_args(include_dir: &Path, cplusplus: bool) -> Vec<String> {
         format!("-I{}", prelude_dir().display()),
         "-include".to_string(),
         "corprof_prelude.h".to_string(),
-        format!("-I{}", include_dir.display()),
     ];
+    args.extend(include_dirs.iter().map(|d| format!("-I{}", d.display())));
     if cplusplus {
         args.push("-std=c++14".to_string());
     }
@@ -54,7 +55,8 @@ pub fn umbrella(headers: &[String]) -> String {
 
 /// Parses `headers` (file names inside `include_dir`, included in order) and returns every COM
 /// interface they declare.
-pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Errors> {
+pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Header, Errors> {
+    let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut errors = Errors::default();
     if let Err(e) = clang::load() {
         errors.push(Diagnostic::error(e));
@@ -62,7 +64,7 @@ pub fn parse_header(include_dir: &Path, headers: &[String]) -> Result<Header, Er
     }
     let umbrella_path = include_dir.join(UMBRELLA);
     let unsaved = [(umbrella_path.display().to_string(), umbrella(headers))];
-    let tu = clang::TranslationUnit::parse(&umbrella_path, &clang_args(include_dir, true), &unsaved)
+    let tu = clang::TranslationUnit::parse(&umbrella_path, &clang_args(include_dirs, true), &unsaved)
         .map_err(|e| Errors::from(Diagnostic::error(e)))?;
     // Paths in clang's text are shown relative to the header folder, as everywhere else.
     let prefix = format!("{}/", include_dir.display());

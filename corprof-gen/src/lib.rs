@@ -28,12 +28,13 @@ pub const INCLUDE_DIR_VAR: &str = "CORPROF_INCLUDE_DIR";
 /// What to generate from.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// The folder holding `header` (and any headers it includes).
-    pub include_dir: PathBuf,
-    /// The entry headers' file names inside `include_dir`, parsed together in this order.
+    /// The header folders, searched in order: the first holds the entry headers (or some of them),
+    /// later ones serve the rest and `#include_next`.
+    pub include_dirs: Vec<PathBuf>,
+    /// The entry headers' file names, parsed together in this order.
     pub headers: Vec<String>,
-    /// The folder of annotation YAML files.
-    pub annotations_dir: PathBuf,
+    /// The folders of annotation YAML files, merged.
+    pub annotations_dirs: Vec<PathBuf>,
     /// Paths in messages are shown relative to this folder.
     pub display_root: PathBuf,
     /// How generated code names the runtime crate: `crate` inside corprof, `::corprof` elsewhere.
@@ -66,14 +67,27 @@ pub fn check_include_dir(dir: &Path, header: &str) -> Result<PathBuf, Errors> {
     Ok(path)
 }
 
+fn canonical(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect()
+}
+
+/// Checks that `header` is in one of the folders (the first must exist).
+pub fn check_include_dirs(dirs: &[PathBuf], header: &str) -> Result<PathBuf, Errors> {
+    let first = dirs.first().cloned().unwrap_or_default();
+    match dirs.iter().find(|d| d.join(header).is_file()) {
+        Some(d) => Ok(d.join(header)),
+        None => check_include_dir(&first, header),
+    }
+}
+
 /// Parses the header and annotations and validates them together (the `check` of the CLI).
 pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
-    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
+    let include_dirs = canonical(&cfg.include_dirs);
     for h in &cfg.headers {
-        check_include_dir(&include_dir, h)?;
+        check_include_dirs(&include_dirs, h)?;
     }
-    let header = extract::parse_header(&include_dir, &cfg.headers);
-    let ann = annotations::Annotations::load_dir(&cfg.annotations_dir, &cfg.display_root);
+    let header = extract::parse_header(&include_dirs, &cfg.headers);
+    let ann = annotations::Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
     // Report header and annotation problems together.
     let (header, ann) = match (header, ann) {
         (Ok(h), Ok(a)) => (h, a),
@@ -95,9 +109,9 @@ pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Anno
 /// Runs the whole pipeline.
 pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let (api, header, ann, warnings) = load(cfg)?;
-    let include_dir = cfg.include_dir.canonicalize().unwrap_or_else(|_| cfg.include_dir.clone());
+    let include_dirs = canonical(&cfg.include_dirs);
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
-    let types = types::generate(&include_dir, &cfg.headers, &iface_names)?;
+    let types = types::generate(&include_dirs, &cfg.headers, &iface_names)?;
     let view = view::build(&api, &cfg.headers.join(" + "), &cfg.root, types)?;
     let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     let code = format_rust(&text)?;

@@ -16,12 +16,13 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct Inputs {
-    /// Folder holding corprof.h (and cor.h). Default: $CORPROF_INCLUDE_DIR, else ./headers.
+    /// Folder holding corprof.h (and cor.h), or a `:`-separated search path.
+    /// Default: $CORPROF_INCLUDE_DIR, else ./headers.
     #[arg(long)]
-    include: Option<PathBuf>,
-    /// Folder of annotation YAML files.
-    #[arg(long, default_value = "annotations")]
-    annotations: PathBuf,
+    include: Option<std::ffi::OsString>,
+    /// Folder of annotation YAML files (repeat to merge several).
+    #[arg(long, default_values = ["annotations"])]
+    annotations: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -42,25 +43,26 @@ enum Command {
     /// Interfaces and methods added, removed or changed between two header folders, and the
     /// annotations the new one needs.
     Diff {
-        old: PathBuf,
-        new: PathBuf,
-        #[arg(long, default_value = "annotations")]
-        annotations: PathBuf,
+        old: std::ffi::OsString,
+        new: std::ffi::OsString,
+        #[arg(long, default_values = ["annotations"])]
+        annotations: Vec<PathBuf>,
     },
     /// Print the generated Rust, formatted.
     Expand(Inputs),
 }
 
+fn search_path(value: Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    let value = value.or_else(|| std::env::var_os(INCLUDE_DIR_VAR)).unwrap_or_else(|| "headers".into());
+    std::env::split_paths(&value).filter(|d| !d.as_os_str().is_empty()).collect()
+}
+
 fn config(inputs: &Inputs) -> Config {
-    let include_dir = inputs
-        .include
-        .clone()
-        .or_else(|| std::env::var_os(INCLUDE_DIR_VAR).map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("headers"));
+    let include_dirs = search_path(inputs.include.clone());
     Config {
-        headers: entry_headers(&include_dir),
-        include_dir,
-        annotations_dir: inputs.annotations.clone(),
+        headers: entry_headers(&include_dirs),
+        include_dirs,
+        annotations_dirs: inputs.annotations.clone(),
         display_root: std::env::current_dir().unwrap_or_default(),
         root: "::corprof".to_string(),
     }
@@ -96,25 +98,23 @@ fn main() -> ExitCode {
             Err(e) => fail(e),
         },
         Command::Bootstrap { inputs, interfaces, write } => bootstrap(&config(&inputs), &interfaces, write.as_deref()),
-        Command::Diff { old, new, annotations } => diff(&old, &new, &annotations),
+        Command::Diff { old, new, annotations } => diff(&search_path(Some(old)), &search_path(Some(new)), &annotations),
     }
 }
 
-fn parse(include_dir: &Path) -> Result<ir::Header, Errors> {
-    let dir = include_dir.canonicalize().unwrap_or_else(|_| include_dir.to_path_buf());
-    let headers = entry_headers(&dir);
+fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
+    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
+    let headers = entry_headers(&dirs);
     for h in &headers {
-        corprof_gen::check_include_dir(&dir, h)?;
+        corprof_gen::check_include_dirs(&dirs, h)?;
     }
-    corprof_gen::extract::parse_header(&dir, &headers)
+    corprof_gen::extract::parse_header(&dirs, &headers)
 }
 
-fn load_annotations(dir: &Path) -> Result<corprof_gen::annotations::Annotations, Errors> {
-    if dir.is_dir() {
-        corprof_gen::annotations::Annotations::load_dir(dir, &std::env::current_dir().unwrap_or_default())
-    } else {
-        Ok(Default::default())
-    }
+/// The annotation folders that exist, merged (none yet is fine for `bootstrap`).
+fn load_annotations(dirs: &[PathBuf]) -> Result<corprof_gen::annotations::Annotations, Errors> {
+    let existing: Vec<PathBuf> = dirs.iter().filter(|d| d.is_dir()).cloned().collect();
+    corprof_gen::annotations::Annotations::load_dirs(&existing, &std::env::current_dir().unwrap_or_default())
 }
 
 /// The drafts `header` needs beyond `ann`: (interface, is it new to the annotations, methods).
@@ -159,11 +159,11 @@ fn drafts(header: &ir::Header, ann: &corprof_gen::annotations::Annotations, extr
 }
 
 fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> ExitCode {
-    let header = match parse(&cfg.include_dir) {
+    let header = match parse(&cfg.include_dirs) {
         Ok(h) => h,
         Err(e) => return fail(e),
     };
-    let ann = match load_annotations(&cfg.annotations_dir) {
+    let ann = match load_annotations(&cfg.annotations_dirs) {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
@@ -205,7 +205,7 @@ fn signature(m: &ir::Method) -> String {
     format!("{} {}({})", m.ret, m.name, params.join(", "))
 }
 
-fn diff(old: &Path, new: &Path, annotations: &Path) -> ExitCode {
+fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> ExitCode {
     let (old_h, new_h) = match (parse(old), parse(new)) {
         (Ok(o), Ok(n)) => (o, n),
         (o, n) => {
@@ -252,9 +252,10 @@ fn diff(old: &Path, new: &Path, annotations: &Path) -> ExitCode {
     if count == 0 {
         println!("annotations: complete for the new header");
     } else {
+        let shown: Vec<String> = new.iter().map(|d| d.display().to_string()).collect();
         println!(
             "annotations: the new header needs {count} more (run `corprof-gen bootstrap --include {}`):",
-            new.display()
+            shown.join(":")
         );
         for (iface, _, methods) in &needed {
             print!("{}", infer::draft_yaml(iface, methods));

@@ -15,9 +15,9 @@ fn fixtures() -> Vec<PathBuf> {
 
 fn run(dir: &Path) -> (String, bool) {
     let cfg = Config {
-        include_dir: dir.to_path_buf(),
+        include_dirs: vec![dir.to_path_buf()],
         headers: vec!["input.h".to_string()],
-        annotations_dir: dir.to_path_buf(),
+        annotations_dirs: vec![dir.to_path_buf()],
         display_root: dir.to_path_buf(),
         root: "::corprof".to_string(),
     };

@@ -8,7 +8,7 @@ mod yaml;
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Which way data flows through a pointer parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -150,6 +150,20 @@ impl Annotations {
                 }
             };
             match Annotations::parse(&shown, &text) {
+                Ok(one) => all.merge(one, &mut errors),
+                Err(e) => errors.extend(e),
+            }
+        }
+        errors.check()?;
+        Ok(all)
+    }
+
+    /// Loads and merges several folders (a missing folder is an error).
+    pub fn load_dirs(dirs: &[PathBuf], display_root: &Path) -> Result<Annotations, Errors> {
+        let mut all = Annotations::default();
+        let mut errors = Errors::default();
+        for dir in dirs {
+            match Annotations::load_dir(dir, display_root) {
                 Ok(one) => all.merge(one, &mut errors),
                 Err(e) => errors.extend(e),
             }

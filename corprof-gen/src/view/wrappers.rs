@@ -30,6 +30,8 @@ pub struct IteratorView {
 
 pub struct ResultView {
     pub name: String,
+    /// `<W__>` when a field's type is picked by the caller (an IID-named interface).
+    pub generics: String,
     pub doc: String,
     pub fields: Vec<FieldView>,
 }
@@ -429,12 +431,14 @@ fn method_view(
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            let generics = if outputs.iter().any(|(_, ty, _)| ty == "W__") { "<W__>" } else { "" }.to_string();
             results.push(ResultView {
+                generics: generics.clone(),
                 name: struct_name.clone(),
                 doc: format!("What [`{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
                 fields,
             });
-            (struct_name, value)
+            (format!("{struct_name}{generics}"), value)
         }
     };
     let (call_binding, check) = match ret {
