@@ -264,6 +264,12 @@ fn relative_to(path: &Path, base: &Path) -> String {
 fn ctype(t: Type<'_>) -> CType {
     match t.kind() {
         TypeKind::Void => CType::Void,
+        // `FunctionEnter *hook`: C passes the function pointer itself, which bindgen already
+        // spells `Option<unsafe extern fn>` under the typedef's name.
+        TypeKind::Pointer if t.pointee().canonical().kind() == TypeKind::FunctionProto => match t.pointee().kind() {
+            TypeKind::Typedef => CType::Named(t.pointee().typedef_name()),
+            _ => CType::Pointer { pointee: Box::new(CType::Void), is_const: false },
+        },
         TypeKind::Pointer | TypeKind::Reference => pointer_to(t.pointee()),
         TypeKind::Array => pointer_to(t.element()),
         TypeKind::Elaborated => ctype(t.named()),

@@ -44,6 +44,8 @@ pub struct FieldView {
 
 pub struct CallMethodView {
     pub name: String,
+    /// Takes raw pointers the callee reads or writes: the wrapper is an `unsafe fn`.
+    pub is_unsafe: bool,
     pub snake: String,
     pub iface: String,
     pub version: u32,
@@ -448,6 +450,7 @@ fn method_view(
     };
     let has_buffers = !fits.is_empty() && !is_enum;
     CallMethodView {
+        is_unsafe: kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })),
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
