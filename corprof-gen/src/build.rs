@@ -39,9 +39,20 @@ pub fn entry_headers(include_dirs: &[PathBuf]) -> Vec<String> {
     headers
 }
 
-/// Runs the generator for the crate being built; on failure prints every error and exits 1.
+/// Runs the generator for the crate being built (the corprof crate: its `annotations/`, the
+/// headers from `CORPROF_INCLUDE_DIR`); on failure prints every error and exits 1.
 pub fn run() {
-    if let Err(errors) = try_run() {
+    report(default_config().and_then(|cfg| run_config(&cfg)));
+}
+
+/// Runs the generator with an explicit configuration (for crates that generate bindings of
+/// their own, e.g. for a newer header), writing `OUTPUT_FILE` into OUT_DIR.
+pub fn run_with(cfg: &Config) {
+    report(run_config(cfg));
+}
+
+fn report(result: Result<(), Errors>) {
+    if let Err(errors) = result {
         for d in errors.warnings() {
             warn(&d.to_string());
         }
@@ -50,29 +61,31 @@ pub fn run() {
     }
 }
 
-fn try_run() -> Result<(), Errors> {
+/// The configuration of the corprof crate's own build.
+pub fn default_config() -> Result<Config, Errors> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
-    println!("cargo:rerun-if-env-changed={INCLUDE_DIR_VAR}");
-    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
-    let annotations_dir = manifest_dir.join("annotations");
-    println!("cargo:rerun-if-changed={}", annotations_dir.display());
     // Only an existing path: cargo reruns the script every time for a missing one.
     if manifest_dir.join("headers").exists() {
         println!("cargo:rerun-if-changed={}", manifest_dir.join("headers").display());
     }
     let include_dirs = include_dirs(&manifest_dir)?;
-    let cfg = Config {
+    Ok(Config {
         headers: entry_headers(&include_dirs),
         include_dirs,
-        annotations_dirs: vec![annotations_dir.clone()],
-        display_root: manifest_dir.clone(),
+        annotations_dirs: vec![manifest_dir.join("annotations")],
+        display_root: manifest_dir,
         root: "crate".to_string(),
-    };
-    for dir in &cfg.include_dirs {
+    })
+}
+
+fn run_config(cfg: &Config) -> Result<(), Errors> {
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
+    println!("cargo:rerun-if-env-changed={INCLUDE_DIR_VAR}");
+    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+    for dir in cfg.annotations_dirs.iter().chain(&cfg.include_dirs) {
         println!("cargo:rerun-if-changed={}", dir.display());
     }
-    let generated = generate(&cfg)?;
+    let generated = generate(cfg)?;
     for input in &generated.inputs {
         println!("cargo:rerun-if-changed={input}");
     }

@@ -1,0 +1,72 @@
+//! A newer header, proved: ICorProfilerCallback12/13 and ICorProfilerInfo16 come out of the
+//! unchanged generator, QueryInterface answers the new IIDs, and Callback13's methods are reached
+//! through the vtable as the runtime would call them.
+
+use corprof::com::{ComObject, IUnknown};
+use corprof::{HResult, Interface, Out, WStr};
+use future_header::interfaces::*;
+use future_header::types::*;
+use future_header::wrappers::ProfilerInfo;
+use future_header::{CALLBACK_IIDS, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+#[derive(Default)]
+struct Future {
+    seen: Mutex<Vec<String>>,
+}
+
+impl CorProfilerCallback for Future {
+    fn object_pinned(&self, object_id: ObjectID, keep: Out<'_, BOOL>) -> corprof::Result<()> {
+        self.seen.lock().unwrap().push(format!("pinned {object_id:#x}"));
+        keep.write(1);
+        Ok(())
+    }
+
+    fn functions_batched(&self, ids: &[FunctionID]) -> corprof::Result<()> {
+        self.seen.lock().unwrap().push(format!("batch {ids:?}"));
+        Ok(())
+    }
+
+    fn thread_renamed(&self, _thread: ThreadID, name: WStr<'_>) -> corprof::Result<()> {
+        self.seen.lock().unwrap().push(format!("renamed {name}"));
+        Ok(())
+    }
+}
+
+#[test]
+fn the_new_versions_are_generated() {
+    assert_eq!(HIGHEST_CALLBACK, "ICorProfilerCallback13");
+    assert_eq!(CALLBACK_IIDS.len(), 13);
+    assert_eq!(ICorProfilerCallback13::IID.to_string(), "C0FFEE13-0000-4C13-9A13-000000000013");
+    assert_eq!(ProfilerInfo::INTERFACES.last(), Some(&"ICorProfilerInfo16"));
+    // The new Info method has its safe wrapper: a String out of a sized buffer.
+    let _: fn(&ProfilerInfo, FunctionID) -> corprof::Result<_> = ProfilerInfo::get_function_tier;
+}
+
+#[test]
+fn callback13_is_reached_through_the_vtable() {
+    let obj = ComObject::<CallbackClass<Future>>::create(Future::default());
+    let unknown = unsafe { &*obj };
+    for iid in [ICorProfilerCallback12::IID, ICorProfilerCallback13::IID] {
+        let mut out: *mut c_void = std::ptr::null_mut();
+        assert_eq!(unsafe { unknown.QueryInterface(&iid, &mut out) }, 0, "{iid}");
+        assert_eq!(out, obj.cast());
+        unsafe { unknown.Release() };
+    }
+    let cb = obj as *mut ICorProfilerCallback13;
+    let vtbl = unsafe { &*(*cb).lpVtbl };
+    let mut keep: BOOL = 0;
+    let ids = [5usize, 6];
+    let name: Vec<u16> = "renamed-worker".encode_utf16().collect();
+    unsafe {
+        assert_eq!((vtbl.ObjectPinned)(cb, 0xabc, &mut keep), 0);
+        assert_eq!((vtbl.FunctionsBatched)(cb, 2, ids.as_ptr().cast_mut()), 0);
+        assert_eq!((vtbl.base__.ThreadRenamed)(cb.cast(), 1, name.len() as u32, name.as_ptr().cast_mut()), 0);
+        assert_eq!(HResult((vtbl.ObjectPinned)(cb, 1, std::ptr::null_mut())), HResult::E_POINTER);
+    }
+    assert_eq!(keep, 1);
+    let seen = unsafe { ComObject::<CallbackClass<Future>>::value(obj.cast()) }.seen.lock().unwrap().clone();
+    assert_eq!(seen, ["pinned 0xabc", "batch [5, 6]", "renamed renamed-worker"]);
+    assert_eq!(unsafe { (*(obj as *const IUnknown)).Release() }, 0);
+}
