@@ -53,6 +53,15 @@ pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
     if spec.dir != Direction::In && spec.string && spec.cap.is_none() {
         guess_counts(method, param, &mut spec);
     }
+    // Shapes the safe layer cannot size: in-out arrays, out buffers without a written-back
+    // count, arrays of interface pointers. Drafted raw, so the draft builds and a reviewer sees.
+    let interface_array =
+        is_array && matches!(pointee, CType::Pointer { pointee, .. } if matches!(**pointee, CType::Interface(_)));
+    let unsized_out = spec.dir == Direction::Out && spec.cap.is_some() && spec.len.is_none();
+    let in_out_array = spec.dir == Direction::Ref && (spec.len.is_some() || spec.cap.is_some());
+    if interface_array || unsized_out || in_out_array {
+        spec = ParamSpec { raw: true, draft: true, ..ParamSpec::direction(spec.dir) };
+    }
     Some(spec)
 }
 
@@ -72,7 +81,12 @@ fn direction(p: &Param) -> Direction {
         Direction::Ref
     } else if has("out") || sal("_Out") || sal("_COM_Outptr") || sal("_Outptr") {
         Direction::Out
-    } else if has("in") || sal("_In") || matches!(p.ty, CType::Pointer { is_const: true, .. }) {
+    } else if has("in")
+        || sal("_In")
+        || matches!(&p.ty, CType::Pointer { is_const: true, .. })
+        || matches!(p.ty.pointee(), Some(CType::Void))
+    {
+        // Unmarked `void *` is client data or a buffer handed in: nothing comes back through it.
         Direction::In
     } else {
         // Unmarked non-const pointers are usually results (cor.h leaves many unmarked).
@@ -114,6 +128,12 @@ fn consumed_by_others(method: &Method) -> Vec<&str> {
     out
 }
 
+/// `cMax`, `cchName`, `cbData`: a count by its name.
+fn looks_like_count(name: &str) -> bool {
+    let rest = name.strip_prefix("cch").or_else(|| name.strip_prefix("cb")).or_else(|| name.strip_prefix('c'));
+    rest.and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase())
+}
+
 /// `pvSigBlob` → `SigBlob`: the name without its Hungarian prefix.
 fn stem(name: &str) -> &str {
     name.trim_start_matches(|c: char| c.is_ascii_lowercase())
@@ -134,13 +154,14 @@ fn counted_by_name<'m>(method: &'m Method, param: &Param) -> Option<&'m Param> {
 fn guess_counts(method: &Method, param: &Param, spec: &mut ParamSpec) {
     let at = method.params.iter().position(|p| p.name == param.name).unwrap_or(0);
     let named = counted_by_name(method, param).map(|p| p.name.clone());
+    // The nearest count-like value (`cMax`, `cchName`, `cbData`; not a token like `cl`): MIDL
+    // puts an in array's count before it and an out buffer's capacity after it.
+    let before = method.params[..at].iter().rev();
+    let after = method.params[at + 1..].iter();
+    let order: Vec<&Param> =
+        if spec.dir == Direction::In { before.chain(after).collect() } else { after.chain(before).collect() };
     let value_count = named.or_else(|| {
-        method.params[..at]
-            .iter()
-            .rev()
-            .chain(method.params[at + 1..].iter())
-            .find(|p| !p.ty.is_pointer() && p.name.starts_with('c'))
-            .map(|p| p.name.clone())
+        order.into_iter().find(|p| !p.ty.is_pointer() && looks_like_count(&p.name)).map(|p| p.name.clone())
     });
     if spec.dir == Direction::In {
         spec.len = value_count;
@@ -252,5 +273,42 @@ mod tests {
         assert_eq!(spec_yaml(&infer(&m, &m.params[1]).unwrap()), "{ dir: out, iid: riid, draft: true }");
         assert_eq!(spec_yaml(&infer(&m, &m.params[2]).unwrap()), "{ dir: ref, corenum: true, draft: true }");
         assert_eq!(spec_yaml(&infer(&m, &m.params[3]).unwrap()), "{ dir: ref, draft: true }");
+    }
+
+    #[test]
+    fn capacities_follow_the_array_and_tokens_are_not_counts() {
+        let m = Method {
+            name: "EnumMembers".into(),
+            ret: named("HRESULT"),
+            params: vec![
+                param("phEnum", ptr(named("HCORENUM")), &["in", "out"], &[]),
+                param("cl", named("mdTypeDef"), &["in"], &[]),
+                param("rMembers", ptr(named("mdToken")), &["out"], &[]),
+                param("cMax", named("ULONG"), &["in"], &[]),
+                param("pcTokens", ptr(named("ULONG")), &["out"], &[]),
+            ],
+            loc: Loc::default(),
+        };
+        let mut arr = m.params[2].clone();
+        arr.declared_array = true;
+        assert_eq!(spec_yaml(&infer(&m, &arr).unwrap()), "{ dir: out, len: pcTokens, cap: cMax, draft: true }");
+        assert!(looks_like_count("cchName") && looks_like_count("cbData") && looks_like_count("cMax"));
+        assert!(!looks_like_count("cl") && !looks_like_count("class"));
+    }
+
+    #[test]
+    fn unsizable_shapes_are_drafted_raw() {
+        let m = Method {
+            name: "GetSizes".into(),
+            ret: named("HRESULT"),
+            params: vec![
+                param("cDims", named("ULONG"), &["in"], &[]),
+                param("pSizes", ptr(named("ULONG")), &["size_is", "out"], &[]),
+                param("pv", ptr(CType::Void), &[], &[]),
+            ],
+            loc: Loc::default(),
+        };
+        assert_eq!(spec_yaml(&infer(&m, &m.params[1]).unwrap()), "{ dir: out, raw: true, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[2]).unwrap()), "{ dir: in, draft: true }");
     }
 }
