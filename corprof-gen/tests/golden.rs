@@ -21,13 +21,16 @@ fn run(dir: &Path) -> (String, bool) {
         display_root: dir.to_path_buf(),
         root: "::corprof".to_string(),
     };
+    // Absolute paths differ per machine: show the fixture folder as `$FIXTURE`.
+    let shown = dir.display().to_string();
+    let stable = |text: String| text.replace(&shown, "$FIXTURE");
     match generate(&cfg) {
         Ok(g) => {
             let warnings: String =
                 g.warnings.iter().map(|w| format!("// {}\n", w.to_string().replace('\n', "\n// "))).collect();
-            (format!("{warnings}{}", g.code), true)
+            (stable(format!("{warnings}{}", g.code)), true)
         }
-        Err(e) => (format!("{e}\n"), false),
+        Err(e) => (stable(format!("{e}\n")), false),
     }
 }
 

@@ -17,6 +17,14 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             let loc = loc.unwrap_or_else(|| Loc { file: file.to_string(), line: 1, col: 1 });
+            // serde_yaml points duplicates at their map; the scanner finds the second key itself.
+            if let Some((first, second)) = KeyPositions::scan(text).duplicates.first() {
+                let at = |(line, col): (u32, u32)| Loc { file: file.to_string(), line, col };
+                return Err(Diagnostic::error(format!("duplicate entry: {msg}"))
+                    .at(at(*second))
+                    .note(format!("first written at {}", at(*first)))
+                    .into());
+            }
             return Err(Diagnostic::error(format!("malformed annotation YAML: {msg}")).at(loc).into());
         }
     };
@@ -123,11 +131,14 @@ fn short(v: &Value) -> String {
 /// values, so their inner keys are not needed.
 struct KeyPositions {
     map: HashMap<Vec<String>, (u32, u32)>,
+    /// (first, second) positions of keys written twice under the same parent.
+    duplicates: Vec<((u32, u32), (u32, u32))>,
 }
 
 impl KeyPositions {
     fn scan(text: &str) -> Self {
         let mut map = HashMap::new();
+        let mut duplicates = Vec::new();
         let mut stack: Vec<(usize, String)> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let trimmed = line.trim_start();
@@ -143,9 +154,15 @@ impl KeyPositions {
             }
             stack.push((indent, key));
             let path: Vec<String> = stack.iter().map(|(_, k)| k.clone()).collect();
-            map.entry(path).or_insert((i as u32 + 1, indent as u32 + 1));
+            let here = (i as u32 + 1, indent as u32 + 1);
+            match map.get(&path) {
+                Some(first) => duplicates.push((*first, here)),
+                None => {
+                    map.insert(path, here);
+                }
+            }
         }
-        KeyPositions { map }
+        KeyPositions { map, duplicates }
     }
 
     fn get(&self, file: &str, path: &[&str]) -> Loc {
