@@ -36,7 +36,10 @@ fn report_panic(name: &str, payload: Box<dyn Any + Send>) -> HRESULT {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(non-string panic payload)".to_string());
-    eprintln!("corprof: callback {name} panicked: {msg}; returned E_FAIL to the runtime");
+    // One write under the stderr lock, so lines from callbacks panicking on several threads at
+    // once do not interleave.
+    let line = format!("corprof: callback {name} panicked: {msg}; returned E_FAIL to the runtime\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     // Dropping a payload can itself panic; never let that unwind into the runtime.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
     HResult::E_FAIL.0

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the C reference profiler (bench/reference/reference.c) against the runtime's corprof.h,
+# compiled in C mode through corprof-gen/prelude.
+#
+#   bench/reference/build.sh [OUTPUT.so]     (default: target/bench/libreference_profiler.so)
+#
+# Headers: $CORPROF_INCLUDE_DIR, else ../shared/clr-headers/runtime-main beside the repo, else
+# headers/ (scripts/fetch-headers). They must declare ICorProfilerCallback11 (runtime-main).
+# $CC picks the compiler (default: cc). Writes the library atomically, so concurrent builds are
+# safe.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+out="${1:-$ROOT/target/bench/libreference_profiler.so}"
+include="${CORPROF_INCLUDE_DIR:-}"
+if [ -z "$include" ]; then
+    if [ -f "$ROOT/../shared/clr-headers/runtime-main/corprof.h" ]; then
+        include="$ROOT/../shared/clr-headers/runtime-main"
+    else
+        include="$ROOT/headers"
+    fi
+fi
+# A relative CORPROF_INCLUDE_DIR is relative to the corprof crate, i.e. the repo root.
+case "$include" in /*) ;; *) include="$ROOT/$include" ;; esac
+# CORPROF_INCLUDE_DIR may be a search path; the first folder holding corprof.h wins.
+header_dir=""
+IFS=: read -r -a dirs <<<"$include"
+for d in "${dirs[@]}"; do
+    if [ -f "$d/corprof.h" ]; then header_dir="$d"; break; fi
+done
+if [ -z "$header_dir" ]; then
+    echo "reference/build.sh: no corprof.h in $include (set CORPROF_INCLUDE_DIR)" >&2
+    exit 1
+fi
+cc="${CC:-cc}"
+if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "reference/build.sh: no C compiler ($cc): apt-get install gcc, or set CC" >&2
+    exit 1
+fi
+
+mkdir -p "$(dirname "$out")"
+tmp="$out.tmp.$$"
+trap 'rm -f "$tmp"' EXIT
+"$cc" -O2 -shared -fPIC -std=gnu11 -fvisibility=hidden \
+    -Wall -Werror -Wno-attributes -Wno-unknown-pragmas \
+    -I "$ROOT/corprof-gen/prelude" -include corprof_prelude.h -include corprof_mdtypes.h \
+    -I "$header_dir" \
+    -o "$tmp" "$ROOT/bench/reference/reference.c"
+mv -f "$tmp" "$out"
+trap - EXIT

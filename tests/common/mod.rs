@@ -1,0 +1,265 @@
+//! Shared harness of the end-to-end tests: finds the built profilers, runs a C# test app
+//! (`scripts/dotnet-run`) in a real CoreCLR with a clean environment, and reads what it wrote.
+#![allow(dead_code)] // each test crate uses a part
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const PANIC_LINE_PREFIX: &str = "corprof: callback ";
+pub const PANIC_LINE_SUFFIX: &str = "; returned E_FAIL to the runtime";
+
+/// How long one app run may take before the test kills it (a run normally takes < 1 s).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory cargo put this test binary's profile outputs in (`target/debug` for
+/// `cargo test`): the test binary lives in its `deps/` subdirectory.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("cannot find the test executable");
+    exe.parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("unexpected test executable location {}", exe.display()))
+        .to_path_buf()
+}
+
+/// The built profiler `lib<name>.so`; panics if it is missing or older than a source it was
+/// built from (per cargo's `lib<name>.d`), since the test would then check stale code.
+pub fn profiler_lib(name: &str) -> PathBuf {
+    let dir = profile_dir();
+    let lib = dir.join(format!("lib{name}.so"));
+    let built = std::fs::metadata(&lib).and_then(|m| m.modified()).unwrap_or_else(|e| {
+        panic!(
+            "{} is missing ({e}): run `cargo build --workspace` (same profile as the tests) \
+                 before `cargo test --test e2e`",
+            lib.display()
+        )
+    });
+    let dep_info = dir.join(format!("lib{name}.d"));
+    if let Ok(text) = std::fs::read_to_string(&dep_info) {
+        let root = repo_root();
+        for dep in dep_info_sources(&text) {
+            if !dep.starts_with(&root) {
+                continue;
+            }
+            let changed = std::fs::metadata(&dep).and_then(|m| m.modified());
+            if changed.is_ok_and(|t| t > built) {
+                panic!(
+                    "{} is older than {}: run `cargo build --workspace` (same profile as the \
+                     tests) before `cargo test --test e2e`",
+                    lib.display(),
+                    dep.display()
+                );
+            }
+        }
+    }
+    lib
+}
+
+/// The prerequisites listed in a Makefile-style dep-info file (`target: dep dep…`, spaces in
+/// paths escaped with a backslash).
+pub fn dep_info_sources(text: &str) -> Vec<PathBuf> {
+    let mut deps = Vec::new();
+    for line in text.lines() {
+        let Some(pos) = line.find(": ") else { continue };
+        let mut current = String::new();
+        let mut chars = line[pos + 2..].chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => current.extend(chars.next()),
+                ' ' => {
+                    if !current.is_empty() {
+                        deps.push(PathBuf::from(std::mem::take(&mut current)));
+                    }
+                }
+                _ => current.push(c),
+            }
+        }
+        if !current.is_empty() {
+            deps.push(PathBuf::from(current));
+        }
+    }
+    deps
+}
+
+/// A per-test output file in the temp directory, removed first (and again when dropped).
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    pub fn new(test: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("corprof-e2e-{}-{test}.txt", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        TempFile(path)
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("temp path is not UTF-8")
+    }
+
+    /// The file's text, or `None` if the profiler did not write it.
+    pub fn read(&self) -> Option<String> {
+        match std::fs::read_to_string(&self.0) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => panic!("cannot read {}: {e}", self.0.display()),
+        }
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// One finished run of the Workload app.
+pub struct Run {
+    pub runtime: &'static str,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Everything about the run, for assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "CoreCLR {} exit code {:?}\n--- stdout ---\n{}--- stderr ({} lines, last 40) ---\n{}",
+            self.runtime,
+            self.code,
+            self.stdout,
+            self.stderr.lines().count(),
+            last_lines(&self.stderr, 40)
+        )
+    }
+
+    /// The app ran to completion as if no profiler were there.
+    pub fn assert_workload_done(&self) {
+        assert_eq!(self.code, Some(0), "the app failed: {}", self.describe());
+        assert!(self.stdout.lines().any(|l| l == "Workload done"), "no `Workload done`: {}", self.describe());
+    }
+
+    /// `callback name -> number of corprof panic lines` on stderr; every such line must be
+    /// complete.
+    pub fn panic_lines(&self) -> BTreeMap<String, u64> {
+        let all: Vec<&str> = self.stderr.lines().collect();
+        let mut lines = BTreeMap::new();
+        for (i, line) in all.iter().enumerate() {
+            let Some(rest) = line.strip_prefix(PANIC_LINE_PREFIX) else {
+                continue;
+            };
+            let around = || all[i.saturating_sub(3)..(i + 4).min(all.len())].join("\n");
+            let name = rest
+                .split_once(" panicked: ")
+                .map(|(name, _)| name)
+                .unwrap_or_else(|| panic!("malformed panic line {line:?} in\n{}", around()));
+            assert!(
+                line.ends_with(PANIC_LINE_SUFFIX),
+                "panic line without `{PANIC_LINE_SUFFIX}`: {line:?} in\n{}",
+                around()
+            );
+            assert_callback_name(name, "a corprof panic line");
+            *lines.entry(name.to_string()).or_insert(0) += 1;
+        }
+        lines
+    }
+}
+
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = lines[lines.len().saturating_sub(n)..].join("\n");
+    out.push('\n');
+    out
+}
+
+/// Runs `scripts/dotnet-run <runtime> <app>` with `env` added to a cleaned environment (no
+/// inherited CoreCLR, .NET, corprof or Rust backtrace settings).
+pub fn run_app(runtime: &'static str, app: &str, env: &[(&str, &str)]) -> Run {
+    let root = repo_root();
+    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
+    cmd.args([runtime, app]).current_dir(&root).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        let inherited_setting =
+            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"].iter().any(|p| k.starts_with(p))
+                || k.starts_with("RUST_BACKTRACE")
+                || k == "RUST_LIB_BACKTRACE";
+        if inherited_setting {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).expect("cannot read the app's output");
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().unwrap()));
+    let stderr = reader(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("cannot wait for the app") {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "CoreCLR {runtime}: the {app} app did not finish in {RUN_TIMEOUT:?}; killed it\n\
+                 --- stderr ---\n{}",
+                last_lines(&stderr.join().unwrap(), 40)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let run = Run { runtime, code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    if run.stdout.is_empty() && run.code == Some(2) {
+        panic!("scripts/dotnet-run could not run the app (run `bash scripts/setup`?): {}", run.describe());
+    }
+    run
+}
+
+/// The environment that loads the profiler `lib` under `clsid`.
+pub fn profiler_env(clsid: &str, lib: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("CORECLR_ENABLE_PROFILING", "1".to_string()),
+        ("CORECLR_PROFILER", format!("{{{clsid}}}")),
+        ("CORECLR_PROFILER_PATH", lib.to_str().expect("library path is not UTF-8").to_string()),
+    ]
+}
+
+pub fn run_profiled(runtime: &'static str, app: &str, clsid: &str, lib: &Path, extra: &[(&'static str, &str)]) -> Run {
+    let mut env = profiler_env(clsid, lib);
+    env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_app(runtime, app, &env)
+}
+
+pub fn assert_callback_name(name: &str, context: &str) {
+    assert!(
+        corprof::Callback::ALL.iter().any(|c| c.name() == name),
+        "{name:?} (in {context}) is not a profiler callback name"
+    );
+}
+
+/// Parses `<CallbackName> <count>` lines; every name must be a real, unrepeated callback.
+pub fn parse_counts(text: &str, what: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, n) = line.split_once(' ').unwrap_or_else(|| panic!("malformed line {line:?} in {what}:\n{text}"));
+        assert_callback_name(name, what);
+        let n: u64 = n.trim().parse().unwrap_or_else(|e| panic!("bad count in {line:?} in {what}: {e}"));
+        assert!(n > 0, "zero count listed in {what}: {line:?}");
+        assert!(counts.insert(name.to_string(), n).is_none(), "{name} listed twice in {what}:\n{text}");
+    }
+    counts
+}
