@@ -47,6 +47,11 @@ codes! {
     CORPROF_E_NOT_YET_AVAILABLE = 0x8013_135Du32,
     CORPROF_E_UNSUPPORTED_CALL_SEQUENCE = 0x8013_1363u32,
     CORPROF_E_EVENTPIPE_NOT_ENABLED = 0x8013_13AEu32,
+    CLDB_S_TRUNCATION = 0x0013_1106u32,
+    CLDB_E_FILE_CORRUPT = 0x8013_110Eu32,
+    CLDB_E_INDEX_NOTFOUND = 0x8013_1124u32,
+    CLDB_E_RECORD_NOTFOUND = 0x8013_1130u32,
+    META_E_BAD_SIGNATURE = 0x8013_1192u32,
 }
 
 impl HResult {
@@ -92,6 +97,8 @@ mod tests {
         assert_eq!(HResult::E_FAIL.to_string(), "E_FAIL (0x80004005)");
         assert_eq!(HResult(0x1234).to_string(), "HRESULT 0x00001234");
         assert_eq!(HResult::E_NOINTERFACE.0, 0x8000_4002u32 as i32);
+        assert_eq!(HResult(0x8013_1130u32 as i32).to_string(), "CLDB_E_RECORD_NOTFOUND (0x80131130)");
+        assert!(HResult::CLDB_S_TRUNCATION.is_ok(), "a truncation is a success code");
         assert!(HResult::S_FALSE.ok().is_ok());
         assert_eq!(HResult::E_POINTER.ok(), Err(HResult::E_POINTER));
     }

@@ -26,6 +26,8 @@ pub fn clang_args(include_dirs: &[PathBuf], cplusplus: bool) -> Vec<String> {
         "-x".to_string(),
         if cplusplus { "c++" } else { "c" }.to_string(),
         "-fno-ms-compatibility".to_string(),
+        // cor.h wraps a struct in pshpack1.h/poppack.h, which clang warns about across files.
+        "-Wno-pragma-pack".to_string(),
         format!("-I{}", prelude_dir().display()),
         "-include".to_string(),
         "corprof_prelude.h".to_string(),

@@ -200,6 +200,14 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             if pa.spec.cap.is_some() && pa.spec.dir == Direction::In {
                 errors.push(at(format!("`cap` of `{}` belongs to `out` buffers, not `in` ones", pa.name), &param.loc));
             }
+            // `T name[]` is counted by something; say so, or keep it raw.
+            let counted = pa.spec.len.is_some() || pa.spec.cap.is_some();
+            if param.declared_array && !counted && !pa.spec.raw && !pa.spec.string {
+                errors.push(
+                    at(format!("`{}` of {qualified} is an array but has no length parameter", pa.name), &param.loc)
+                        .help("add `len: <count parameter>` (and `cap:` for out buffers), or `raw: true`"),
+                );
+            }
             if pa.spec.corenum && !matches!(pointee, CType::Named(n) if n == "HCORENUM") {
                 errors.push(at(
                     format!("`{}` is marked `corenum` but points to `{pointee}`, not HCORENUM", pa.name),

@@ -9,8 +9,8 @@
 //               once (a JITCompilationStarted/Finished and a few ClassLoads each);
 //   alloc:      20000 * S small objects on the main thread (ObjectAllocated, when enabled);
 //   exceptions: 200 * S BenchExceptions thrown 3 frames deep and caught on the main thread;
-//   threads:    4 * S threads, started and joined 4 at a time, each throwing and catching
-//               ThreadExceptions (5 each) and allocating 1000 objects while the others run.
+//   threads:    4 * S threads, started and joined 4 at a time, each throwing and catching 5
+//               BenchExceptions and allocating 1000 objects while the others do the same.
 // In total 200 * S + 20 * S exceptions are thrown, nothing else throws. Prints "Bench done" and
 // exits 0; exits 3 if the phases' own checks fail, 2 on bad usage.
 using System;
