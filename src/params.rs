@@ -103,7 +103,10 @@ pub mod raw {
     /// `&T` from a pointer the runtime must not pass as null (`E_POINTER` if it does).
     #[inline(always)]
     pub unsafe fn in_ref<'a, T>(p: impl RawPtr<T>) -> Result<&'a T> {
-        unsafe { p.as_const().as_ref() }.ok_or(HResult::E_POINTER)
+        match unsafe { p.as_const().as_ref() } {
+            Some(r) => Ok(r),
+            None => null_pointer(),
+        }
     }
 
     #[inline(always)]
@@ -124,7 +127,10 @@ pub mod raw {
     /// UTF-16 text, counted by `len` or NUL-terminated.
     #[inline(always)]
     pub unsafe fn in_wstr<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Result<WStr<'a>> {
-        unsafe { in_wstr_opt(p, len) }.ok_or(HResult::E_POINTER)
+        match unsafe { in_wstr_opt(p, len) } {
+            Some(w) => Ok(w),
+            None => null_pointer(),
+        }
     }
 
     #[inline(always)]
@@ -141,12 +147,22 @@ pub mod raw {
 
     #[inline(always)]
     pub unsafe fn out<'a, T: Copy>(p: *mut T) -> Result<Out<'a, T>> {
-        if p.is_null() { Err(HResult::E_POINTER) } else { Ok(unsafe { Out::new(p) }) }
+        if p.is_null() { null_pointer() } else { Ok(unsafe { Out::new(p) }) }
     }
 
     #[inline(always)]
     pub unsafe fn ref_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
-        unsafe { p.as_mut() }.ok_or(HResult::E_POINTER)
+        match unsafe { p.as_mut() } {
+            Some(r) => Ok(r),
+            None => null_pointer(),
+        }
+    }
+
+    /// The refusal of a null pointer, out of line: the check on the hot path is then a test and
+    /// a branch, not a select of the return code.
+    #[cold]
+    fn null_pointer<T>() -> Result<T> {
+        Err(HResult::E_POINTER)
     }
 
     #[inline(always)]

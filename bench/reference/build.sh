@@ -6,7 +6,7 @@
 #
 # Headers: $CORPROF_INCLUDE_DIR, else ../shared/clr-headers/runtime-main beside the repo, else
 # headers/ (scripts/fetch-headers). They must declare ICorProfilerCallback11 (runtime-main).
-# $CC picks the compiler (default: cc). Writes the library atomically, so concurrent builds are
+# $CC picks the compiler (default: the first of cc, gcc, clang). Writes the library atomically, so concurrent builds are
 # safe.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,9 +32,15 @@ if [ -z "$header_dir" ]; then
     echo "reference/build.sh: no corprof.h in $include (set CORPROF_INCLUDE_DIR)" >&2
     exit 1
 fi
-cc="${CC:-cc}"
-if ! command -v "$cc" >/dev/null 2>&1; then
-    echo "reference/build.sh: no C compiler ($cc): apt-get install gcc, or set CC" >&2
+# The compiler: $CC, else the first of cc, gcc, clang (scripts/setup installs clang).
+cc="${CC:-}"
+if [ -z "$cc" ]; then
+    for candidate in cc gcc clang; do
+        if command -v "$candidate" >/dev/null 2>&1; then cc="$candidate"; break; fi
+    done
+fi
+if [ -z "$cc" ] || ! command -v "$cc" >/dev/null 2>&1; then
+    echo "reference/build.sh: no C compiler (${cc:-cc, gcc or clang}): apt-get install gcc, or set CC" >&2
     exit 1
 fi
 

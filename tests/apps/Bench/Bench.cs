@@ -4,7 +4,7 @@
 //
 // Usage: Bench [scale]    (1 <= scale <= 100000, default 1)
 //
-// Four phases, each one a kind of profiler callback traffic, all deterministic for a scale S:
+// Four phases, each one kind of profiler callback traffic; what the app does is fixed by S:
 //   jit:        512 generic instantiations Combo<A,B,C>.Run over 8 structs, each compiled
 //               once (a JITCompilationStarted/Finished and a few ClassLoads each);
 //   alloc:      20000 * S small objects on the main thread (ObjectAllocated, when enabled);

@@ -1,0 +1,538 @@
+//! Reliability: the COM object survives concurrent reference counting, and the Rust counter
+//! counts exactly what a plain C profiler counts when CoreCLR calls both from many threads.
+//!
+//! - Reference counting under stress: 16 threads hammer `QueryInterface`/`AddRef`/`Release`
+//!   through the raw vtable of one profiler object; the count ends exact and the object is
+//!   dropped exactly once, at the last `Release`, also when that `Release` races with others.
+//!   `scripts/stress-valgrind` runs these tests under valgrind's memcheck.
+//! - Concurrency truth: examples/callback-counter and the C reference profiler
+//!   (bench/reference/reference.c, built here by bench/reference/build.sh when missing or stale)
+//!   run the same app on CoreCLR 8 and 3, and their totals agree for every callback whose count
+//!   is deterministic run to run.
+//!
+//! Needs `cargo build --workspace` (the counter `.so`, same profile as the tests), `scripts/setup`
+//! (runtimes, apps) and a C compiler.
+
+use corprof::{CALLBACK_IIDS, CorProfilerCallback, GUID, HRESULT, HResult, IUnknown, Interface};
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+const THREADS: usize = 16;
+
+const COUNTER_CLSID: &str = "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11";
+const REFERENCE_CLSID: &str = "E3A1C6B2-4D7F-4A58-9B2C-5F0E8D7A6C31";
+
+/// Callbacks whose totals depend only on the app, not on timing: checked empirically (dozens of
+/// runs of each app on both runtimes, alone and under load, both profilers). Left out because
+/// they vary run to run: thread creation and runtime suspension of individual threads (the
+/// runtime's own threads come and go with timing), GC handles, JIT inlining decisions.
+const DETERMINISTIC: &[&str] = &[
+    "Initialize",
+    "Shutdown",
+    "AppDomainCreationStarted",
+    "AppDomainCreationFinished",
+    "AssemblyLoadStarted",
+    "AssemblyLoadFinished",
+    "ModuleLoadStarted",
+    "ModuleLoadFinished",
+    "ModuleAttachedToAssembly",
+    "ClassLoadStarted",
+    "ClassLoadFinished",
+    "JITCompilationStarted",
+    "JITCompilationFinished",
+    "ThreadDestroyed",
+    "ThreadNameChanged",
+    "ExceptionThrown",
+    "ExceptionSearchFunctionEnter",
+    "ExceptionSearchFunctionLeave",
+    "ExceptionSearchCatcherFound",
+    "ExceptionUnwindFunctionEnter",
+    "ExceptionUnwindFunctionLeave",
+    "ExceptionUnwindFinallyEnter",
+    "ExceptionUnwindFinallyLeave",
+    "ExceptionCatcherEnter",
+    "ExceptionCatcherLeave",
+    "GarbageCollectionStarted",
+    "GarbageCollectionFinished",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Reference counting under stress
+
+/// A profiler that only reports its own destruction.
+struct DropCounted {
+    drops: Arc<AtomicUsize>,
+}
+
+impl CorProfilerCallback for DropCounted {}
+
+impl Drop for DropCounted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A COM pointer that may cross threads (the object is free-threaded).
+#[derive(Clone, Copy)]
+struct Shared(*mut IUnknown);
+
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn unknown(self) -> &'static IUnknown {
+        unsafe { &*self.0 }
+    }
+
+    fn vtbl(self) -> &'static corprof::com::IUnknown_Vtbl {
+        unsafe { &*(*self.0).lpVtbl }
+    }
+
+    fn query(self, iid: &GUID) -> (HRESULT, *mut c_void) {
+        let mut out: *mut c_void = std::ptr::dangling_mut();
+        let hr = unsafe { (self.vtbl().QueryInterface)(self.0, iid, &mut out) };
+        (hr, out)
+    }
+
+    fn add_ref(self) -> u32 {
+        unsafe { (self.vtbl().AddRef)(self.0) }
+    }
+
+    fn release(self) -> u32 {
+        unsafe { (self.vtbl().Release)(self.0) }
+    }
+}
+
+/// Every IID a profiler answers, IUnknown first.
+fn answered_iids() -> Vec<GUID> {
+    std::iter::once(IUnknown::IID).chain(CALLBACK_IIDS.iter().copied()).collect()
+}
+
+/// One thread's share of the stress: for every round, a `QueryInterface` for one of the answered
+/// IIDs, an `AddRef`, two `Release`s, and now and then a refused IID or a burst of references
+/// held at once. The caller keeps one reference throughout, so no count seen here may drop
+/// below 1.
+fn churn(obj: Shared, thread: usize, rounds: usize, iids: &[GUID]) {
+    let refused = corprof::interfaces::ICorProfilerInfo::IID;
+    for round in 0..rounds {
+        let iid = &iids[(thread + round) % iids.len()];
+        let (hr, out) = obj.query(iid);
+        assert_eq!(HResult(hr), HResult::S_OK, "QueryInterface({iid}) failed");
+        assert_eq!(out, obj.0.cast(), "QueryInterface({iid}) answered another object");
+        assert!(obj.add_ref() >= 3, "AddRef saw fewer references than this thread and its caller hold");
+        assert!(obj.release() >= 2);
+        assert!(obj.release() >= 1, "a Release took the count to zero while the caller holds one");
+        if round % 97 == 0 {
+            let (hr, out) = obj.query(&refused);
+            assert_eq!(HResult(hr), HResult::E_NOINTERFACE);
+            assert!(out.is_null(), "E_NOINTERFACE must null the out pointer");
+        }
+        if round % 64 == 0 {
+            let held = 8 + thread % 8;
+            for _ in 0..held {
+                obj.add_ref();
+            }
+            for _ in 0..held {
+                assert!(obj.release() >= 1);
+            }
+        }
+    }
+}
+
+/// Runs `churn` on `THREADS` threads at once against `obj` (whose reference the caller keeps).
+fn hammer(obj: Shared, rounds: usize) {
+    let iids = answered_iids();
+    let start = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for thread in 0..THREADS {
+            let (start, iids) = (&start, &iids);
+            s.spawn(move || {
+                start.wait();
+                churn(obj, thread, rounds, iids);
+            });
+        }
+    });
+}
+
+#[test]
+fn reference_counts_stay_exact_under_16_threads() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let obj = Shared(corprof::glue::new_profiler_object(DropCounted { drops: drops.clone() }));
+    hammer(obj, 150_000);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "the object was dropped while referenced");
+    assert_eq!(obj.add_ref(), 2, "after the threads, only the creator's reference may remain");
+    assert_eq!(obj.release(), 1);
+    drop(obj.unknown().query::<corprof::interfaces::ICorProfilerCallback11>().expect("still answers"));
+    assert_eq!(obj.release(), 0, "the creator's Release is the last one");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped exactly once, at the last Release");
+}
+
+#[test]
+fn the_last_release_frees_exactly_once_when_threads_race_for_it() {
+    const ROUNDS: usize = 150;
+    let drops = Arc::new(AtomicUsize::new(0));
+    let zeros = AtomicUsize::new(0);
+    let current = Mutex::new(Shared(std::ptr::null_mut()));
+    let (ready, done) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
+    let iids = answered_iids();
+    // A failed check is recorded, not raised, until every thread has left its barriers: a panic
+    // in the middle of a round would leave the others waiting forever.
+    let failures = Mutex::new(Vec::<String>::new());
+    let fail = |msg: String| failures.lock().unwrap_or_else(|e| e.into_inner()).push(msg);
+    std::thread::scope(|s| {
+        for thread in 0..THREADS {
+            let (ready, done, current, zeros, iids, fail) = (&ready, &done, &current, &zeros, &iids, &fail);
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    ready.wait();
+                    let obj = *current.lock().unwrap_or_else(|e| e.into_inner());
+                    // This thread's own reference (taken for it by the main thread) keeps the
+                    // object alive through the churn; then every thread drops its own at once.
+                    let raced = std::panic::catch_unwind(|| {
+                        churn(obj, thread, 200, iids);
+                        if obj.release() == 0 {
+                            zeros.fetch_add(1, Ordering::SeqCst);
+                        }
+                    });
+                    if let Err(e) = raced {
+                        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                        fail(format!("thread {thread}, round {round}: {msg}"));
+                    }
+                    done.wait();
+                }
+            });
+        }
+        for round in 0..ROUNDS {
+            let obj = Shared(corprof::glue::new_profiler_object(DropCounted { drops: drops.clone() }));
+            for _ in 0..THREADS {
+                obj.add_ref();
+            }
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = obj;
+            // The creator lets go first: one of the threads makes the last Release.
+            if obj.release() == 0 {
+                fail(format!("round {round}: the creator's Release freed an object the threads hold"));
+            }
+            ready.wait();
+            done.wait();
+            let (z, d) = (zeros.load(Ordering::SeqCst), drops.load(Ordering::SeqCst));
+            if z != round + 1 || d != round + 1 {
+                fail(format!("round {round}: {z} Releases returned 0 and {d} drops so far, expected {}", round + 1));
+            }
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        failures.is_empty(),
+        "{} failures, the first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(10)].join("\n")
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), ROUNDS, "one drop per object");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The C reference profiler
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>`: this test binary lives in its `deps/` folder.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("cannot find the test executable");
+    exe.parent().and_then(Path::parent).expect("unexpected test executable location").to_path_buf()
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn c_compiler_present(cc: &str) -> bool {
+    Command::new(cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// `$CC`, else the first of cc, gcc, clang that runs (as bench/reference/build.sh chooses).
+fn c_compiler() -> Option<String> {
+    match std::env::var("CC") {
+        Ok(cc) if !cc.is_empty() => c_compiler_present(&cc).then_some(cc),
+        _ => ["cc", "gcc", "clang"].into_iter().find(|cc| c_compiler_present(cc)).map(String::from),
+    }
+}
+
+/// `target/bench/libreference_profiler.so`, built by bench/reference/build.sh when it is
+/// missing or older than its sources (once per test process).
+fn reference_profiler() -> PathBuf {
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let root = repo_root();
+    let lib = profile_dir().parent().expect("no target directory").join("bench/libreference_profiler.so");
+    let script = root.join("bench/reference/build.sh");
+    let sources = [root.join("bench/reference/reference.c"), script.clone()];
+    let built = modified(&lib);
+    let stale = built.is_none_or(|b| sources.iter().any(|s| modified(s).is_some_and(|m| m > b)));
+    if stale {
+        let Some(cc) = c_compiler() else {
+            panic!(
+                "no C compiler ({}): the reliability tests compare against the C reference profiler \
+                 bench/reference/reference.c; install one (`apt-get install gcc`) or set CC",
+                std::env::var("CC").map(|cc| format!("`{cc}`")).unwrap_or_else(|_| "cc, gcc or clang".to_string())
+            )
+        };
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&lib)
+            .env("CC", cc)
+            .current_dir(&root)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "bench/reference/build.sh failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    lib
+}
+
+unsafe extern "C" {
+    fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlerror() -> *const c_char;
+}
+
+const RTLD_NOW: c_int = 2;
+
+type DllGetClassObjectFn = unsafe extern "system" fn(*const GUID, *const GUID, *mut *mut c_void) -> HRESULT;
+
+/// The C reference's `DllGetClassObject` (the library stays loaded).
+fn reference_entry_point() -> DllGetClassObjectFn {
+    let lib = reference_profiler();
+    let path = CString::new(lib.to_str().expect("library path is not UTF-8")).unwrap();
+    unsafe {
+        let handle = dlopen(path.as_ptr(), RTLD_NOW);
+        if handle.is_null() {
+            let why = std::ffi::CStr::from_ptr(dlerror()).to_string_lossy();
+            panic!("cannot load {}: {why}", lib.display());
+        }
+        let sym = dlsym(handle, c"DllGetClassObject".as_ptr());
+        assert!(!sym.is_null(), "{} exports no DllGetClassObject", lib.display());
+        std::mem::transmute::<*mut c_void, DllGetClassObjectFn>(sym)
+    }
+}
+
+/// A C reference profiler object created as the runtime does, asking for `iid`.
+fn create_reference_object(iid: &GUID) -> Shared {
+    let get_class_object = reference_entry_point();
+    let clsid = GUID::parse(REFERENCE_CLSID);
+    let mut factory: *mut c_void = std::ptr::null_mut();
+    let hr = unsafe { get_class_object(&clsid, &corprof::glue::IID_ICLASSFACTORY, &mut factory) };
+    assert_eq!(HResult(hr), HResult::S_OK, "DllGetClassObject of the C reference");
+    let vt = unsafe { &**(factory as *const *const corprof::glue::IClassFactory_Vtbl) };
+    let mut obj: *mut c_void = std::ptr::null_mut();
+    let hr = unsafe { (vt.CreateInstance)(factory.cast(), std::ptr::null_mut(), iid, &mut obj) };
+    assert_eq!(HResult(hr), HResult::S_OK, "CreateInstance({iid}) of the C reference");
+    unsafe { (vt.base__.Release)(factory.cast()) };
+    Shared(obj.cast())
+}
+
+#[test]
+fn the_c_reference_answers_the_same_iids_and_survives_the_same_stress() {
+    for iid in answered_iids() {
+        let obj = create_reference_object(&iid);
+        assert_eq!(obj.release(), 0, "CreateInstance({iid}) hands out exactly one reference");
+    }
+    let wrong = GUID::parse("00000000-1111-2222-3333-444444444444");
+    let mut out: *mut c_void = std::ptr::dangling_mut();
+    let hr = unsafe { reference_entry_point()(&wrong, &corprof::glue::IID_ICLASSFACTORY, &mut out) };
+    assert_eq!(HResult(hr), HResult::CLASS_E_CLASSNOTAVAILABLE);
+    assert!(out.is_null());
+
+    let obj = create_reference_object(&corprof::interfaces::ICorProfilerCallback11::IID);
+    hammer(obj, 20_000);
+    assert_eq!(obj.add_ref(), 2);
+    assert_eq!(obj.release(), 1);
+    assert_eq!(obj.release(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency truth: the Rust counter and the C reference in the same app
+
+/// The built `lib<name>.so` of this test profile; panics when it is missing or older than a
+/// repository source in its dep-info (the test would check stale code).
+fn workspace_profiler(name: &str) -> PathBuf {
+    let dir = profile_dir();
+    let lib = dir.join(format!("lib{name}.so"));
+    let hint = "run `cargo build --workspace` (same profile as the tests) before `cargo test --test reliability`";
+    let built = modified(&lib).unwrap_or_else(|| panic!("{} is missing: {hint}", lib.display()));
+    let root = repo_root();
+    let dep_info = std::fs::read_to_string(dir.join(format!("lib{name}.d"))).unwrap_or_default();
+    for line in dep_info.lines() {
+        let Some((_, deps)) = line.split_once(": ") else { continue };
+        // Paths are separated by spaces; a space inside a path is escaped with a backslash.
+        let mut path = String::new();
+        let mut chars = deps.chars().chain([' ']);
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => path.extend(chars.next()),
+                ' ' if !path.is_empty() => {
+                    let dep = PathBuf::from(std::mem::take(&mut path));
+                    if dep.starts_with(&root) && modified(&dep).is_some_and(|m| m > built) {
+                        panic!("{} is older than {}: {hint}", lib.display(), dep.display());
+                    }
+                }
+                ' ' => {}
+                _ => path.push(c),
+            }
+        }
+    }
+    lib
+}
+
+struct Profiled {
+    clsid: &'static str,
+    lib: PathBuf,
+}
+
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    counts: Option<String>,
+}
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs `scripts/dotnet-run <runtime> <app> <args>` under `profiler` in a clean environment
+/// (no inherited CoreCLR, .NET or corprof settings) and collects its counts file.
+fn run_app(runtime: &str, app: &str, args: &[&str], profiler: &Profiled, tag: &str) -> Finished {
+    let root = repo_root();
+    let out = std::env::temp_dir().join(format!("corprof-reliability-{}-{tag}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
+    cmd.arg(runtime).arg(app).args(args).current_dir(&root);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "RUST_BACKTRACE"].iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", format!("{{{}}}", profiler.clsid))
+        .env("CORECLR_PROFILER_PATH", &profiler.lib)
+        .env("CORPROF_COUNTS_OUT", &out);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("cannot wait for the app") {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("CoreCLR {runtime} {app} under {}: no exit in {RUN_TIMEOUT:?}", profiler.clsid);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let counts = std::fs::read_to_string(&out).ok();
+    let _ = std::fs::remove_file(&out);
+    Finished { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), counts }
+}
+
+fn parse_counts(text: &str, what: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let parsed = line.split_once(' ').and_then(|(name, n)| Some((name.to_string(), n.trim().parse::<u64>().ok()?)));
+        let (name, n) = parsed.unwrap_or_else(|| panic!("malformed line {line:?} in {what}:\n{text}"));
+        assert!(corprof::Callback::ALL.iter().any(|c| c.name() == name), "{name:?} in {what} is no callback");
+        assert!(counts.insert(name, n).is_none(), "a callback listed twice in {what}:\n{text}");
+    }
+    counts
+}
+
+/// Runs `app` under both profilers at once on `runtime`; their deterministic totals must agree,
+/// and the app's own exception count must be what both saw.
+fn both_profilers_agree(runtime: &str, app: &str, args: &[&str], exceptions: u64) {
+    let rust = Profiled { clsid: COUNTER_CLSID, lib: workspace_profiler("callback_counter") };
+    let c = Profiled { clsid: REFERENCE_CLSID, lib: reference_profiler() };
+    let tag = format!("{app}-{runtime}");
+    let (rust_run, c_run) = std::thread::scope(|s| {
+        let r = s.spawn(|| run_app(runtime, app, args, &rust, &format!("{tag}-rust")));
+        let c = s.spawn(|| run_app(runtime, app, args, &c, &format!("{tag}-c")));
+        (r.join().unwrap(), c.join().unwrap())
+    });
+    let mut totals = Vec::new();
+    for (who, run) in [("callback-counter", &rust_run), ("the C reference", &c_run)] {
+        let ctx = format!(
+            "CoreCLR {runtime} {app} {args:?} under {who}: exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            run.code, run.stdout, run.stderr
+        );
+        assert_eq!(run.code, Some(0), "{ctx}");
+        assert!(run.stdout.lines().any(|l| l == format!("{app} done")), "{ctx}");
+        let text = run.counts.as_deref().unwrap_or_else(|| panic!("no counts written; {ctx}"));
+        totals.push(parse_counts(text, &format!("the counts of {who}")));
+    }
+    let (r, c) = (&totals[0], &totals[1]);
+    let get = |m: &BTreeMap<String, u64>, name: &str| m.get(name).copied().unwrap_or(0);
+    let differ: Vec<String> = DETERMINISTIC
+        .iter()
+        .filter(|name| get(r, name) != get(c, name))
+        .map(|name| format!("{name}: Rust {} vs C {}", get(r, name), get(c, name)))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "CoreCLR {runtime} {app} {args:?}: the Rust counter and the C reference disagree on\n  {}\n\
+         Rust: {r:?}\nC: {c:?}",
+        differ.join("\n  ")
+    );
+    assert_eq!(get(r, "ExceptionThrown"), exceptions, "CoreCLR {runtime} {app}: Rust {r:?}");
+    assert!(get(r, "ClassLoadFinished") > 100 && get(r, "JITCompilationStarted") > 50, "{r:?}");
+}
+
+/// The Workload's 5 exceptions (scale 1), 4 threads, 3 GCs.
+#[test]
+fn workload_totals_match_the_c_reference_on_coreclr_8() {
+    both_profilers_agree("8", "Workload", &[], 5);
+}
+
+#[test]
+fn workload_totals_match_the_c_reference_on_coreclr_3() {
+    both_profilers_agree("3", "Workload", &[], 5);
+}
+
+/// Bench at scale 5: 1000 exceptions on the main thread, then 20 threads, 4 at a time, each
+/// throwing 5 while the others do: exception callbacks from several threads at once.
+#[test]
+fn bench_totals_match_the_c_reference_on_coreclr_8() {
+    both_profilers_agree("8", "Bench", &["5"], 1100);
+}
+
+#[test]
+fn bench_totals_match_the_c_reference_on_coreclr_3() {
+    both_profilers_agree("3", "Bench", &["5"], 1100);
+}
+
+/// Keeps `DETERMINISTIC` honest: every name is a callback of the header.
+#[test]
+fn the_deterministic_callbacks_exist() {
+    let unknown: Vec<&&str> =
+        DETERMINISTIC.iter().filter(|name| !corprof::Callback::ALL.iter().any(|c| c.name() == **name)).collect();
+    assert!(unknown.is_empty(), "not callbacks of this header: {unknown:?}");
+}
