@@ -249,7 +249,6 @@ fn method_view(
     let mut slice_len_owner: Vec<(String, String)> = Vec::new();
 
     for (i, (p, kind)) in m.params.iter().zip(kinds).enumerate() {
-        let name = ident(&p.ir.name);
         let rust = snake(&p.ir.name);
         match kind {
             CallKind::Consumed => {}
@@ -399,7 +398,6 @@ fn method_view(
             }
             CallKind::CorEnum => args[i] = "h__".to_string(),
         }
-        let _ = name;
     }
 
     let (ret_ty, result) = match (ret, outputs.len()) {
