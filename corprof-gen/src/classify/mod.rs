@@ -135,3 +135,65 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
         Direction::Ref => ParamKind::Ref { ty: target, optional: spec.optional },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Loc, Method, Param};
+
+    fn named(n: &str) -> CType {
+        CType::Named(n.into())
+    }
+
+    fn ptr(t: CType, is_const: bool) -> CType {
+        CType::Pointer { pointee: Box::new(t), is_const }
+    }
+
+    fn param(name: &str, ty: CType, spec: Option<ParamSpec>) -> ApiParam {
+        let ir = Param { name: name.into(), ty, midl: vec![], sal: vec![], declared_array: false, loc: Loc::default() };
+        ApiParam { ir, spec, spec_loc: None }
+    }
+
+    #[test]
+    fn c_types_map_to_rust_spellings() {
+        assert_eq!(rust_type(&ptr(named("GUID"), true)), "*const GUID");
+        assert_eq!(rust_type(&ptr(ptr(CType::Void, false), false)), "*mut *mut ::core::ffi::c_void");
+        assert_eq!(rust_type(&CType::Builtin("int".into())), "::core::ffi::c_int");
+        assert_eq!(rust_type(&CType::Interface("IUnknown".into())), "IUnknown");
+    }
+
+    #[test]
+    fn each_annotation_becomes_one_kind() {
+        let spec = |dir, f: fn(&mut ParamSpec)| {
+            let mut s = ParamSpec::direction(dir);
+            f(&mut s);
+            Some(s)
+        };
+        let m = ApiMethod {
+            ir: Method { name: "M".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
+            params: vec![
+                param("hr", named("HRESULT"), None),
+                param("cIds", named("ULONG"), None),
+                param("ids", ptr(named("FunctionID"), false), spec(Direction::In, |s| s.len = Some("cIds".into()))),
+                param("pDone", ptr(named("BOOL"), false), spec(Direction::Out, |_| {})),
+                param("pCount", ptr(named("ULONG"), false), spec(Direction::Ref, |s| s.optional = true)),
+                param("wsz", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.string = true)),
+                param("pv", ptr(CType::Void, false), spec(Direction::In, |_| {})),
+            ],
+        };
+        let (kinds, ret) = classify_method("I", &m).unwrap();
+        assert_eq!(ret, ReturnKind::HResult);
+        assert_eq!(
+            kinds,
+            vec![
+                ParamKind::HResult,
+                ParamKind::Length,
+                ParamKind::InSlice { ty: "FunctionID".into(), len: "cIds".into() },
+                ParamKind::Out { ty: "BOOL".into() },
+                ParamKind::Ref { ty: "ULONG".into(), optional: true },
+                ParamKind::InStr { len: None, optional: false },
+                ParamKind::Opaque { ty: "*mut ::core::ffi::c_void".into() },
+            ]
+        );
+    }
+}
