@@ -13,15 +13,17 @@
 //! Needs `cargo build --workspace` (the counter `.so`, same profile as the tests), `scripts/setup`
 //! (runtimes, apps) and a C compiler.
 
+mod common;
+
+use common::*;
 use corprof::{CALLBACK_IIDS, CorProfilerCallback, GUID, HRESULT, HResult, IUnknown, Interface};
 use std::collections::BTreeMap;
 use std::ffi::{CString, c_char, c_int, c_void};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 const THREADS: usize = 16;
 
@@ -239,16 +241,6 @@ fn the_last_release_frees_exactly_once_when_threads_race_for_it() {
 // ---------------------------------------------------------------------------------------------
 // The C reference profiler
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `target/<profile>`: this test binary lives in its `deps/` folder.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("cannot find the test executable");
-    exe.parent().and_then(Path::parent).expect("unexpected test executable location").to_path_buf()
-}
-
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
@@ -365,128 +357,34 @@ fn the_c_reference_answers_the_same_iids_and_survives_the_same_stress() {
 // ---------------------------------------------------------------------------------------------
 // Concurrency truth: the Rust counter and the C reference in the same app
 
-/// The built `lib<name>.so` of this test profile; panics when it is missing or older than a
-/// repository source in its dep-info (the test would check stale code).
-fn workspace_profiler(name: &str) -> PathBuf {
-    let dir = profile_dir();
-    let lib = dir.join(format!("lib{name}.so"));
-    let hint = "run `cargo build --workspace` (same profile as the tests) before `cargo test --test reliability`";
-    let built = modified(&lib).unwrap_or_else(|| panic!("{} is missing: {hint}", lib.display()));
-    let root = repo_root();
-    let dep_info = std::fs::read_to_string(dir.join(format!("lib{name}.d"))).unwrap_or_default();
-    for line in dep_info.lines() {
-        let Some((_, deps)) = line.split_once(": ") else { continue };
-        // Paths are separated by spaces; a space inside a path is escaped with a backslash.
-        let mut path = String::new();
-        let mut chars = deps.chars().chain([' ']);
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => path.extend(chars.next()),
-                ' ' if !path.is_empty() => {
-                    let dep = PathBuf::from(std::mem::take(&mut path));
-                    if dep.starts_with(&root) && modified(&dep).is_some_and(|m| m > built) {
-                        panic!("{} is older than {}: {hint}", lib.display(), dep.display());
-                    }
-                }
-                ' ' => {}
-                _ => path.push(c),
-            }
-        }
-    }
-    lib
-}
-
-struct Profiled {
-    clsid: &'static str,
-    lib: PathBuf,
-}
-
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    counts: Option<String>,
-}
-
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Runs `scripts/dotnet-run <runtime> <app> <args>` under `profiler` in a clean environment
-/// (no inherited CoreCLR, .NET or corprof settings) and collects its counts file.
-fn run_app(runtime: &str, app: &str, args: &[&str], profiler: &Profiled, tag: &str) -> Finished {
-    let root = repo_root();
-    let out = std::env::temp_dir().join(format!("corprof-reliability-{}-{tag}.txt", std::process::id()));
-    let _ = std::fs::remove_file(&out);
-    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
-    cmd.arg(runtime).arg(app).args(args).current_dir(&root);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "RUST_BACKTRACE"].iter().any(|p| k.starts_with(p)) {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", format!("{{{}}}", profiler.clsid))
-        .env("CORECLR_PROFILER_PATH", &profiler.lib)
-        .env("CORPROF_COUNTS_OUT", &out);
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("cannot wait for the app") {
-            break status;
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("CoreCLR {runtime} {app} under {}: no exit in {RUN_TIMEOUT:?}", profiler.clsid);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let counts = std::fs::read_to_string(&out).ok();
-    let _ = std::fs::remove_file(&out);
-    Finished { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), counts }
-}
-
-fn parse_counts(text: &str, what: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let parsed = line.split_once(' ').and_then(|(name, n)| Some((name.to_string(), n.trim().parse::<u64>().ok()?)));
-        let (name, n) = parsed.unwrap_or_else(|| panic!("malformed line {line:?} in {what}:\n{text}"));
-        assert!(corprof::Callback::ALL.iter().any(|c| c.name() == name), "{name:?} in {what} is no callback");
-        assert!(counts.insert(name, n).is_none(), "a callback listed twice in {what}:\n{text}");
-    }
-    counts
-}
-
 /// Runs `app` under both profilers at once on `runtime`; their deterministic totals must agree,
 /// and the app's own exception count must be what both saw.
-fn both_profilers_agree(runtime: &str, app: &str, args: &[&str], exceptions: u64) {
-    let rust = Profiled { clsid: COUNTER_CLSID, lib: workspace_profiler("callback_counter") };
-    let c = Profiled { clsid: REFERENCE_CLSID, lib: reference_profiler() };
+fn both_profilers_agree(runtime: &'static str, app: &str, args: &[&str], exceptions: u64) {
+    let rust = ("callback-counter", COUNTER_CLSID, profiler_lib("callback_counter"));
+    let c = ("the C reference", REFERENCE_CLSID, reference_profiler());
     let tag = format!("{app}-{runtime}");
-    let (rust_run, c_run) = std::thread::scope(|s| {
-        let r = s.spawn(|| run_app(runtime, app, args, &rust, &format!("{tag}-rust")));
-        let c = s.spawn(|| run_app(runtime, app, args, &c, &format!("{tag}-c")));
-        (r.join().unwrap(), c.join().unwrap())
+    let runs = std::thread::scope(|s| {
+        [&rust, &c]
+            .map(|(who, clsid, lib)| {
+                let tag = &tag;
+                s.spawn(move || {
+                    let out = TempFile::new(&format!("reliability-{tag}-{}", who.replace(' ', "-")));
+                    let mut env = profiler_env(clsid, lib);
+                    env.push(("CORPROF_COUNTS_OUT", out.path().to_string()));
+                    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    let run = run_app_with_args(runtime, app, args, &env);
+                    let counts = out.read();
+                    (*who, run, counts)
+                })
+            })
+            .map(|h| h.join().unwrap())
     });
     let mut totals = Vec::new();
-    for (who, run) in [("callback-counter", &rust_run), ("the C reference", &c_run)] {
-        let ctx = format!(
-            "CoreCLR {runtime} {app} {args:?} under {who}: exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-            run.code, run.stdout, run.stderr
-        );
+    for (who, run, counts) in &runs {
+        let ctx = format!("{app} {args:?} under {who}: {}", run.describe());
         assert_eq!(run.code, Some(0), "{ctx}");
         assert!(run.stdout.lines().any(|l| l == format!("{app} done")), "{ctx}");
-        let text = run.counts.as_deref().unwrap_or_else(|| panic!("no counts written; {ctx}"));
+        let text = counts.as_deref().unwrap_or_else(|| panic!("no counts written; {ctx}"));
         totals.push(parse_counts(text, &format!("the counts of {who}")));
     }
     let (r, c) = (&totals[0], &totals[1]);

@@ -76,7 +76,13 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
     }
     errors.check()?;
 
-    let mut walker = Walker { include_dir, sources: HashMap::new(), interfaces: Vec::new(), guids: HashMap::new() };
+    let mut walker = Walker {
+        include_dir,
+        sources: HashMap::new(),
+        interfaces: Vec::new(),
+        guids: HashMap::new(),
+        tag_names: Vec::new(),
+    };
     let mut structs = Vec::new();
     walker.collect(tu.cursor(), &mut structs);
     for c in structs {
@@ -93,7 +99,12 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         }
     }
     let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
-    Ok(Header { interfaces: walker.interfaces, files, main_header: headers.last().cloned().unwrap_or_default() })
+    Ok(Header {
+        interfaces: walker.interfaces,
+        files,
+        main_header: headers.last().cloned().unwrap_or_default(),
+        tag_names: walker.tag_names,
+    })
 }
 
 struct Walker<'a> {
@@ -102,6 +113,7 @@ struct Walker<'a> {
     interfaces: Vec<Interface>,
     /// `IID_Foo` → `xxxxxxxx-xxxx-…`, from `EXTERN_GUID` declarations.
     guids: HashMap<String, String>,
+    tag_names: Vec<(String, String)>,
 }
 
 impl<'tu> Walker<'_> {
@@ -111,6 +123,15 @@ impl<'tu> Walker<'_> {
             match c.kind() {
                 CursorKind::LinkageSpec => self.collect(c, structs),
                 CursorKind::Struct if c.is_definition() && c.spelling() != "IUnknown" => structs.push(c),
+                CursorKind::Typedef => {
+                    // `typedef enum __MIDL___… { … } COR_PRF_MONITOR;`: remember the readable name.
+                    let under = c.typedef_underlying();
+                    let tagged = if under.kind() == TypeKind::Elaborated { under.named() } else { under };
+                    let tag = tagged.declaration().spelling();
+                    if matches!(tagged.kind(), TypeKind::Record | TypeKind::Enum) && tag.starts_with("__MIDL") {
+                        self.tag_names.push((tag, c.spelling()));
+                    }
+                }
                 CursorKind::Var => {
                     let guid = c.annotations().iter().find_map(|a| a.strip_prefix(GUID_TAG).and_then(guid_text));
                     if let Some(text) = guid {

@@ -108,6 +108,9 @@ pub struct Header {
     pub files: Vec<String>,
     /// The main entry header (the last one, corprof.h): its interfaces all get the safe layer.
     pub main_header: String,
+    /// MIDL's machine-made tags and the typedef names people use for them
+    /// (`__MIDL___MIDL_itf_corprof_0000_0000_0005` → `COR_PRF_MONITOR`).
+    pub tag_names: Vec<(String, String)>,
 }
 
 impl Header {
