@@ -371,6 +371,11 @@ fn both_profilers_agree(runtime: &'static str, app: &str, args: &[&str], excepti
                     let out = TempFile::new(&format!("reliability-{tag}-{}", who.replace(' ', "-")));
                     let mut env = profiler_env(clsid, lib);
                     env.push(("CORPROF_COUNTS_OUT", out.path().to_string()));
+                    // Tiered compilation starts a background worker on its own schedule, which can
+                    // load a few more classes and JIT a few more methods in one run than in another;
+                    // without it, both runs see the same work. (3.1 reads COMPlus_, 8 both.)
+                    env.push(("COMPlus_TieredCompilation", "0".to_string()));
+                    env.push(("DOTNET_TieredCompilation", "0".to_string()));
                     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
                     let run = run_app_with_args(runtime, app, args, &env);
                     let counts = out.read();
