@@ -10,6 +10,7 @@ pub mod glue;
 mod guid;
 mod hresult;
 pub mod params;
+mod table;
 pub mod wrap;
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, unnecessary_transmutes, clippy::all)]
@@ -24,6 +25,7 @@ pub use com::{ComPtr, IUnknown, Interface};
 pub use guid::GUID;
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
+pub use table::CallbackCounts;
 
 /// The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]

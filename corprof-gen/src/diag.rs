@@ -140,6 +140,21 @@ impl fmt::Display for Errors {
 
 impl std::error::Error for Errors {}
 
+/// Both results, or the errors of either or both: stages that can fail independently report
+/// together instead of stopping at the first.
+pub fn both<A, B>(a: Result<A, Errors>, b: Result<B, Errors>) -> Result<(A, B), Errors> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (a, b) => {
+            let mut errors = Errors::default();
+            for e in [a.err(), b.err()].into_iter().flatten() {
+                errors.extend(e);
+            }
+            Err(errors)
+        }
+    }
+}
+
 /// The closest candidate by edit distance, if it is close enough to be a likely typo.
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = name.to_ascii_lowercase();

@@ -21,7 +21,7 @@ pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
         spec.corenum = true;
         return Some(spec);
     }
-    if is_untyped_out(pointee)
+    if pointee.is_untyped_interface_pointer()
         && let Some(riid) = method.params.iter().find(|p| is_iid(&p.ty))
     {
         spec.dir = Direction::Out;
@@ -65,11 +65,6 @@ pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
     Some(spec)
 }
 
-/// `void *` or `IUnknown *`: what a `void **` / `IUnknown **` out points to when an IID picks the type.
-pub fn is_untyped_out(pointee: &CType) -> bool {
-    matches!(pointee, CType::Pointer { pointee, .. } if matches!(&**pointee, CType::Void) || matches!(&**pointee, CType::Interface(n) if n == "IUnknown"))
-}
-
 fn is_iid(ty: &CType) -> bool {
     matches!(ty.pointee(), Some(CType::Named(n)) if n == "IID" || n == "GUID")
 }
@@ -109,7 +104,7 @@ fn split_sal(sal: &str) -> (&str, Vec<String>) {
 /// Names used as counts by the method's SAL annotations, and the REFIID of a `void **` out.
 fn consumed_by_others(method: &Method) -> Vec<&str> {
     let mut out = Vec::new();
-    let has_void_out = method.params.iter().any(|p| p.ty.pointee().is_some_and(is_untyped_out));
+    let has_void_out = method.params.iter().any(|p| p.ty.pointee().is_some_and(CType::is_untyped_interface_pointer));
     if has_void_out {
         out.extend(method.params.iter().filter(|p| is_iid(&p.ty)).map(|p| p.name.as_str()));
     }

@@ -43,6 +43,17 @@ impl CType {
         matches!(self, CType::Pointer { .. })
     }
 
+    /// `void *` or `IUnknown *`: what a `void **` / `IUnknown **` out points to when a REFIID
+    /// parameter picks the interface.
+    pub fn is_untyped_interface_pointer(&self) -> bool {
+        match self {
+            CType::Pointer { pointee, .. } => {
+                matches!(&**pointee, CType::Void) || matches!(&**pointee, CType::Interface(n) if n == "IUnknown")
+            }
+            _ => false,
+        }
+    }
+
     pub fn pointee(&self) -> Option<&CType> {
         match self {
             CType::Pointer { pointee, .. } => Some(pointee),

@@ -89,19 +89,7 @@ pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Anno
     let header = extract::parse_header(&include_dirs, &cfg.headers);
     let ann = annotations::Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
     // Report header and annotation problems together.
-    let (header, ann) = match (header, ann) {
-        (Ok(h), Ok(a)) => (h, a),
-        (h, a) => {
-            let mut errors = Errors::default();
-            if let Err(e) = h {
-                errors.extend(e);
-            }
-            if let Err(e) = a {
-                errors.extend(e);
-            }
-            return Err(errors);
-        }
-    };
+    let (header, ann) = diag::both(header, ann)?;
     let (api, warnings) = resolve::resolve(&header, &ann)?;
     Ok((api, header, ann, warnings))
 }

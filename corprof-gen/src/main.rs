@@ -206,15 +206,9 @@ fn signature(m: &ir::Method) -> String {
 }
 
 fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> ExitCode {
-    let (old_h, new_h) = match (parse(old), parse(new)) {
-        (Ok(o), Ok(n)) => (o, n),
-        (o, n) => {
-            let mut errors = Errors::default();
-            for e in [o.err(), n.err()].into_iter().flatten() {
-                errors.extend(e);
-            }
-            return fail(errors);
-        }
+    let (old_h, new_h) = match corprof_gen::diag::both(parse(old), parse(new)) {
+        Ok(both) => both,
+        Err(e) => return fail(e),
     };
     for i in &new_h.interfaces {
         match old_h.interface(&i.name) {

@@ -214,7 +214,7 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                     &param.loc,
                 ));
             }
-            if pa.spec.iid.is_some() && !crate::infer::is_untyped_out(pointee) {
+            if pa.spec.iid.is_some() && !pointee.is_untyped_interface_pointer() {
                 errors.push(at(
                     format!("`{}` has an `iid` but is `{}`, not `void **`/`IUnknown **`", pa.name, param.ty),
                     &param.loc,

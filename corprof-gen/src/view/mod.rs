@@ -116,18 +116,7 @@ fn iid_u128(iid: &str) -> String {
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
 pub fn build(api: &Api, header: &str, root: &str, types: String) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(interface_view).collect();
-    let callbacks = callbacks_view(api, root);
-    let wrappers = wrappers::wrappers_view(api, root);
-    let (callbacks, wrappers) = match (callbacks, wrappers) {
-        (Ok(c), Ok(w)) => (c, w),
-        (c, w) => {
-            let mut errors = Errors::default();
-            for e in [c.err(), w.err()].into_iter().flatten() {
-                errors.extend(e);
-            }
-            return Err(errors);
-        }
-    };
+    let (callbacks, wrappers) = crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root))?;
     Ok(BindingsView {
         wrappers,
         header: header.to_string(),

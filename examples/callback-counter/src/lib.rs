@@ -7,9 +7,7 @@
 
 use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::COR_PRF_MONITOR;
-use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Result};
-use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Result};
 
 /// The CLSID this profiler answers to.
 pub const CLSID: &str = "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11";
@@ -34,43 +32,22 @@ pub fn parse_mask(text: &str) -> Option<u32> {
     }
 }
 
-/// One counter per callback, indexed by [`Callback::index`]. A fixed-size array, so the index is
-/// provably in bounds and each callback costs one atomic increment (see BENCHMARKS.md).
+/// One counter per callback: each callback costs one atomic increment (see BENCHMARKS.md).
+#[derive(Default)]
 pub struct Counter {
-    counts: [AtomicU64; Callback::COUNT],
-}
-
-impl Default for Counter {
-    fn default() -> Self {
-        Counter { counts: [const { AtomicU64::new(0) }; Callback::COUNT] }
-    }
+    counts: CallbackCounts,
 }
 
 impl Counter {
     /// `(callback, count)` for every callback that fired, in vtable order.
     pub fn fired(&self) -> Vec<(Callback, u64)> {
-        Callback::ALL
-            .iter()
-            .map(|c| (*c, self.counts[c.index()].load(Ordering::Relaxed)))
-            .filter(|(_, n)| *n > 0)
-            .collect()
-    }
-
-    fn report(&self) -> std::io::Result<()> {
-        let mut text = String::new();
-        for (c, n) in self.fired() {
-            text.push_str(&format!("{} {n}\n", c.name()));
-        }
-        match std::env::var_os("CORPROF_COUNTS_OUT") {
-            Some(path) => std::fs::write(path, text),
-            None => std::io::stderr().write_all(text.as_bytes()),
-        }
+        self.counts.nonzero()
     }
 }
 
 impl CorProfilerCallback for Counter {
     fn before_callback(&self, callback: Callback) {
-        self.counts[callback.index()].fetch_add(1, Ordering::Relaxed);
+        self.counts.bump(callback);
     }
 
     fn initialize(&self, info: &IUnknown) -> Result<()> {
@@ -86,7 +63,7 @@ impl CorProfilerCallback for Counter {
     }
 
     fn shutdown(&self) -> Result<()> {
-        self.report().map_err(|e| {
+        self.counts.write_to_env_file("CORPROF_COUNTS_OUT").map_err(|e| {
             eprintln!("callback-counter: cannot write the counts: {e}");
             HResult::E_FAIL
         })

@@ -19,11 +19,10 @@ use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::{
     AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID, ThreadID,
 };
-use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Out, Result};
+use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Out, Result};
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::Once;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The CLSID this profiler answers to.
 pub const CLSID: &str = "A3ACAAE4-6124-487E-9CF5-68F88E605DFA";
@@ -80,41 +79,21 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// One panic counter per callback, indexed by [`Callback::index`].
+/// One panic counter per callback.
+#[derive(Default)]
 pub struct Panicker {
-    panics: Vec<AtomicU64>,
-}
-
-impl Default for Panicker {
-    fn default() -> Self {
-        Panicker { panics: Callback::ALL.iter().map(|_| AtomicU64::new(0)).collect() }
-    }
+    panics: CallbackCounts,
 }
 
 impl Panicker {
     /// Counts a panic about to be raised in `callback`; call it right before panicking.
     fn arm(&self, callback: Callback) {
-        self.panics[callback.index()].fetch_add(1, Ordering::Relaxed);
+        self.panics.bump(callback);
     }
 
     /// `(callback, panics)` for every callback that panicked, in vtable order.
     pub fn raised(&self) -> Vec<(Callback, u64)> {
-        Callback::ALL
-            .iter()
-            .map(|c| (*c, self.panics[c.index()].load(Ordering::Relaxed)))
-            .filter(|(_, n)| *n > 0)
-            .collect()
-    }
-
-    fn report(&self) -> std::io::Result<()> {
-        let mut text = String::new();
-        for (c, n) in self.raised() {
-            text.push_str(&format!("{} {n}\n", c.name()));
-        }
-        match std::env::var_os("CORPROF_PANICS_OUT") {
-            Some(path) => std::fs::write(path, text),
-            None => std::io::stderr().write_all(text.as_bytes()),
-        }
+        self.panics.nonzero()
     }
 }
 
@@ -131,7 +110,7 @@ impl CorProfilerCallback for Panicker {
     }
 
     fn shutdown(&self) -> Result<()> {
-        self.report().map_err(|e| {
+        self.panics.write_to_env_file("CORPROF_PANICS_OUT").map_err(|e| {
             eprintln!("panicking-profiler: cannot write the panic counts: {e}");
             HResult::E_FAIL
         })
