@@ -82,6 +82,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         interfaces: Vec::new(),
         guids: HashMap::new(),
         tag_names: Vec::new(),
+        without_iid: Vec::new(),
     };
     let mut structs = Vec::new();
     walker.collect(tu.cursor(), &mut structs);
@@ -104,6 +105,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         files,
         main_header: headers.last().cloned().unwrap_or_default(),
         tag_names: walker.tag_names,
+        without_iid: walker.without_iid,
     })
 }
 
@@ -114,6 +116,7 @@ struct Walker<'a> {
     /// `IID_Foo` → `xxxxxxxx-xxxx-…`, from `EXTERN_GUID` declarations.
     guids: HashMap<String, String>,
     tag_names: Vec<(String, String)>,
+    without_iid: Vec<(String, Loc)>,
 }
 
 impl<'tu> Walker<'_> {
@@ -168,7 +171,11 @@ impl<'tu> Walker<'_> {
             .annotations()
             .into_iter()
             .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned))
-            .or_else(|| self.guids.get(&format!("IID_{name}")).cloned())?;
+            .or_else(|| self.guids.get(&format!("IID_{name}")).cloned());
+        let Some(iid) = iid else {
+            self.without_iid.push((name, self.loc(&c)));
+            return None;
+        };
         Some(Interface { name, iid, base, methods, loc: self.loc(&c) })
     }
 
@@ -185,6 +192,7 @@ impl<'tu> Walker<'_> {
         Param {
             name: c.spelling(),
             declared_array: c.ty().kind() == TypeKind::Array,
+            is_count: counts(c.ty()),
             ty: ctype(c.ty()),
             midl,
             sal,
@@ -317,6 +325,15 @@ fn ctype(t: Type<'_>) -> CType {
         }
         TypeKind::Builtin => CType::Builtin(t.canonical().spelling().replace("const ", "")),
         _ => CType::Named(t.declaration().spelling()),
+    }
+}
+
+/// An integer, or a pointer or reference to one (through typedefs).
+fn counts(t: Type<'_>) -> bool {
+    let c = t.canonical();
+    match c.kind() {
+        TypeKind::Pointer | TypeKind::Reference => c.pointee().canonical().is_integer(),
+        _ => c.is_integer(),
     }
 }
 

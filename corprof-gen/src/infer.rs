@@ -4,6 +4,7 @@
 //! result is marked `draft: true`: a person (or a reviewer) checks it against the documentation.
 
 use crate::annotations::{Direction, ParamSpec};
+use crate::contract::{Count, contract};
 use crate::ir::{CType, Method, Param};
 use std::fmt::Write;
 
@@ -29,22 +30,19 @@ pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
         return Some(spec);
     }
     spec.string = matches!(pointee, CType::Named(n) if n == "WCHAR");
-    for sal in &param.sal {
-        let (name, args) = split_sal(sal);
-        spec.optional |= name.contains("_opt_");
-        match name {
-            n if n.starts_with("_Out_writes") && args.len() == 2 => {
-                spec.cap = Some(args[0].clone());
-                spec.len = Some(args[1].clone());
-            }
-            n if n.starts_with("_Out_writes") && args.len() == 1 => spec.cap = Some(args[0].clone()),
-            n if n.starts_with("_In_reads") && args.len() == 1 => spec.len = Some(args[0].clone()),
-            _ => {}
+    let said = contract(param);
+    spec.optional = said.optional.is_some();
+    match said.count.map(|c| c.value) {
+        Some(Count::Writes { cap, len }) => {
+            spec.cap = Some(cap);
+            spec.len = len;
         }
+        Some(Count::Reads { len }) => spec.len = Some(len),
+        None => {}
     }
     // `pcFoo` is the count of `rFoo`, not an array counted by `cFoo`.
     let is_count = param.name.starts_with("pc");
-    let is_array = param.midl.iter().any(|a| a == "size_is" || a == "length_is")
+    let is_array = said.sized.is_some()
         || param.declared_array
         || (!spec.string && !is_count && counted_by_name(method, param).is_some());
     if is_array && spec.len.is_none() && spec.cap.is_none() {
@@ -70,34 +68,15 @@ fn is_iid(ty: &CType) -> bool {
 }
 
 fn direction(p: &Param) -> Direction {
-    let has = |a: &str| p.midl.iter().any(|m| m.eq_ignore_ascii_case(a));
-    let sal = |prefix: &str| p.sal.iter().any(|s| s.starts_with(prefix));
-    if (has("in") && has("out")) || sal("_Inout") {
-        Direction::Ref
-    } else if has("out") || sal("_Out") || sal("_COM_Outptr") || sal("_Outptr") {
-        Direction::Out
-    } else if has("in")
-        || sal("_In")
-        || matches!(&p.ty, CType::Pointer { is_const: true, .. })
-        || matches!(p.ty.pointee(), Some(CType::Void))
-    {
+    if let Some(said) = contract(p).dir() {
+        return said.value;
+    }
+    if matches!(&p.ty, CType::Pointer { is_const: true, .. }) || matches!(p.ty.pointee(), Some(CType::Void)) {
         // Unmarked `void *` is client data or a buffer handed in: nothing comes back through it.
         Direction::In
     } else {
         // Unmarked non-const pointers are usually results (cor.h leaves many unmarked).
         Direction::Out
-    }
-}
-
-/// `_Out_writes_to_(cchName,*pcchName)` → (`_Out_writes_to_`, [`cchName`, `pcchName`]).
-fn split_sal(sal: &str) -> (&str, Vec<String>) {
-    match sal.split_once('(') {
-        Some((name, rest)) => {
-            let args =
-                rest.trim_end_matches(')').split(',').map(|a| a.trim().trim_start_matches('*').to_string()).collect();
-            (name, args)
-        }
-        None => (sal, Vec::new()),
     }
 }
 
@@ -109,14 +88,9 @@ fn consumed_by_others(method: &Method) -> Vec<&str> {
         out.extend(method.params.iter().filter(|p| is_iid(&p.ty)).map(|p| p.name.as_str()));
     }
     for p in &method.params {
-        for sal in &p.sal {
-            if let Some((_, rest)) = sal.split_once('(') {
-                for a in rest.trim_end_matches(')').split(',') {
-                    let a = a.trim().trim_start_matches('*');
-                    if let Some(q) = method.params.iter().find(|q| q.name == a) {
-                        out.push(q.name.as_str());
-                    }
-                }
+        for name in contract(p).count_names() {
+            if let Some(q) = method.params.iter().find(|q| q.name == name) {
+                out.push(q.name.as_str());
             }
         }
     }
@@ -223,6 +197,7 @@ mod tests {
             midl: midl.iter().map(|s| s.to_string()).collect(),
             sal: sal.iter().map(|s| s.to_string()).collect(),
             declared_array: false,
+            is_count: false,
             loc: Loc::default(),
         }
     }

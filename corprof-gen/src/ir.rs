@@ -88,6 +88,9 @@ pub struct Param {
     pub sal: Vec<String>,
     /// Declared with array syntax (`ObjectID ids[]`), a hint that it is counted.
     pub declared_array: bool,
+    /// The value, or for a pointer what it points to, is a C integer after typedefs: it can be
+    /// an element count (`ULONG`, `ULONG *`), unlike an enum or a struct.
+    pub is_count: bool,
     pub loc: Loc,
 }
 
@@ -122,6 +125,9 @@ pub struct Header {
     /// MIDL's machine-made tags and the typedef names people use for them
     /// (`__MIDL___MIDL_itf_corprof_0000_0000_0005` → `COR_PRF_MONITOR`).
     pub tag_names: Vec<(String, String)>,
+    /// Interfaces declared without an IID (no `MIDL_INTERFACE` uuid, no `IID_<name>` constant):
+    /// they cannot be asked for, so they get no binding. Kept so messages can say why.
+    pub without_iid: Vec<(String, Loc)>,
 }
 
 impl Header {

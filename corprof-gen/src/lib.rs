@@ -2,7 +2,7 @@
 //!
 //! The pipeline runs one way, one module per stage:
 //! `clang` (libclang wrappers) → `extract` (header → [`ir`]) → [`annotations`] (YAML → model) →
-//! [`resolve`] (merge + validate) → [`classify`] (parameter kinds) → [`view`] (template models) →
+//! [`resolve`] (merge + validate, against what the header says: [`contract`]) → [`classify`] (parameter kinds) → [`view`] (template models) →
 //! Askama template → syn + prettyplease → file. [`generate`] runs it; [`build`] is what a build
 //! script calls.
 
@@ -10,6 +10,7 @@ pub mod annotations;
 pub mod build;
 mod clang;
 pub mod classify;
+pub mod contract;
 pub mod diag;
 pub mod extract;
 pub mod infer;

@@ -5,7 +5,9 @@
 
 use crate::annotations::{Annotations, Direction, InterfaceAnn, ParamSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
-use crate::ir::{CType, Header, Interface, Loc, Method, Param};
+use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
+
+mod agree;
 
 #[derive(Clone, Debug)]
 pub struct Api {
@@ -48,6 +50,7 @@ impl Api {
 /// a callback, is declared by the main header (corprof.h), or is named in the annotations.
 pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Errors> {
     let mut errors = Errors::default();
+    check_header(header, &mut errors);
     for iface_ann in &ann.interfaces {
         check_interface_entry(header, iface_ann, &mut errors);
     }
@@ -105,7 +108,50 @@ fn family(name: &str) -> &str {
     name.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
+/// What would otherwise fail in rustc: no callback interface to implement (the corprof crate
+/// re-exports the trait), a base interface that gets no binding (the vtable embeds the base's).
+fn check_header(header: &Header, errors: &mut Errors) {
+    if !header.interfaces.iter().any(|i| header.is_callback(i)) {
+        let at = Loc { file: header.main_header.clone(), line: 1, col: 0 };
+        errors.push(
+            Diagnostic::error(format!(
+                "{} declares no callback interface (`{CALLBACK_ROOT}` or one derived from it)",
+                header.main_header
+            ))
+            .at(at)
+            .help(format!(
+                "a profiler implements {CALLBACK_ROOT}: point CORPROF_INCLUDE_DIR at the runtime's corprof.h"
+            )),
+        );
+    }
+    for iface in &header.interfaces {
+        let Some(base) = iface.base.as_deref().filter(|b| *b != "IUnknown" && header.interface(b).is_none()) else {
+            continue;
+        };
+        let mut d = Diagnostic::error(format!("`{}` derives from `{base}`, which gets no binding", iface.name))
+            .at(iface.loc.clone());
+        if let Some((_, loc)) = header.without_iid.iter().find(|(n, _)| n == base) {
+            d = d.note(format!("`{base}` is declared at {loc} without an IID")).help(IID_HELP);
+        }
+        errors.push(d);
+    }
+}
+
+const IID_HELP: &str = "declare it with `MIDL_INTERFACE(\"<iid>\")` or an `IID_<name>` GUID constant";
+
 fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
+    if let Some((_, loc)) = header.without_iid.iter().find(|(n, _)| *n == ia.name) {
+        errors.push(
+            Diagnostic::error(format!(
+                "interface `{}` has no IID, so it gets no binding and its entries cannot apply",
+                ia.name
+            ))
+            .at(ia.loc.clone())
+            .declared_at(loc)
+            .help(IID_HELP),
+        );
+        return;
+    }
     let Some(iface) = header.interface(&ia.name) else {
         // Another version of a family the header has, or a name close to none: an interface this
         // header version lacks (skipped). A name close to a declared one: a typo (error).
@@ -185,6 +231,13 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                         format!("{role} parameter `{name}` of `{}` does not exist in {qualified}", pa.name),
                         &method.loc,
                     )),
+                    Some(lp) if role != "IID" && !lp.is_count => errors.push(at(
+                        format!(
+                            "{role} parameter `{name}` of `{}` is `{}`, not an integer: it cannot count elements",
+                            pa.name, lp.ty
+                        ),
+                        &lp.loc,
+                    )),
                     Some(lp) if lp.ty.is_pointer() != want_pointer => errors.push(at(
                         format!(
                             "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",
@@ -200,14 +253,6 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             if pa.spec.cap.is_some() && pa.spec.dir == Direction::In {
                 errors.push(at(format!("`cap` of `{}` belongs to `out` buffers, not `in` ones", pa.name), &param.loc));
             }
-            // `T name[]` is counted by something; say so, or keep it raw.
-            let counted = pa.spec.len.is_some() || pa.spec.cap.is_some();
-            if param.declared_array && !counted && !pa.spec.raw && !pa.spec.string {
-                errors.push(
-                    at(format!("`{}` of {qualified} is an array but has no length parameter", pa.name), &param.loc)
-                        .help("add `len: <count parameter>` (and `cap:` for out buffers), or `raw: true`"),
-                );
-            }
             if pa.spec.corenum && !matches!(pointee, CType::Named(n) if n == "HCORENUM") {
                 errors.push(at(
                     format!("`{}` is marked `corenum` but points to `{pointee}`, not HCORENUM", pa.name),
@@ -220,6 +265,8 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                     &param.loc,
                 ));
             }
+            let place = agree::Place { qualified: &qualified, is_callback: header.is_callback(iface) };
+            agree::check(&place, param, pa, errors);
             if pa.spec.string && !matches!(pointee, CType::Named(n) if n == "WCHAR") {
                 errors.push(
                     Diagnostic::error(format!(

@@ -65,6 +65,10 @@ pub struct ParamSpec {
     /// Written by `corprof-gen bootstrap` and not yet reviewed: builds, with a warning.
     #[serde(default)]
     pub draft: bool,
+    /// Accepts this entry although it disagrees with the header's MIDL attributes or SAL: why
+    /// the header is wrong or silent there. `corprof-gen check` lists every override.
+    #[serde(default, rename = "override")]
+    pub override_reason: Option<String>,
 }
 
 impl ParamSpec {
@@ -84,6 +88,7 @@ impl ParamSpec {
             optional: false,
             string: false,
             draft: false,
+            override_reason: None,
         }
     }
 }

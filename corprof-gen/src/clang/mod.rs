@@ -282,6 +282,11 @@ impl<'tu> Type<'tu> {
         cx_string(unsafe { clang_getTypeSpelling(self.raw) })
     }
 
+    /// A C integer type (`char` … `__int128`, signed or not; not `bool`, not floating point).
+    pub fn is_integer(&self) -> bool {
+        (CXType_Char_U..=CXType_Int128).contains(&self.raw.kind)
+    }
+
     pub fn is_const(&self) -> bool {
         unsafe { clang_isConstQualifiedType(self.raw) != 0 }
     }

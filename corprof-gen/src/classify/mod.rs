@@ -150,7 +150,15 @@ mod tests {
     }
 
     fn param(name: &str, ty: CType, spec: Option<ParamSpec>) -> ApiParam {
-        let ir = Param { name: name.into(), ty, midl: vec![], sal: vec![], declared_array: false, loc: Loc::default() };
+        let ir = Param {
+            name: name.into(),
+            ty,
+            midl: vec![],
+            sal: vec![],
+            declared_array: false,
+            is_count: false,
+            loc: Loc::default(),
+        };
         ApiParam { ir, spec, spec_loc: None }
     }
 

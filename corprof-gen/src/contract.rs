@@ -1,0 +1,162 @@
+//! What the header itself says about one parameter, read from the IR's MIDL attributes
+//! (`/* [size_is][out] */`, cor.h's `// [IN|OUT]`) and SAL (`_Out_writes_to_(cchName, *pcchName)`).
+//! Takes an [`ir::Param`](crate::ir::Param), gives a [`Contract`]: `infer` drafts annotations from
+//! it and `resolve` checks written annotations against it, so both read the header the same way.
+
+use crate::annotations::Direction;
+use crate::ir::Param;
+
+/// A fact with the header text that states it, for messages (`[out]`, `_In_reads_opt_(cchName)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Said<T> {
+    pub value: T,
+    pub quote: String,
+}
+
+/// An element count SAL gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// `_In_reads_(n)`: the callee reads `n` elements.
+    Reads { len: String },
+    /// `_Out_writes_(cap)`, `_Out_writes_to_(cap, *len)`: room for `cap`, `len` written back.
+    Writes { cap: String, len: Option<String> },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Contract {
+    /// From the MIDL attributes: `[in]`, `[out]`, `[in][out]` (`[IN|OUT]` in cor.h).
+    pub midl_dir: Option<Said<Direction>>,
+    /// From SAL: `_In_…`, `_Out_…`/`_COM_Outptr_`, `_Inout_…`.
+    pub sal_dir: Option<Said<Direction>>,
+    pub count: Option<Said<Count>>,
+    /// `[size_is]`/`[length_is]`: an array, counted by an expression the comment does not show.
+    pub sized: Option<Said<()>>,
+    /// `[string]`: NUL-terminated text.
+    pub string: Option<Said<()>>,
+    /// SAL `_opt_` or cor.h's `OPTIONAL`: null is allowed.
+    pub optional: Option<Said<()>>,
+}
+
+impl Contract {
+    /// The direction the header states, MIDL first (every corprof.h parameter has one).
+    pub fn dir(&self) -> Option<&Said<Direction>> {
+        self.midl_dir.as_ref().or(self.sal_dir.as_ref())
+    }
+
+    /// The parameters SAL names as this one's counts.
+    pub fn count_names(&self) -> Vec<&str> {
+        match self.count.as_ref().map(|c| &c.value) {
+            Some(Count::Reads { len }) => vec![len.as_str()],
+            Some(Count::Writes { cap, len }) => {
+                [Some(cap), len.as_ref()].into_iter().flatten().map(|s| s.as_str()).collect()
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Reads the header's statements about `p`.
+pub fn contract(p: &Param) -> Contract {
+    let mut c = Contract::default();
+    let attrs = p.midl.iter().map(|a| a.to_ascii_lowercase()).collect::<Vec<_>>();
+    let has = |a: &str| attrs.iter().any(|m| m.split('|').any(|part| part.trim() == a));
+    let quote = format!("[{}]", p.midl.join("]["));
+    c.midl_dir = match (has("in"), has("out")) {
+        (true, true) => Some(Direction::Ref),
+        (false, true) => Some(Direction::Out),
+        (true, false) => Some(Direction::In),
+        (false, false) => None,
+    }
+    .map(|value| Said { value, quote: quote.clone() });
+    let flag = |on: bool| on.then(|| Said { value: (), quote: quote.clone() });
+    c.sized = flag(has("size_is") || has("length_is"));
+    c.string = flag(has("string"));
+    c.optional = flag(has("optional"));
+    for sal in &p.sal {
+        let (name, args) = split_sal(sal);
+        let dir = if name.starts_with("_Inout") {
+            Some(Direction::Ref)
+        } else if name.starts_with("_Out") || name.starts_with("_COM_Outptr") {
+            Some(Direction::Out)
+        } else if name.starts_with("_In") {
+            Some(Direction::In)
+        } else {
+            None
+        };
+        if let Some(d) = dir {
+            c.sal_dir = said(d, sal);
+        }
+        if name.contains("_opt_") {
+            c.optional = said((), sal);
+        }
+        c.count = match (dir, args.as_slice()) {
+            (Some(Direction::In), [n]) => said(Count::Reads { len: n.clone() }, sal),
+            (Some(Direction::Out | Direction::Ref), [cap]) => said(Count::Writes { cap: cap.clone(), len: None }, sal),
+            (Some(Direction::Out | Direction::Ref), [cap, len]) => {
+                said(Count::Writes { cap: cap.clone(), len: Some(len.clone()) }, sal)
+            }
+            _ => c.count,
+        };
+    }
+    c
+}
+
+fn said<T>(value: T, quote: &str) -> Option<Said<T>> {
+    Some(Said { value, quote: quote.to_string() })
+}
+
+/// `_Out_writes_to_(cchName,*pcchName)` → (`_Out_writes_to_`, [`cchName`, `pcchName`]).
+fn split_sal(sal: &str) -> (&str, Vec<String>) {
+    match sal.split_once('(') {
+        Some((name, rest)) => {
+            let args = rest
+                .trim_end_matches(')')
+                .split(',')
+                .map(|a| a.trim().trim_start_matches('*').trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect();
+            (name, args)
+        }
+        None => (sal, Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CType, Loc};
+
+    fn param(midl: &[&str], sal: &[&str]) -> Param {
+        Param {
+            name: "p".into(),
+            ty: CType::Pointer { pointee: Box::new(CType::Named("ULONG".into())), is_const: false },
+            midl: midl.iter().map(|s| s.to_string()).collect(),
+            sal: sal.iter().map(|s| s.to_string()).collect(),
+            declared_array: false,
+            is_count: true,
+            loc: Loc::default(),
+        }
+    }
+
+    #[test]
+    fn midl_directions_and_flags() {
+        assert_eq!(contract(&param(&["out", "in"], &[])).dir().unwrap().value, Direction::Ref);
+        assert_eq!(contract(&param(&["in|out"], &[])).dir().unwrap().value, Direction::Ref);
+        let c = contract(&param(&["size_is", "out"], &[]));
+        assert_eq!(c.dir().unwrap().quote, "[size_is][out]");
+        assert!(c.sized.is_some() && c.string.is_none());
+        assert!(contract(&param(&["out", "optional"], &[])).optional.is_some());
+        assert!(contract(&param(&[], &[])).dir().is_none());
+    }
+
+    #[test]
+    fn sal_counts_directions_and_optional() {
+        let c = contract(&param(&["annotation", "out"], &["_Out_writes_to_(cchName, *pcchName)"]));
+        assert_eq!(c.count.unwrap().value, Count::Writes { cap: "cchName".into(), len: Some("pcchName".into()) });
+        assert_eq!(c.sal_dir.unwrap().value, Direction::Out);
+        let c = contract(&param(&["annotation", "in"], &["_In_reads_opt_(cchName)"]));
+        assert_eq!(c.count.as_ref().unwrap().value, Count::Reads { len: "cchName".into() });
+        assert_eq!(c.optional.unwrap().quote, "_In_reads_opt_(cchName)");
+        assert_eq!(contract(&param(&[], &["_COM_Outptr_"])).dir().unwrap().value, Direction::Out);
+    }
+}
