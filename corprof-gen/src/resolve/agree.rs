@@ -23,7 +23,8 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
     let at = |msg: String| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(&param.loc);
     // (what the header says, what to write instead)
     let mut disagree: Vec<(String, String)> = Vec::new();
-    if spec.dir != Direction::In && matches!(param.ty, CType::Pointer { is_const: true, .. }) {
+    let writes_const = spec.dir != Direction::In && matches!(param.ty, CType::Pointer { is_const: true, .. });
+    if writes_const {
         let what = format!("is annotated `{}`, but it points to const (`{}`)", dir_name(spec.dir), param.ty);
         if place.is_callback {
             // The thunk would hand the profiler a writable view of a const pointer: no override.
@@ -35,8 +36,10 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
     }
 
     let said = contract(param);
-    // MIDL first; SAL only when MIDL is silent or agrees (one message per parameter).
-    if let Some(d) = [&said.midl_dir, &said.sal_dir].into_iter().flatten().find(|d| d.value != spec.dir) {
+    // MIDL first; SAL only when MIDL is silent or agrees (one message per parameter, and none
+    // when the const error above already says to write `in`).
+    let stated = [&said.midl_dir, &said.sal_dir].into_iter().flatten().find(|d| d.value != spec.dir);
+    if let Some(d) = stated.filter(|_| !(writes_const && place.is_callback)) {
         {
             disagree.push((
                 format!("is annotated `{}`, but the header says `{}`", dir_name(spec.dir), d.quote),

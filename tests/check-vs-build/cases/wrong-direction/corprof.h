@@ -1,0 +1,2 @@
+/* The ok case's header; only the annotations differ. */
+#include "../ok/corprof.h"
