@@ -138,6 +138,21 @@ unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
     0
 }
 
+/// Even ids are ready (S_OK), odd ones are not (S_FALSE); 0 is invalid.
+unsafe extern "system" fn is_ready(_: *mut IFixInfo, id: ULONG) -> HRESULT {
+    match id {
+        0 => HResult::E_INVALIDARG.0,
+        _ => (id % 2) as HRESULT,
+    }
+}
+unsafe extern "system" fn find_value(this: *mut IFixInfo, id: ULONG, out: *mut ULONG) -> HRESULT {
+    let hr = unsafe { is_ready(this, id) };
+    if hr == 0 {
+        unsafe { *out = id * 100 };
+    }
+    hr
+}
+
 const fn v1<C: ComClass>() -> IFixInfo_Vtbl {
     IFixInfo_Vtbl {
         base__: IUnknown_Vtbl::new::<C>(),
@@ -153,6 +168,8 @@ const fn v1<C: ComClass>() -> IFixInfo_Vtbl {
         EnumItems: enum_items,
         CloseEnum: close_enum,
         Count: count,
+        IsReady: is_ready,
+        FindValue: find_value,
     }
 }
 
@@ -295,4 +312,15 @@ fn the_object_is_freed_when_the_last_wrapper_goes() {
     assert_eq!(copy.get_value(1).unwrap(), 10);
     drop(copy);
     assert_eq!(DROPPED.load(SeqCst), 1);
+}
+
+#[test]
+fn s_false_answers_no_instead_of_success() {
+    let info = info_v2(None);
+    assert_eq!(info.is_ready(2), Ok(true));
+    assert_eq!(info.is_ready(3), Ok(false), "S_FALSE is a `false`, not a hidden success");
+    assert_eq!(info.is_ready(0), Err(HResult::E_INVALIDARG));
+    assert_eq!(info.find_value(4), Ok(Some(400)));
+    assert_eq!(info.find_value(5), Ok(None), "S_FALSE leaves no value to read");
+    assert_eq!(info.find_value(0), Err(HResult::E_INVALIDARG));
 }

@@ -28,6 +28,8 @@ pub struct ApiInterface {
 pub struct ApiMethod {
     pub ir: Method,
     pub params: Vec<ApiParam>,
+    /// What S_FALSE means, when the method answers "no" with it (annotation `return:`).
+    pub s_false: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -83,7 +85,8 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                     spec_loc: pa.map(|pa| pa.loc.clone()),
                 });
             }
-            methods.push(ApiMethod { ir: m.clone(), params });
+            let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
+            methods.push(ApiMethod { ir: m.clone(), params, s_false });
         }
         interfaces.push(ApiInterface { ir: iface.clone(), is_callback, safe, methods });
     }
@@ -188,6 +191,19 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             errors.push(d);
             continue;
         };
+        if let Some((_, loc)) = &ma.ret {
+            let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
+            if header.is_callback(iface) || !returns_hresult {
+                errors.push(
+                    Diagnostic::error(format!(
+                        "`return:` of {}::{} describes the answer of a method the profiler calls and that returns HRESULT",
+                        iface.name, method.name
+                    ))
+                    .at(loc.clone())
+                    .declared_at(&method.loc),
+                );
+            }
+        }
         for pa in &ma.params {
             let qualified = format!("{}::{}", iface.name, method.name);
             let Some(param) = method.params.iter().find(|p| p.name == pa.name) else {

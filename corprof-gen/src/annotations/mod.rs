@@ -100,12 +100,28 @@ pub struct ParamAnn {
     pub loc: Loc,
 }
 
+/// What a method's return means beyond success and failure, written under the reserved key
+/// `return:` (a C keyword, so never a parameter name): `return: { s_false: "not an array" }`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReturnSpec {
+    /// The method answers S_FALSE to say "no": the wrapper returns `false` / `None` then, and the
+    /// text (what S_FALSE means) goes into its documentation.
+    #[serde(default)]
+    pub s_false: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MethodAnn {
     pub name: String,
     pub params: Vec<ParamAnn>,
+    /// The `return:` entry, with where it was written.
+    pub ret: Option<(ReturnSpec, Loc)>,
     pub loc: Loc,
 }
+
+/// The key of a method's [`ReturnSpec`].
+pub const RETURN_KEY: &str = "return";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceAnn {

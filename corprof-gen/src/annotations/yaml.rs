@@ -2,7 +2,7 @@
 //! line:col), then walks it into the typed model. serde gives values no positions, so a small
 //! indentation scanner over the text maps each key path to the line:col where it is written.
 
-use super::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec};
+use super::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec};
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::Value;
@@ -52,12 +52,24 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 continue;
             };
             let method_loc = pos(&[&iface, &method]);
-            let mut method_ann = MethodAnn { name: method.clone(), params: Vec::new(), loc: method_loc.clone() };
+            let mut method_ann =
+                MethodAnn { name: method.clone(), params: Vec::new(), ret: None, loc: method_loc.clone() };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
                 let Some(param) = key_str(&param_key, &method_loc, &mut errors) else {
                     continue;
                 };
                 let loc = pos(&[&iface, &method, &param]);
+                if param == RETURN_KEY {
+                    match serde_yaml::from_value::<ReturnSpec>(spec) {
+                        Ok(r) => method_ann.ret = Some((r, loc)),
+                        Err(e) => errors.push(
+                            Diagnostic::error(format!("invalid `{RETURN_KEY}` annotation: {e}"))
+                                .at(loc)
+                                .help("write `return: { s_false: \"<what S_FALSE means>\" }`"),
+                        ),
+                    }
+                    continue;
+                }
                 if let Some(spec) = param_spec(spec, &loc, &mut errors) {
                     method_ann.params.push(ParamAnn { name: param, spec, loc });
                 }

@@ -56,6 +56,10 @@ impl CallKind {
 pub enum CallReturn {
     /// `HRESULT`: failures become `Err`.
     HResult,
+    /// `HRESULT` whose S_FALSE means "no": `false`, or `None` instead of the outputs.
+    HResultOrFalse {
+        meaning: String,
+    },
     /// Any other return value is handed back as is (`ULONG`, `BOOL`, `PVOID`).
     Value {
         ty: String,
@@ -103,11 +107,15 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
         })
         .collect();
     let ret = match &m.ir.ret {
-        CType::Named(n) if n == "HRESULT" => CallReturn::HResult,
+        CType::Named(n) if n == "HRESULT" => match &m.s_false {
+            Some(meaning) => CallReturn::HResultOrFalse { meaning: meaning.clone() },
+            None => CallReturn::HResult,
+        },
         CType::Void => CallReturn::Void,
         other => CallReturn::Value { ty: rust_type(other) },
     };
-    if ret != CallReturn::HResult && kinds.iter().any(CallKind::is_output) {
+    let returns_hresult = matches!(ret, CallReturn::HResult | CallReturn::HResultOrFalse { .. });
+    if !returns_hresult && kinds.iter().any(CallKind::is_output) {
         errors.push(
             Diagnostic::error(format!("{iface}::{} has outputs but does not return HRESULT", m.ir.name))
                 .declared_at(&m.ir.loc),

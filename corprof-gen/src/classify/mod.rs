@@ -179,6 +179,7 @@ mod tests {
         };
         let m = ApiMethod {
             ir: Method { name: "M".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
+            s_false: None,
             params: vec![
                 param("hr", named("HRESULT"), None),
                 param("cIds", named("ULONG"), None),

@@ -44,6 +44,8 @@ pub struct FieldView {
 
 pub struct CallMethodView {
     pub name: String,
+    /// What S_FALSE returns and means, for the docs; empty when S_FALSE is just success.
+    pub s_false_doc: String,
     /// Takes raw pointers the callee reads or writes: the wrapper is an `unsafe fn`.
     pub is_unsafe: bool,
     pub snake: String,
@@ -403,9 +405,9 @@ fn method_view(
     let (ret_ty, result) = match (ret, outputs.len()) {
         (CallReturn::Void, _) => ("()".to_string(), "()".to_string()),
         (CallReturn::Value { ty }, _) => (ty.clone(), "hr__".to_string()),
-        (CallReturn::HResult, 0) => ("()".to_string(), "()".to_string()),
-        (CallReturn::HResult, 1) => (outputs[0].1.clone(), outputs[0].2.clone()),
-        (CallReturn::HResult, _) => {
+        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 0) => ("()".to_string(), "()".to_string()),
+        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 1) => (outputs[0].1.clone(), outputs[0].2.clone()),
+        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, _) => {
             let base = m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name).to_string();
             let struct_name =
                 if result_names.contains(&base) || base == wrapper { format!("{wrapper}{base}") } else { base };
@@ -441,13 +443,34 @@ fn method_view(
             (format!("{struct_name}{generics}"), value)
         }
     };
+    // S_FALSE as "no": `false` for a method without outputs, `None` instead of them otherwise.
+    let (ret_ty, result, s_false_doc, no) = match ret {
+        CallReturn::HResultOrFalse { meaning } if outputs.is_empty() => (
+            "bool".to_string(),
+            "true".to_string(),
+            format!("Returns `false` when the runtime answers S_FALSE: {meaning}."),
+            "false",
+        ),
+        CallReturn::HResultOrFalse { meaning } => (
+            format!("Option<{ret_ty}>"),
+            format!("Some({result})"),
+            format!("Returns `None` when the runtime answers S_FALSE: {meaning}."),
+            "None",
+        ),
+        _ => (ret_ty, result, String::new(), ""),
+    };
     let (call_binding, check) = match ret {
         CallReturn::HResult => ("let hr__ =".to_string(), format!("{root}::HResult(hr__).ok()?;")),
+        CallReturn::HResultOrFalse { .. } => (
+            "let hr__ =".to_string(),
+            format!("{root}::HResult(hr__).ok()?; if hr__ == {root}::HResult::S_FALSE.0 {{ return Ok({no}); }}"),
+        ),
         CallReturn::Value { .. } => ("let hr__ =".to_string(), String::new()),
         CallReturn::Void => (String::new(), String::new()),
     };
     let has_buffers = !fits.is_empty() && !is_enum;
     CallMethodView {
+        s_false_doc,
         is_unsafe: kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })),
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
