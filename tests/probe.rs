@@ -24,6 +24,8 @@ fn probe(runtime: &'static str, test: &str, runtime_line: &str) {
         "type TracerApp.Orders: Submit",
         "type TracerApp.Outer: ",
         "type TracerApp.Program: Main",
+        "is_array_class TracerApp.Program: None",
+        "custom attribute NoSuchAttribute: None",
     ];
     assert_eq!(text.lines().collect::<Vec<_>>(), expected, "probe output on CoreCLR {runtime}");
 }

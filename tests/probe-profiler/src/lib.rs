@@ -1,6 +1,7 @@
 //! A test profiler for `tests/probe.rs`: when the Tracer app's `Main` is about to be JIT-compiled,
 //! it exercises the safe calling side against the real runtime — a `String` result, result
-//! structs, the ICorProfilerModuleEnum iterator, HCORENUM iterators over metadata — and writes
+//! structs, the ICorProfilerModuleEnum iterator, HCORENUM iterators over metadata, S_FALSE
+//! answers — and writes
 //! one line per fact to the file in `CORPROF_PROBE_OUT`.
 
 use corprof::types::{BOOL, COR_PRF_MONITOR, FunctionID, ModuleID, mdTypeDef};
@@ -63,6 +64,13 @@ impl Probe {
         for t in types {
             self.say(t);
         }
+
+        // S_FALSE answers "no": a class that is not an array, an attribute that is not there.
+        let program = import.find_type_def_by_name("TracerApp.Program", 0)?;
+        let class = info.get_class_from_token(module, program)?;
+        self.say(format!("is_array_class TracerApp.Program: {:?}", info.is_array_class(class)?.map(|a| a.rank_count)));
+        let attr = import.get_custom_attribute_by_name(program, "NoSuchAttribute")?;
+        self.say(format!("custom attribute NoSuchAttribute: {:?}", attr.map(|a| a.data_size)));
         Ok(())
     }
 }
