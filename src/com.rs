@@ -6,6 +6,8 @@
 use crate::{GUID, HRESULT, HResult, Result};
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
@@ -240,12 +242,39 @@ unsafe extern "system" fn add_ref<C: ComClass>(this: *mut IUnknown) -> u32 {
 }
 
 unsafe extern "system" fn release<C: ComClass>(this: *mut IUnknown) -> u32 {
+    // SAFETY: the caller owns a reference, so the object is alive until the decrement below.
     let obj = unsafe { &*(this as *const ComObject<C>) };
-    let left = obj.refs.fetch_sub(1, Ordering::Release) - 1;
+    // Wrapping: only a Release beyond the count could go below zero, and that is already a
+    // use-after-free; an overflow panic here would abort instead of returning.
+    let left = obj.refs.fetch_sub(1, Ordering::Release).wrapping_sub(1);
     if left == 0 {
         // Pairs with the Release above in other threads: their uses happen before the free.
         fence(Ordering::Acquire);
-        drop(unsafe { Box::from_raw(this as *mut ComObject<C>) });
+        // SAFETY: the count reached zero, so this call owns the last reference and nobody can
+        // reach the object any more; it came from `ComObject::<C>::create`.
+        unsafe { destroy::<C>(this.cast()) };
     }
     left
+}
+
+/// Drops the value and frees the object, from the last `Release`: a runtime thread that must never
+/// see a panic. A panic in the value's `Drop` is logged as `corprof: drop of <type> panicked: …`
+/// and the object is freed all the same, once.
+///
+/// # Safety
+/// `obj` must come from [`ComObject::create`] (a `Box`) and be unreachable by anyone else.
+unsafe fn destroy<C: ComClass>(obj: *mut ComObject<C>) {
+    // Only the value has drop glue (the vtable pointer and the count need none). When its `Drop`
+    // panics, the drop glue still drops its fields while unwinding, so afterwards the value is
+    // gone either way, never to be dropped again.
+    // SAFETY: `obj` is valid and its value is dropped exactly once, here.
+    let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(&raw mut (*obj).value) }));
+    // Frees the allocation without dropping anything: as `MaybeUninit` the contents have no drop
+    // glue, and the layout is that of the `Box<ComObject<C>>` it was allocated as.
+    // SAFETY: `obj` came from `Box::into_raw` and is freed exactly once, here.
+    drop(unsafe { Box::from_raw(obj.cast::<MaybeUninit<ComObject<C>>>()) });
+    if let Err(payload) = dropped {
+        let ty = std::any::type_name::<C::Value>();
+        crate::glue::log_panic(&format_args!("drop of {ty}"), payload, "the object was freed");
+    }
 }

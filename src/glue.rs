@@ -7,10 +7,13 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs a callback body on the object behind `this`. A panic never crosses into the runtime: it
 /// is logged with the callback's name and reported as `E_FAIL`. The guard costs nothing unless a
-/// panic happens (unwinding tables only).
+/// panic happens (unwinding tables only). A failed `Initialize` or `InitializeForAttach` is
+/// reported too (`report_initialize_failure`).
 ///
 /// # Safety
 /// `this` must be a live `ComObject<C>`.
@@ -20,29 +23,94 @@ pub unsafe fn dispatch<C: ComClass>(
     name: &'static str,
     body: impl FnOnce(&C::Value) -> Result<()>,
 ) -> HRESULT {
+    // SAFETY: the caller guarantees `this` is a live `ComObject<C>`.
     let value = unsafe { ComObject::<C>::value(this) };
     match catch_unwind(AssertUnwindSafe(|| body(value))) {
         Ok(Ok(())) => HResult::S_OK.0,
-        Ok(Err(e)) => e.0,
-        Err(payload) => report_panic(name, payload),
+        Ok(Err(e)) => failed(name, e),
+        Err(payload) => failed(name, report_panic(name, payload)),
+    }
+}
+
+/// The error path of [`dispatch`]. Inlined so that `name`, a constant in each thunk, folds the
+/// comparison away: only the two initialize thunks keep a call to the report.
+#[inline(always)]
+fn failed(name: &str, hr: HResult) -> HRESULT {
+    if !hr.is_ok() && (name == "Initialize" || name == "InitializeForAttach") {
+        report_initialize_failure(name, hr);
+    }
+    hr.0
+}
+
+/// `CORPROF_E_PROFILER_CANCEL_ACTIVATION`: the documented way for `Initialize` to decline this
+/// process. The runtime treats it as a choice, not an error, and so does the report.
+const CANCEL_ACTIVATION: HResult = HResult(0x8013_1375u32 as i32);
+
+/// Says why the profiler is not running: the runtime unloads a profiler whose `Initialize`
+/// (`callback`) failed, silently. Writes `corprof: Initialize failed: <hr>` unless the failure
+/// is `CORPROF_E_PROFILER_CANCEL_ACTIVATION` or reports are silenced ([`set_quiet`]).
+#[cold]
+#[inline(never)]
+fn report_initialize_failure(callback: &str, hr: HResult) {
+    if hr != CANCEL_ACTIVATION {
+        write_line(&format!("corprof: {callback} failed: {hr}"));
     }
 }
 
 #[cold]
 #[inline(never)]
-fn report_panic(name: &str, payload: Box<dyn Any + Send>) -> HRESULT {
+fn report_panic(name: &str, payload: Box<dyn Any + Send>) -> HResult {
+    log_panic(&format_args!("callback {name}"), payload, "returned E_FAIL to the runtime");
+    HResult::E_FAIL
+}
+
+/// Logs a caught panic as one line, `corprof: <what> panicked: <message>; <then>`, and drops its
+/// payload without letting a second panic (from the payload's own `Drop`) escape.
+#[cold]
+#[inline(never)]
+pub(crate) fn log_panic(what: &dyn std::fmt::Display, payload: Box<dyn Any + Send>, then: &str) {
     let msg = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(non-string panic payload)".to_string());
-    // One write under the stderr lock, so lines from callbacks panicking on several threads at
-    // once do not interleave.
-    let line = format!("corprof: callback {name} panicked: {msg}; returned E_FAIL to the runtime\n");
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-    // Dropping a payload can itself panic; never let that unwind into the runtime.
+    write_line(&format!("corprof: {what} panicked: {msg}; {then}"));
     let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    HResult::E_FAIL.0
+}
+
+/// Set by [`set_quiet`].
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silences (or, with `false`, un-silences) every line corprof itself writes to stderr: caught
+/// panics and failed `Initialize` calls. Reports are also off when the environment has
+/// `CORPROF_QUIET` set to anything but empty or `0`; this switch cannot turn them back on then.
+///
+/// The switch is per profiler library (each `cdylib` has its own copy of corprof), so a profiler
+/// that declines processes on purpose can call it from its constructor or `initialize`.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether corprof's reports are silenced, by [`set_quiet`] or `CORPROF_QUIET`.
+pub fn is_quiet() -> bool {
+    // Read once, when the runtime asks for the class factory (or at the first report): the
+    // setting then holds for the whole process, and no callback reads the environment while the
+    // app may be changing it.
+    static ENV: OnceLock<bool> = OnceLock::new();
+    QUIET.load(Ordering::Relaxed)
+        || *ENV.get_or_init(|| std::env::var_os("CORPROF_QUIET").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Writes one line to stderr unless reports are silenced. One write under the stderr lock, so
+/// lines from several threads do not interleave; a failed write is ignored (nowhere to report it).
+fn write_line(line: &str) {
+    if is_quiet() {
+        return;
+    }
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
 }
 
 /// What `export_profiler!` fills in: the profiler type, its CLSID and how to make one.
@@ -87,16 +155,25 @@ unsafe extern "system" fn create_instance<F: ProfilerFactory>(
     if ppv.is_null() {
         return HResult::E_POINTER.0;
     }
+    // SAFETY: non-null, and COM's contract makes it valid for a write.
     unsafe { *ppv = std::ptr::null_mut() };
     if !outer.is_null() {
         return HResult::CLASS_E_NOAGGREGATION.0;
     }
     let profiler = match catch_unwind(F::create) {
         Ok(p) => p,
-        Err(payload) => return report_panic("(profiler constructor)", payload),
+        Err(payload) => {
+            let ty = std::any::type_name::<F::Profiler>();
+            log_panic(&format_args!("constructor of {ty}"), payload, "returned E_FAIL to the runtime");
+            return HResult::E_FAIL.0;
+        }
     };
     let obj = ComObject::<CallbackClass<F::Profiler>>::create(profiler);
     // The QueryInterface takes the caller's reference; dropping ours leaves exactly that one.
+    // When QueryInterface fails (an IID the object does not answer), that Release is the last and
+    // runs the profiler's `Drop` here; `release` keeps a panic in it from reaching the runtime.
+    // SAFETY: `obj` is the live object just created, holding the one reference given up here;
+    // `riid` and `ppv` are the caller's, passed on as COM's contract has them.
     unsafe {
         let hr = (*obj).QueryInterface(riid, ppv);
         (*obj).Release();
@@ -120,6 +197,9 @@ pub unsafe fn dll_get_class_object<F: ProfilerFactory>(
     if ppv.is_null() || rclsid.is_null() {
         return HResult::E_POINTER.0;
     }
+    is_quiet(); // reads CORPROF_QUIET now, as the runtime loads the profiler
+    // SAFETY: `ppv` and `rclsid` are non-null and valid as COM's contract requires; `factory` is
+    // the live object just created, and its Release gives up the reference `create` returned.
     unsafe {
         *ppv = std::ptr::null_mut();
         if *rclsid != F::CLSID {

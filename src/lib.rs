@@ -22,6 +22,7 @@ pub use bindings::callbacks::{CALLBACK_IIDS, Callback, CallbackClass, CorProfile
 pub use bindings::wrappers::*;
 pub use bindings::{interfaces, types, wrappers};
 pub use com::{ComPtr, IUnknown, Interface};
+pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};

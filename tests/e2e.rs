@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use corprof::HResult;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -223,11 +224,13 @@ fn init_failure(runtime: &'static str, test: &str) {
     );
     run.assert_workload_done();
     assert!(
-        run.stderr.contains("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize"),
+        run.stderr.contains("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize with E_FAIL (0x80004005)"),
         "Initialize was never called: {}",
         run.describe()
     );
     assert_eq!(run.panic_lines(), BTreeMap::new(), "{}", run.describe());
+    // The profiler is gone, and corprof says why, once.
+    assert_eq!(run.stderr_lines("corprof: "), [initialize_failed_line(HResult::E_FAIL)], "{}", run.describe());
     // Shutdown is not called for a profiler whose Initialize failed: no file (or an empty one).
     let text = out.read().unwrap_or_default();
     assert_eq!(parse_counts(&text, "the panics file"), BTreeMap::new(), "{}", run.describe());
@@ -241,6 +244,130 @@ fn init_failure_on_coreclr_8() {
 #[test]
 fn init_failure_on_coreclr_3() {
     init_failure("3", "init_failure_on_coreclr_3");
+}
+
+// ---------------------------------------------------------------------------------------------
+// panicking-profiler whose Drop panics (PANICKY_DROP_PANIC=1): the last Release must not take the
+// app down (before corprof caught it: exit 134 on CoreCLR 3.1.23 after the app's output, and with
+// a failed Initialize 139 on 8.0.4 / 134 on 3.1.23 before the app ran).
+
+const PANICKER_TYPE: &str = "panicking_profiler::Panicker";
+/// `panicking_profiler::DROP_PANIC_MESSAGE`.
+const DROP_PANIC_MESSAGE: &str = "Panicker dropped with PANICKY_DROP_PANIC=1";
+
+/// The profiler's own hook line for a panic in its `Drop`: proof that the `Drop` ran and panicked.
+fn drop_panic_hook_lines(run: &Run) -> usize {
+    let tail = format!(": {DROP_PANIC_MESSAGE}");
+    run.stderr_lines("panicking-profiler: panic at ").iter().filter(|l| l.ends_with(&tail)).count()
+}
+
+fn drop_panic_at_shutdown(runtime: &'static str, test: &str) {
+    let lib = profiler_lib(PANICKY_LIB);
+    let out = TempFile::new(test);
+    let run = run_profiled(
+        runtime,
+        "Workload",
+        PANICKY_CLSID,
+        &lib,
+        &[("CORPROF_PANICS_OUT", out.path()), ("PANICKY_DROP_PANIC", "1")],
+    );
+    run.assert_workload_done();
+    // The profiler worked as usual until then: Shutdown wrote its counts, one line per panic.
+    let text = out.read().unwrap_or_else(|| panic!("no panics file written: {}", run.describe()));
+    let raised = parse_counts(&text, "the panics file");
+    assert!(count(&raised, "JITCompilationStarted") >= 50, "{}", run.describe());
+    assert_eq!(run.panic_lines(), raised, "{}", run.describe());
+    // CoreCLR 3.1.23 releases the profiler after Shutdown; 8.0.4 never does at process exit, so
+    // there the `Drop` does not run at all.
+    let drops = match runtime {
+        "3" => 1,
+        _ => 0,
+    };
+    let line = drop_panic_line(PANICKER_TYPE, DROP_PANIC_MESSAGE);
+    let not_callbacks: Vec<&str> =
+        run.stderr_lines("corprof: ").into_iter().filter(|l| !l.starts_with(PANIC_LINE_PREFIX)).collect();
+    assert_eq!(not_callbacks, vec![line.as_str(); drops], "{}", run.describe());
+    assert_eq!(drop_panic_hook_lines(&run), drops, "{}", run.describe());
+}
+
+#[test]
+fn drop_panic_at_shutdown_on_coreclr_8() {
+    drop_panic_at_shutdown("8", "drop_panic_at_shutdown_on_coreclr_8");
+}
+
+#[test]
+fn drop_panic_at_shutdown_on_coreclr_3() {
+    drop_panic_at_shutdown("3", "drop_panic_at_shutdown_on_coreclr_3");
+}
+
+/// `PANICKY_INIT_FAIL` with the flags mismatch code, and a panicking `Drop`: the runtime releases
+/// the profiler right after Initialize fails, before the app runs.
+const INCONSISTENT_WITH_FLAGS: &str = "0x80131374";
+
+fn init_failure_and_drop_panic(runtime: &'static str, extra: &[(&'static str, &str)]) -> Run {
+    let lib = profiler_lib(PANICKY_LIB);
+    let mut env = vec![("PANICKY_INIT_FAIL", INCONSISTENT_WITH_FLAGS), ("PANICKY_DROP_PANIC", "1")];
+    env.extend_from_slice(extra);
+    let run = run_profiled(runtime, "Workload", PANICKY_CLSID, &lib, &env);
+    run.assert_workload_done();
+    let hr = HResult(0x8013_1374u32 as i32);
+    let said = format!("panicking-profiler: PANICKY_INIT_FAIL={INCONSISTENT_WITH_FLAGS}, failing Initialize with {hr}");
+    assert_eq!(run.stderr_lines("panicking-profiler: PANICKY_INIT_FAIL="), [said], "{}", run.describe());
+    assert_eq!(drop_panic_hook_lines(&run), 1, "the Drop did not run: {}", run.describe());
+    run
+}
+
+fn init_failure_reported(runtime: &'static str) {
+    let run = init_failure_and_drop_panic(runtime, &[]);
+    let failed = initialize_failed_line(HResult(0x8013_1374u32 as i32));
+    assert!(failed.contains("0x80131374"), "{failed}");
+    let dropped = drop_panic_line(PANICKER_TYPE, DROP_PANIC_MESSAGE);
+    assert_eq!(run.stderr_lines("corprof: "), [failed, dropped], "{}", run.describe());
+}
+
+#[test]
+fn init_failure_reported_on_coreclr_8() {
+    init_failure_reported("8");
+}
+
+#[test]
+fn init_failure_reported_on_coreclr_3() {
+    init_failure_reported("3");
+}
+
+/// `CORPROF_QUIET=1`: the same run, and not one line from corprof.
+fn init_failure_quiet(runtime: &'static str) {
+    let run = init_failure_and_drop_panic(runtime, &[("CORPROF_QUIET", "1")]);
+    assert_eq!(run.stderr_lines("corprof"), Vec::<&str>::new(), "{}", run.describe());
+}
+
+#[test]
+fn init_failure_quiet_on_coreclr_8() {
+    init_failure_quiet("8");
+}
+
+#[test]
+fn init_failure_quiet_on_coreclr_3() {
+    init_failure_quiet("3");
+}
+
+/// `CORPROF_E_PROFILER_CANCEL_ACTIVATION`, the documented way to decline a process: no report.
+fn cancel_activation(runtime: &'static str) {
+    let lib = profiler_lib(PANICKY_LIB);
+    let run = run_profiled(runtime, "Workload", PANICKY_CLSID, &lib, &[("PANICKY_INIT_FAIL", "0x80131375")]);
+    run.assert_workload_done();
+    assert_eq!(run.stderr_lines("panicking-profiler: PANICKY_INIT_FAIL=").len(), 1, "{}", run.describe());
+    assert_eq!(run.stderr_lines("corprof"), Vec::<&str>::new(), "{}", run.describe());
+}
+
+#[test]
+fn cancel_activation_on_coreclr_8() {
+    cancel_activation("8");
+}
+
+#[test]
+fn cancel_activation_on_coreclr_3() {
+    cancel_activation("3");
 }
 
 // ---------------------------------------------------------------------------------------------

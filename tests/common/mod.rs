@@ -11,6 +11,17 @@ use std::time::{Duration, Instant};
 pub const PANIC_LINE_PREFIX: &str = "corprof: callback ";
 pub const PANIC_LINE_SUFFIX: &str = "; returned E_FAIL to the runtime";
 
+/// The line corprof writes when the profiler's `Initialize` fails with `hr`.
+pub fn initialize_failed_line(hr: corprof::HResult) -> String {
+    format!("corprof: Initialize failed: {hr}")
+}
+
+/// The line corprof writes when the `Drop` of `ty` (a type name) panics with `msg` at the last
+/// `Release`.
+pub fn drop_panic_line(ty: &str, msg: &str) -> String {
+    format!("corprof: drop of {ty} panicked: {msg}; the object was freed")
+}
+
 /// How long one app run may take before the test kills it (a run normally takes < 1 s).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -146,6 +157,11 @@ impl Run {
     pub fn assert_workload_done(&self) {
         assert_eq!(self.code, Some(0), "the app failed: {}", self.describe());
         assert!(self.stdout.lines().any(|l| l == "Workload done"), "no `Workload done`: {}", self.describe());
+    }
+
+    /// The stderr lines that start with `prefix`, in order.
+    pub fn stderr_lines(&self, prefix: &str) -> Vec<&str> {
+        self.stderr.lines().filter(|l| l.starts_with(prefix)).collect()
     }
 
     /// `callback name -> number of corprof panic lines` on stderr; every such line must be

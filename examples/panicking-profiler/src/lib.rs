@@ -13,7 +13,11 @@
 //! - `CORPROF_PANICS_OUT`: where Shutdown writes `<CallbackName> <panics>` lines, one per callback
 //!   that panicked at least once (default: stderr). Shutdown itself never panics.
 //! - `PANICKY_INIT_FAIL=1`: Initialize returns `E_FAIL` instead, so the runtime drops the profiler
-//!   and runs the program without it.
+//!   and runs the program without it; `PANICKY_INIT_FAIL=0x80131374` (any HRESULT in hex) returns
+//!   that code.
+//! - `PANICKY_DROP_PANIC=1`: the profiler's `Drop` panics too, when the runtime releases it (at
+//!   shutdown, or right after a failed Initialize). corprof logs it as `corprof: drop of
+//!   panicking_profiler::Panicker panicked: …` and frees the object; the app must not notice.
 
 use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::{
@@ -79,13 +83,50 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// The message `Drop` panics with under `PANICKY_DROP_PANIC=1`.
+pub const DROP_PANIC_MESSAGE: &str = "Panicker dropped with PANICKY_DROP_PANIC=1";
+
 /// One panic counter per callback.
 #[derive(Default)]
 pub struct Panicker {
     panics: CallbackCounts,
+    /// `PANICKY_DROP_PANIC=1`.
+    panic_in_drop: bool,
+}
+
+impl Drop for Panicker {
+    fn drop(&mut self) {
+        if self.panic_in_drop {
+            panic!("{DROP_PANIC_MESSAGE}");
+        }
+    }
+}
+
+/// `PANICKY_INIT_FAIL` as the HRESULT Initialize returns: `1` for `E_FAIL`, or a code in hex.
+fn init_failure() -> Option<(String, HResult)> {
+    let v = std::env::var("PANICKY_INIT_FAIL").ok()?;
+    let hr = if v == "1" {
+        HResult::E_FAIL
+    } else {
+        // Anything else that is not `0x` + hex fails with E_INVALIDARG, so a typo still shows.
+        let code = v.strip_prefix("0x").and_then(|hex| u32::from_str_radix(hex, 16).ok());
+        code.map_or(HResult::E_INVALIDARG, |c| HResult(c as i32))
+    };
+    Some((v, hr))
 }
 
 impl Panicker {
+    /// The profiler the runtime gets: settings from the environment, and the one-line panic hook
+    /// installed before anything can panic (`Drop` included).
+    pub fn from_env() -> Panicker {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| std::panic::set_hook(Box::new(log_panic)));
+        Panicker {
+            panics: CallbackCounts::default(),
+            panic_in_drop: std::env::var_os("PANICKY_DROP_PANIC").is_some_and(|v| v == "1"),
+        }
+    }
+
     /// Counts a panic about to be raised in `callback`; call it right before panicking.
     fn arm(&self, callback: Callback) {
         self.panics.bump(callback);
@@ -99,12 +140,10 @@ impl Panicker {
 
 impl CorProfilerCallback for Panicker {
     fn initialize(&self, info: &IUnknown) -> Result<()> {
-        if std::env::var_os("PANICKY_INIT_FAIL").is_some_and(|v| v == "1") {
-            eprintln!("panicking-profiler: PANICKY_INIT_FAIL=1, failing Initialize");
-            return Err(HResult::E_FAIL);
+        if let Some((setting, hr)) = init_failure() {
+            eprintln!("panicking-profiler: PANICKY_INIT_FAIL={setting}, failing Initialize with {hr}");
+            return Err(hr);
         }
-        static HOOK: Once = Once::new();
-        HOOK.call_once(|| std::panic::set_hook(Box::new(log_panic)));
         let info = info.query::<ICorProfilerInfo>()?;
         HResult(unsafe { info.SetEventMask(MASK) }).ok()
     }
@@ -191,7 +230,7 @@ impl CorProfilerCallback for Panicker {
     }
 }
 
-corprof::export_profiler!(Panicker, "A3ACAAE4-6124-487E-9CF5-68F88E605DFA");
+corprof::export_profiler!(Panicker, "A3ACAAE4-6124-487E-9CF5-68F88E605DFA", Panicker::from_env);
 
 #[cfg(test)]
 mod tests {
