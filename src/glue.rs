@@ -42,18 +42,15 @@ fn failed(name: &str, hr: HResult) -> HRESULT {
     hr.0
 }
 
-/// `CORPROF_E_PROFILER_CANCEL_ACTIVATION`: the documented way for `Initialize` to decline this
-/// process. The runtime treats it as a choice, not an error, and so does the report.
-const CANCEL_ACTIVATION: HResult = HResult(0x8013_1375u32 as i32);
-
 /// Says why the profiler is not running: the runtime unloads a profiler whose `Initialize`
-/// (`callback`) failed, silently. Writes `corprof: Initialize failed: <hr>` unless the failure
-/// is `CORPROF_E_PROFILER_CANCEL_ACTIVATION` or reports are silenced ([`set_quiet`]).
+/// (`callback`) failed, silently. Writes `corprof: Initialize failed: <NAME (0x…)>: <meaning>`
+/// unless the failure is `CORPROF_E_PROFILER_CANCEL_ACTIVATION` (the documented way to decline a
+/// process: a choice, not an error) or reports are silenced ([`set_quiet`]).
 #[cold]
 #[inline(never)]
 fn report_initialize_failure(callback: &str, hr: HResult) {
-    if hr != CANCEL_ACTIVATION {
-        write_line(&format!("corprof: {callback} failed: {hr}"));
+    if hr != HResult::CORPROF_E_PROFILER_CANCEL_ACTIVATION {
+        write_line(&format!("corprof: {callback} failed: {}", hr.describe()));
     }
 }
 

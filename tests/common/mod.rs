@@ -13,7 +13,7 @@ pub const PANIC_LINE_SUFFIX: &str = "; returned E_FAIL to the runtime";
 
 /// The line corprof writes when the profiler's `Initialize` fails with `hr`.
 pub fn initialize_failed_line(hr: corprof::HResult) -> String {
-    format!("corprof: Initialize failed: {hr}")
+    format!("corprof: Initialize failed: {}", hr.describe())
 }
 
 /// The line corprof writes when the `Drop` of `ty` (a type name) panics with `msg` at the last
