@@ -138,9 +138,12 @@ unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
     0
 }
 
-const fn v1<C: ComClass>() -> IFixInfo_Vtbl {
+/// # Safety
+/// Only for `C::VTBL`, as `IUnknown_Vtbl::new` requires.
+const unsafe fn v1<C: ComClass>() -> IFixInfo_Vtbl {
     IFixInfo_Vtbl {
-        base__: IUnknown_Vtbl::new::<C>(),
+        // SAFETY: the caller's contract.
+        base__: unsafe { IUnknown_Vtbl::new::<C>() },
         GetValue: get_value,
         GetPair: get_pair,
         GetName: get_name,
@@ -161,7 +164,8 @@ struct FakeV2;
 unsafe impl ComClass for FakeV2 {
     type Value = Fake;
     type Vtbl = IFixInfo2_Vtbl;
-    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl { base__: v1::<FakeV2>(), Later: later };
+    // SAFETY: FakeV2's own vtable.
+    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl { base__: unsafe { v1::<FakeV2>() }, Later: later };
     const IIDS: &'static [GUID] = &[IID_IFixInfo, IID_IFixInfo2];
 }
 
@@ -170,7 +174,8 @@ struct FakeV1;
 unsafe impl ComClass for FakeV1 {
     type Value = Fake;
     type Vtbl = IFixInfo_Vtbl;
-    const VTBL: &'static IFixInfo_Vtbl = &v1::<FakeV1>();
+    // SAFETY: FakeV1's own vtable.
+    const VTBL: &'static IFixInfo_Vtbl = &unsafe { v1::<FakeV1>() };
     const IIDS: &'static [GUID] = &[IID_IFixInfo];
 }
 
@@ -202,7 +207,9 @@ struct EnumClass;
 unsafe impl ComClass for EnumClass {
     type Value = EnumState;
     type Vtbl = IFixEnum_Vtbl;
-    const VTBL: &'static IFixEnum_Vtbl = &IFixEnum_Vtbl { base__: IUnknown_Vtbl::new::<EnumClass>(), Next: next };
+    // SAFETY: EnumClass's own vtable.
+    const VTBL: &'static IFixEnum_Vtbl =
+        &IFixEnum_Vtbl { base__: unsafe { IUnknown_Vtbl::new::<EnumClass>() }, Next: next };
     const IIDS: &'static [GUID] = &[IID_IFixEnum];
 }
 
@@ -241,8 +248,7 @@ fn out_values_and_result_structs() {
 fn strings_and_arrays_ask_for_the_size_then_fill() {
     let info = info_v2(None);
     assert_eq!(info.get_name(1).unwrap(), NAME);
-    let fake =
-        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
     assert_eq!(fake.name_calls.load(SeqCst), 2, "one call to ask the size, one to fill");
     assert_eq!(info.get_ids().unwrap(), vec![10, 11, 12, 13, 14]);
 }
@@ -280,8 +286,7 @@ fn hcorenum_enumerations_iterate_in_batches_and_close_once() {
     assert_eq!(all, (0..100).collect::<Vec<_>>());
     let partial: Vec<u32> = info.enum_items().unwrap().take(3).collect();
     assert_eq!(partial, [0, 1, 2]);
-    let fake =
-        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
     assert_eq!(fake.closes.load(SeqCst), 2, "each enumeration closed its handle exactly once");
 }
 
@@ -294,5 +299,43 @@ fn the_object_is_freed_when_the_last_wrapper_goes() {
     assert_eq!(DROPPED.load(SeqCst), 0);
     assert_eq!(copy.get_value(1).unwrap(), 10);
     drop(copy);
+    assert_eq!(DROPPED.load(SeqCst), 1);
+}
+
+#[test]
+fn get_hands_out_the_family_versions_the_object_has() {
+    let v2 = info_v2(None);
+    let raw2: &IFixInfo2 = v2.get::<IFixInfo2>().unwrap();
+    let mut out: ULONG = 0;
+    assert_eq!(unsafe { raw2.Later(&mut out) }, 0);
+    assert_eq!(out, 99, "the raw IFixInfo2 reaches the object's own slot");
+    let raw1: &IFixInfo = v2.get::<IFixInfo>().unwrap();
+    assert_eq!(unsafe { raw1.Count() }, 42, "the newest pointer serves the older version");
+
+    let raw = ComObject::<FakeV1>::create(Fake::default());
+    let owned = unsafe { ComPtr::from_raw(raw) }.unwrap();
+    let v1 = FixInfo::from_unknown(&owned).unwrap();
+    assert!(v1.get::<IFixInfo>().is_ok());
+    assert_eq!(v1.get::<IFixInfo2>().err(), Some(HResult::E_NOINTERFACE), "an older object has no IFixInfo2");
+}
+
+#[test]
+fn free_threaded_families_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<corprof::ProfilerInfo>();
+    send_sync::<corprof::MetaDataImport>();
+    send_sync::<ComPtr<corprof::interfaces::ICorProfilerInfo12>>();
+    send_sync::<ComPtr<corprof::interfaces::IMetaDataImport2>>();
+    // Their negation (enumerators, IUnknown) is in tests/compile_fail/enumerators_unshared.rs.
+}
+
+#[test]
+fn from_ref_takes_its_own_reference() {
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    let info = info_v2(Some(&DROPPED));
+    let extra: ComPtr<IFixInfo> = ComPtr::from_ref(info.get::<IFixInfo>().unwrap());
+    drop(info);
+    assert_eq!(DROPPED.load(SeqCst), 0, "the adopted reference keeps the object alive");
+    drop(extra);
     assert_eq!(DROPPED.load(SeqCst), 1);
 }

@@ -46,6 +46,8 @@ pub fn rust_type(ty: &CType) -> String {
         CType::Void => "::core::ffi::c_void".to_string(),
         CType::Builtin(n) => builtin(n).to_string(),
         CType::Named(n) | CType::Interface(n) => n.clone(),
+        // bindgen spells the typedef itself as `Option<unsafe extern fn(…)>`.
+        CType::FnPtr { typedef, .. } => typedef.clone(),
         CType::Pointer { pointee, is_const } => {
             let inner = rust_type(pointee);
             if *is_const { format!("*const {inner}") } else { format!("*mut {inner}") }
@@ -119,6 +121,11 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
     };
     match spec.dir {
         _ if spec.raw || matches!(pointee, CType::Void) || pointee.is_pointer() => {
+            ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+        }
+        // `&mut IFoo` would let safe code swap two objects' vtable pointers: interfaces are only
+        // ever lent shared.
+        Direction::Out | Direction::Ref if matches!(pointee, CType::Interface(_)) => {
             ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
         }
         Direction::In if spec.string => ParamKind::InStr { len: spec.len.clone(), optional: spec.optional },
