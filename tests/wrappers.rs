@@ -137,6 +137,18 @@ unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
     unsafe { *out = 99 };
     0
 }
+/// Calls both function pointers once, as the runtime calls a profiler's hooks.
+unsafe extern "system" fn set_hooks(_: *mut IFixInfo2, hook: FixHook, visit: FixVisit) -> HRESULT {
+    unsafe {
+        if let Some(h) = hook {
+            h(7);
+        }
+        match visit {
+            Some(v) => v(8, std::ptr::null_mut()),
+            None => 0,
+        }
+    }
+}
 
 /// # Safety
 /// Only for `C::VTBL`, as `IUnknown_Vtbl::new` requires.
@@ -165,7 +177,8 @@ unsafe impl ComClass for FakeV2 {
     type Value = Fake;
     type Vtbl = IFixInfo2_Vtbl;
     // SAFETY: FakeV2's own vtable.
-    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl { base__: unsafe { v1::<FakeV2>() }, Later: later };
+    const VTBL: &'static IFixInfo2_Vtbl =
+        &IFixInfo2_Vtbl { base__: unsafe { v1::<FakeV2>() }, Later: later, SetHooks: set_hooks };
     const IIDS: &'static [GUID] = &[IID_IFixInfo, IID_IFixInfo2];
 }
 
@@ -338,4 +351,20 @@ fn from_ref_takes_its_own_reference() {
     assert_eq!(DROPPED.load(SeqCst), 0, "the adopted reference keeps the object alive");
     drop(extra);
     assert_eq!(DROPPED.load(SeqCst), 1);
+}
+
+#[test]
+fn function_pointers_pass_through_an_unsafe_wrapper() {
+    static SEEN: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn hook(id: ULONG) {
+        SEEN.fetch_add(id as usize, SeqCst);
+    }
+    unsafe extern "C" fn visit(id: ULONG, _client: *mut c_void) -> HRESULT {
+        SEEN.fetch_add(100 * id as usize, SeqCst);
+        0
+    }
+    let info = info_v2(None);
+    // SAFETY: the fake calls both at once, before returning; neither unwinds.
+    unsafe { info.set_hooks(Some(hook), Some(visit)) }.unwrap();
+    assert_eq!(SEEN.load(SeqCst), 807);
 }

@@ -258,3 +258,30 @@ pub fn generate(
         Err(e) => Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_records_of_zeroable_fields_are_zeroable() {
+        let file: syn::File = syn::parse_str(
+            r#"
+            pub type ULONG = u32;
+            #[derive(Copy, Clone)] pub struct Newtype(pub ::std::os::raw::c_uint);
+            pub use self::Newtype as NEWTYPE;
+            #[derive(Copy, Clone)] pub struct Plain { a: ULONG, b: [NEWTYPE; 2usize], c: *mut Plain, d: GUID }
+            #[derive(Copy, Clone)] pub struct Unit<S> { s: S }
+            #[derive(Copy, Clone)] pub struct Bits { u: Unit<[u8; 4usize]> }
+            #[derive(Copy, Clone)] pub enum RustEnum { A = 1 }
+            #[derive(Copy, Clone)] pub struct HasEnum { e: RustEnum }
+            #[derive(Copy, Clone)] pub struct HasFn { f: ::std::option::Option<unsafe extern "C" fn()> }
+            #[derive(Copy, Clone)] pub struct Outer { inner: HasEnum }
+            pub struct NotCopy { a: u32 }
+            "#,
+        )
+        .unwrap();
+        let names: Vec<String> = zeroable_types(&file.items).into_iter().map(|z| z.name).collect();
+        assert_eq!(names, ["Newtype", "Plain", "Unit", "Bits"]);
+    }
+}

@@ -170,6 +170,34 @@ mod tests {
     }
 
     #[test]
+    fn function_pointers_the_runtime_calls_carry_their_typedefs_contract() {
+        use call::{CallKind, FnContract, classify_call};
+        let fnptr = |t: &str| CType::FnPtr { typedef: t.into(), star: true };
+        let m = ApiMethod {
+            ir: Method { name: "SetHooks".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
+            params: vec![
+                param("pEnter", fnptr("FunctionEnter3"), None),
+                param("pMapper", fnptr("FunctionIDMapper2"), None),
+                param("cb", fnptr("StackSnapshotCallback"), None),
+                param("pNew", CType::FnPtr { typedef: "SomeNewCallback".into(), star: false }, None),
+            ],
+        };
+        let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
+        let contracts: Vec<FnContract> = kinds
+            .iter()
+            .map(|k| match k {
+                CallKind::FnPtr { contract, .. } => *contract,
+                other => panic!("not a function pointer: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            contracts,
+            [FnContract::EltHook, FnContract::IdMapper, FnContract::StackSnapshot, FnContract::Callback]
+        );
+        assert_eq!(rust_type(&fnptr("FunctionEnter3")), "FunctionEnter3", "bindgen's Option<fn> typedef");
+    }
+
+    #[test]
     fn each_annotation_becomes_one_kind() {
         let spec = |dir, f: fn(&mut ParamSpec)| {
             let mut s = ParamSpec::direction(dir);
