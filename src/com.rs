@@ -13,14 +13,38 @@ use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 /// A COM interface: a struct whose first field points to a vtable of type `Vtbl`.
 ///
+/// Safe code relies on one invariant: every `&T` of an interface type points to a live COM object
+/// whose vtable pointer is a real `Vtbl` of that object. That is what makes [`IUnknown::query`],
+/// [`ComPtr::from_ref`] and [`Interface::vtable`] safe.
+///
 /// # Safety
 /// The type must be `#[repr(C)]` with the vtable pointer first, and the vtable must start with
-/// `IUnknown`'s three slots; `IID` must be the interface's real identifier.
-pub unsafe trait Interface {
+/// `IUnknown`'s three slots; `IID` must be the interface's real identifier. Safe code must not be
+/// able to make a value of the type or change its vtable pointer (keep the field private, implement
+/// neither `Default`, `Clone` nor any constructor), so that a `&T` only ever comes from a real
+/// object through `unsafe` code.
+pub unsafe trait Interface: Sized {
     const IID: GUID;
     const NAME: &'static str;
     type Vtbl;
+
+    /// The object's vtable, for calling a slot directly (the slots themselves are `unsafe`).
+    #[inline(always)]
+    fn vtable(&self) -> &Self::Vtbl {
+        // SAFETY: the trait's contract: `self` is a live object whose first field is a pointer to
+        // its `Vtbl`, which lives at least as long as the object.
+        unsafe { &**(self as *const Self as *const *const Self::Vtbl) }
+    }
 }
+
+/// An interface whose objects may be used from any thread at once: `ComPtr<T>` is `Send + Sync`
+/// only for these. The runtime documents ICorProfilerInfo and the metadata interfaces as
+/// free-threaded; enumerators and IUnknown in general are not.
+///
+/// # Safety
+/// Every object that can be reached as `T` must allow every method, `AddRef` and `Release`
+/// included, to be called from any thread, concurrently.
+pub unsafe trait FreeThreaded: Interface {}
 
 /// `IUnknown`'s vtable: the first three slots of every COM vtable.
 #[repr(C)]
@@ -33,10 +57,13 @@ pub struct IUnknown_Vtbl {
 }
 
 /// The root COM interface. Every generated interface dereferences to it.
+///
+/// Only reachable by reference: the vtable pointer is private, so safe code cannot make or alter
+/// one (see [`Interface`]).
 #[repr(C)]
 #[allow(non_snake_case)]
 pub struct IUnknown {
-    pub lpVtbl: *const IUnknown_Vtbl,
+    lpVtbl: *const IUnknown_Vtbl,
 }
 
 unsafe impl Interface for IUnknown {
@@ -86,14 +113,18 @@ impl IUnknown {
 
 /// An owned reference to a COM object: `Release` on drop, `AddRef` on clone.
 ///
-/// CoreCLR's profiling interfaces are free-threaded, so a `ComPtr` may move between threads.
+/// `Send + Sync` only when `T` is [`FreeThreaded`] (ICorProfilerInfo, the metadata interfaces):
+/// clones share one object, so moving one to another thread is sharing it.
 pub struct ComPtr<T: Interface> {
     ptr: NonNull<T>,
     _owns: PhantomData<T>,
 }
 
-unsafe impl<T: Interface> Send for ComPtr<T> {}
-unsafe impl<T: Interface> Sync for ComPtr<T> {}
+// SAFETY: `FreeThreaded` promises the object's methods, AddRef and Release included, may run on any
+// thread concurrently; a `ComPtr` adds no state of its own.
+unsafe impl<T: FreeThreaded> Send for ComPtr<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T: FreeThreaded> Sync for ComPtr<T> {}
 
 impl<T: Interface> ComPtr<T> {
     /// Takes over one reference; `None` for null.
@@ -105,8 +136,14 @@ impl<T: Interface> ComPtr<T> {
     }
 
     /// Takes a new reference to a borrowed object.
+    ///
+    /// Safe because no `&T` can be faked: an interface type cannot be built or have its vtable
+    /// pointer replaced outside `unsafe` code (see [`Interface`]), so `r` is a live object and its
+    /// `AddRef` is real; the reference taken here is ours to release.
     pub fn from_ref(r: &T) -> Self {
+        // SAFETY: a reference is non-null; the `AddRef` below makes the reference we own.
         let p = unsafe { ComPtr::from_raw(r as *const T as *mut T).unwrap_unchecked() };
+        // SAFETY: `r` is a live COM object (see above); the matching Release is in `drop`.
         unsafe { p.unknown().AddRef() };
         p
     }
@@ -206,7 +243,12 @@ impl<C: ComClass> ComObject<C> {
 
 impl IUnknown_Vtbl {
     /// The three IUnknown slots for objects of class `C`.
-    pub const fn new<C: ComClass>() -> Self {
+    ///
+    /// # Safety
+    /// The vtable may only be installed in objects made by [`ComObject::<C>::create`] (as the
+    /// start of `C::VTBL`): its slots treat `this` as a `ComObject<C>` and free it at the last
+    /// `Release`.
+    pub const unsafe fn new<C: ComClass>() -> Self {
         IUnknown_Vtbl { QueryInterface: query_interface::<C>, AddRef: add_ref::<C>, Release: release::<C> }
     }
 }

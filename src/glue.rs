@@ -136,7 +136,8 @@ unsafe impl<F: ProfilerFactory> ComClass for FactoryClass<F> {
     type Value = ();
     type Vtbl = IClassFactory_Vtbl;
     const VTBL: &'static IClassFactory_Vtbl = &IClassFactory_Vtbl {
-        base__: IUnknown_Vtbl::new::<FactoryClass<F>>(),
+        // SAFETY: this is `FactoryClass<F>::VTBL`, only installed by `ComObject::<FactoryClass<F>>::create`.
+        base__: unsafe { IUnknown_Vtbl::new::<FactoryClass<F>>() },
         CreateInstance: create_instance::<F>,
         LockServer: lock_server,
     };

@@ -2,9 +2,44 @@
 //! `String`/`Vec` results, UTF-16 conversion, and `CorEnum`, the iterator over `HCORENUM`
 //! enumerations.
 
-use crate::com::{ComPtr, IUnknown};
+use crate::com::{ComPtr, IUnknown, Interface};
 use crate::{GUID, HRESULT, HResult, Result};
 use std::ffi::c_void;
+
+/// Types for which all-zero bytes are a valid value: what out values, buffers and enumeration
+/// batches start as before the callee writes them.
+///
+/// Implemented here for the primitive numbers, `bool`, raw pointers, arrays of zeroable types,
+/// [`GUID`] and [`HResult`]; the generator implements it for the plain-data structs and newtype
+/// enums of the header (after checking every field is zeroable). References, `fn` pointers, `char`
+/// and Rust enums are not.
+///
+/// # Safety
+/// A value of the type whose bytes are all zero must be valid (and the type must have no drop glue,
+/// hence `Copy`).
+pub unsafe trait Zeroable: Copy {}
+
+macro_rules! zeroable {
+    ($($t:ty),*) => { $(
+        // SAFETY: zero is a valid value of every primitive number, of `bool` (false), of a raw
+        // pointer (null), and of GUID and HResult (plain integers inside).
+        unsafe impl Zeroable for $t {}
+    )* };
+}
+zeroable!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool, GUID, HResult);
+// SAFETY: a null thin raw pointer is valid (fat ones are left out: a null vtable is not).
+unsafe impl<T> Zeroable for *const T {}
+// SAFETY: as for `*const T`.
+unsafe impl<T> Zeroable for *mut T {}
+// SAFETY: an array of zero bytes is an array of zeroed elements, each valid.
+unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
+
+/// A zeroed `T`: the starting value of an out parameter.
+#[inline(always)]
+pub fn zeroed<T: Zeroable>() -> T {
+    // SAFETY: `T: Zeroable` says all-zero bytes are a valid `T`.
+    unsafe { std::mem::zeroed() }
+}
 
 /// A safe wrapper over an interface family (`ProfilerInfo`, `MetaDataImport`, …), or a plain
 /// `ComPtr<T>`: what methods returning "an interface you name by IID" can produce.
@@ -57,14 +92,34 @@ impl Negotiated {
 
     /// The object as interface `I` of family version `version`, if the object has it. Each
     /// version's vtable extends the previous one, so the newest pointer serves every older one.
+    /// Wrappers offer this safely, typed by the family: `info.get::<ICorProfilerInfo5>()`.
+    ///
+    /// # Safety
+    /// `I` must be the interface at position `version` (1 = oldest) of the `iids` this was
+    /// negotiated with, and each of those interfaces must extend the previous one.
     #[inline]
-    pub fn at<I: crate::Interface>(&self, version: u32) -> Result<&I> {
+    pub unsafe fn at<I: Interface>(&self, version: u32) -> Result<&I> {
         if version <= self.version {
+            // SAFETY: the object answered version `self.version` of the family, whose vtable starts
+            // with every older version's (the caller's contract), so it is also an `I`; it lives
+            // as long as `self.ptr`, which the returned borrow keeps.
             Ok(unsafe { &*(self.ptr.as_raw() as *const I) })
         } else {
             Err(HResult::E_NOINTERFACE)
         }
     }
+}
+
+/// An interface of a wrapper's family and the version it is in that family: what lets
+/// `Wrapper::get::<I>()` hand out `&I` safely. The generator implements it for every version of
+/// every family (`ICorProfilerInfo5`: family `ProfilerInfo`, version 5).
+///
+/// # Safety
+/// `Family`'s wrapper must negotiate over its family's IIDs oldest first, with `Self` at position
+/// `VERSION` (1 = oldest), and every interface of the family must extend the previous one.
+pub unsafe trait FamilyMember: Interface {
+    type Family;
+    const VERSION: u32;
 }
 
 /// NUL-terminated UTF-16 for an `LPCWSTR` parameter.
@@ -83,7 +138,7 @@ pub struct Buffer<T> {
     data: Vec<T>,
 }
 
-impl<T: Copy> Buffer<T> {
+impl<T: Zeroable> Buffer<T> {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Buffer { data: Vec::new() }
@@ -103,8 +158,7 @@ impl<T: Copy> Buffer<T> {
     }
 
     pub fn grow(&mut self, needed: usize) {
-        // Zeroed elements: every element type here is plain C data.
-        self.data.resize(needed, unsafe { std::mem::zeroed() });
+        self.data.resize(needed, zeroed());
     }
 
     /// The first `len` elements.
@@ -143,14 +197,14 @@ pub struct CorEnum<'a, T> {
 
 const BATCH: usize = 64;
 
-impl<'a, T: Copy> CorEnum<'a, T> {
+impl<'a, T: Zeroable> CorEnum<'a, T> {
     pub fn new(
         fill: impl FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a,
         close: impl FnMut(HCORENUM) + 'a,
     ) -> Result<Self> {
         let mut e = CorEnum {
             handle: std::ptr::null_mut(),
-            buf: vec![unsafe { std::mem::zeroed() }; BATCH],
+            buf: vec![zeroed(); BATCH],
             pos: 0,
             len: 0,
             done: false,
@@ -172,7 +226,7 @@ impl<'a, T: Copy> CorEnum<'a, T> {
     }
 }
 
-impl<T: Copy> Iterator for CorEnum<'_, T> {
+impl<T: Zeroable> Iterator for CorEnum<'_, T> {
     type Item = T;
     fn next(&mut self) -> Option<T> {
         if self.pos == self.len && (self.done || self.refill().is_err() || self.len == 0) {

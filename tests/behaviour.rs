@@ -97,7 +97,7 @@ fn create() -> *mut Newest {
 }
 
 fn vtbl(p: *mut Newest) -> &'static ICorProfilerCallback11_Vtbl {
-    unsafe { &*(*p).lpVtbl }
+    unsafe { &*p }.vtable()
 }
 
 /// The ICorProfilerCallback (version 1) part of the newest vtable.

@@ -18,7 +18,7 @@ mod calls {
 }
 
 use corprof::com::ComObject;
-use corprof::{HResult, Out, WStr};
+use corprof::{HResult, Interface, Out, WStr};
 use directions::callbacks::{CallbackClass, CorProfilerCallback};
 use directions::interfaces::{ICorProfilerCallback2, IHelperFixture};
 use directions::types::*;
@@ -80,7 +80,7 @@ impl Obj {
         Obj(ComObject::<CallbackClass<Recorder>>::create(Recorder::default()).cast())
     }
     fn vtbl(&self) -> &directions::interfaces::ICorProfilerCallback2_Vtbl {
-        unsafe { &*(*self.0).lpVtbl }
+        unsafe { &*self.0 }.vtable()
     }
     fn seen(&self) -> Vec<String> {
         unsafe { ComObject::<CallbackClass<Recorder>>::value(self.0.cast()) }.seen.lock().unwrap().clone()

@@ -93,7 +93,7 @@ impl Shared {
     }
 
     fn vtbl(self) -> &'static corprof::com::IUnknown_Vtbl {
-        unsafe { &*(*self.0).lpVtbl }
+        unsafe { &*self.0 }.vtable()
     }
 
     fn query(self, iid: &GUID) -> (HRESULT, *mut c_void) {

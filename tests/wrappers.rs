@@ -137,6 +137,18 @@ unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
     unsafe { *out = 99 };
     0
 }
+/// Calls both function pointers once, as the runtime calls a profiler's hooks.
+unsafe extern "system" fn set_hooks(_: *mut IFixInfo2, hook: FixHook, visit: FixVisit) -> HRESULT {
+    unsafe {
+        if let Some(h) = hook {
+            h(7);
+        }
+        match visit {
+            Some(v) => v(8, std::ptr::null_mut()),
+            None => 0,
+        }
+    }
+}
 
 /// Even ids are ready (S_OK), odd ones are not (S_FALSE); 0 is invalid.
 unsafe extern "system" fn is_ready(_: *mut IFixInfo, id: ULONG) -> HRESULT {
@@ -153,9 +165,12 @@ unsafe extern "system" fn find_value(this: *mut IFixInfo, id: ULONG, out: *mut U
     hr
 }
 
-const fn v1<C: ComClass>() -> IFixInfo_Vtbl {
+/// # Safety
+/// Only for `C::VTBL`, as `IUnknown_Vtbl::new` requires.
+const unsafe fn v1<C: ComClass>() -> IFixInfo_Vtbl {
     IFixInfo_Vtbl {
-        base__: IUnknown_Vtbl::new::<C>(),
+        // SAFETY: the caller's contract.
+        base__: unsafe { IUnknown_Vtbl::new::<C>() },
         GetValue: get_value,
         GetPair: get_pair,
         GetName: get_name,
@@ -178,7 +193,9 @@ struct FakeV2;
 unsafe impl ComClass for FakeV2 {
     type Value = Fake;
     type Vtbl = IFixInfo2_Vtbl;
-    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl { base__: v1::<FakeV2>(), Later: later };
+    // SAFETY: FakeV2's own vtable.
+    const VTBL: &'static IFixInfo2_Vtbl =
+        &IFixInfo2_Vtbl { base__: unsafe { v1::<FakeV2>() }, Later: later, SetHooks: set_hooks };
     const IIDS: &'static [GUID] = &[IID_IFixInfo, IID_IFixInfo2];
 }
 
@@ -187,7 +204,8 @@ struct FakeV1;
 unsafe impl ComClass for FakeV1 {
     type Value = Fake;
     type Vtbl = IFixInfo_Vtbl;
-    const VTBL: &'static IFixInfo_Vtbl = &v1::<FakeV1>();
+    // SAFETY: FakeV1's own vtable.
+    const VTBL: &'static IFixInfo_Vtbl = &unsafe { v1::<FakeV1>() };
     const IIDS: &'static [GUID] = &[IID_IFixInfo];
 }
 
@@ -219,7 +237,9 @@ struct EnumClass;
 unsafe impl ComClass for EnumClass {
     type Value = EnumState;
     type Vtbl = IFixEnum_Vtbl;
-    const VTBL: &'static IFixEnum_Vtbl = &IFixEnum_Vtbl { base__: IUnknown_Vtbl::new::<EnumClass>(), Next: next };
+    // SAFETY: EnumClass's own vtable.
+    const VTBL: &'static IFixEnum_Vtbl =
+        &IFixEnum_Vtbl { base__: unsafe { IUnknown_Vtbl::new::<EnumClass>() }, Next: next };
     const IIDS: &'static [GUID] = &[IID_IFixEnum];
 }
 
@@ -258,8 +278,7 @@ fn out_values_and_result_structs() {
 fn strings_and_arrays_ask_for_the_size_then_fill() {
     let info = info_v2(None);
     assert_eq!(info.get_name(1).unwrap(), NAME);
-    let fake =
-        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
     assert_eq!(fake.name_calls.load(SeqCst), 2, "one call to ask the size, one to fill");
     assert_eq!(info.get_ids().unwrap(), vec![10, 11, 12, 13, 14]);
 }
@@ -297,8 +316,7 @@ fn hcorenum_enumerations_iterate_in_batches_and_close_once() {
     assert_eq!(all, (0..100).collect::<Vec<_>>());
     let partial: Vec<u32> = info.enum_items().unwrap().take(3).collect();
     assert_eq!(partial, [0, 1, 2]);
-    let fake =
-        unsafe { ComObject::<FakeV2>::value(info.negotiated().at::<IFixInfo>(1).unwrap() as *const _ as *mut c_void) };
+    let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
     assert_eq!(fake.closes.load(SeqCst), 2, "each enumeration closed its handle exactly once");
 }
 
@@ -323,4 +341,58 @@ fn s_false_answers_no_instead_of_success() {
     assert_eq!(info.find_value(4), Ok(Some(400)));
     assert_eq!(info.find_value(5), Ok(None), "S_FALSE leaves no value to read");
     assert_eq!(info.find_value(0), Err(HResult::E_INVALIDARG));
+}
+
+#[test]
+fn get_hands_out_the_family_versions_the_object_has() {
+    let v2 = info_v2(None);
+    let raw2: &IFixInfo2 = v2.get::<IFixInfo2>().unwrap();
+    let mut out: ULONG = 0;
+    assert_eq!(unsafe { raw2.Later(&mut out) }, 0);
+    assert_eq!(out, 99, "the raw IFixInfo2 reaches the object's own slot");
+    let raw1: &IFixInfo = v2.get::<IFixInfo>().unwrap();
+    assert_eq!(unsafe { raw1.Count() }, 42, "the newest pointer serves the older version");
+
+    let raw = ComObject::<FakeV1>::create(Fake::default());
+    let owned = unsafe { ComPtr::from_raw(raw) }.unwrap();
+    let v1 = FixInfo::from_unknown(&owned).unwrap();
+    assert!(v1.get::<IFixInfo>().is_ok());
+    assert_eq!(v1.get::<IFixInfo2>().err(), Some(HResult::E_NOINTERFACE), "an older object has no IFixInfo2");
+}
+
+#[test]
+fn free_threaded_families_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<corprof::ProfilerInfo>();
+    send_sync::<corprof::MetaDataImport>();
+    send_sync::<ComPtr<corprof::interfaces::ICorProfilerInfo12>>();
+    send_sync::<ComPtr<corprof::interfaces::IMetaDataImport2>>();
+    // Their negation (enumerators, IUnknown) is in tests/compile_fail/enumerators_unshared.rs.
+}
+
+#[test]
+fn from_ref_takes_its_own_reference() {
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    let info = info_v2(Some(&DROPPED));
+    let extra: ComPtr<IFixInfo> = ComPtr::from_ref(info.get::<IFixInfo>().unwrap());
+    drop(info);
+    assert_eq!(DROPPED.load(SeqCst), 0, "the adopted reference keeps the object alive");
+    drop(extra);
+    assert_eq!(DROPPED.load(SeqCst), 1);
+}
+
+#[test]
+fn function_pointers_pass_through_an_unsafe_wrapper() {
+    static SEEN: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn hook(id: ULONG) {
+        SEEN.fetch_add(id as usize, SeqCst);
+    }
+    unsafe extern "C" fn visit(id: ULONG, _client: *mut c_void) -> HRESULT {
+        SEEN.fetch_add(100 * id as usize, SeqCst);
+        0
+    }
+    let info = info_v2(None);
+    // SAFETY: the fake calls both at once, before returning; neither unwinds.
+    unsafe { info.set_hooks(Some(hook), Some(visit)) }.unwrap();
+    assert_eq!(SEEN.load(SeqCst), 807);
 }

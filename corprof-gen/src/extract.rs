@@ -298,7 +298,7 @@ fn ctype(t: Type<'_>) -> CType {
         // `FunctionEnter *hook`: C passes the function pointer itself, which bindgen already
         // spells `Option<unsafe extern fn>` under the typedef's name.
         TypeKind::Pointer if t.pointee().canonical().kind() == TypeKind::FunctionProto => match t.pointee().kind() {
-            TypeKind::Typedef => CType::Named(t.pointee().typedef_name()),
+            TypeKind::Typedef => CType::FnPtr { typedef: t.pointee().typedef_name(), star: true },
             _ => CType::Pointer { pointee: Box::new(CType::Void), is_const: false },
         },
         TypeKind::Pointer | TypeKind::Reference => pointer_to(t.pointee()),
@@ -308,6 +308,10 @@ fn ctype(t: Type<'_>) -> CType {
             // Unfold typedefs that hide a typed pointer (LPCBYTE, LPCWSTR); keep opaque
             // handles (HCORENUM, PVOID) by name.
             let canonical = t.canonical();
+            // `typedef void (*Callback)(…)`: a function pointer under its own name.
+            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() == TypeKind::FunctionProto {
+                return CType::FnPtr { typedef: t.typedef_name(), star: false };
+            }
             if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void {
                 ctype(t.declaration().typedef_underlying())
             } else {

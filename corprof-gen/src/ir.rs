@@ -32,6 +32,13 @@ pub enum CType {
     Named(String),
     /// A COM interface declared in the header (or IUnknown).
     Interface(String),
+    /// A function pointer named by its typedef: `FunctionEnter3 *pFunc` (a pointer to a function
+    /// typedef, `star: true`) or `Callback cb` where `typedef void (*Callback)(…)` (`star: false`).
+    /// The runtime will call it, so what it points to carries a contract.
+    FnPtr {
+        typedef: String,
+        star: bool,
+    },
     Pointer {
         pointee: Box<CType>,
         is_const: bool,
@@ -67,6 +74,8 @@ impl fmt::Display for CType {
         match self {
             CType::Void => f.write_str("void"),
             CType::Builtin(n) | CType::Named(n) | CType::Interface(n) => f.write_str(n),
+            CType::FnPtr { typedef, star: true } => write!(f, "{typedef} *"),
+            CType::FnPtr { typedef, star: false } => f.write_str(typedef),
             CType::Pointer { pointee, is_const } => {
                 if *is_const {
                     write!(f, "const {pointee} *")

@@ -16,7 +16,7 @@ pub mod extract;
 pub mod infer;
 pub mod ir;
 pub mod resolve;
-mod types;
+pub mod types;
 pub mod view;
 
 use askama::Template;

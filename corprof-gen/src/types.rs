@@ -4,7 +4,26 @@
 
 use crate::diag::{Diagnostic, Errors};
 use crate::extract::{UMBRELLA, clang_args, prelude_dir, umbrella};
+use quote::ToTokens;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+
+/// bindgen's output, and what the generator learned from it.
+pub struct Types {
+    pub code: String,
+    /// The structs and unions for which all-zero bytes are a valid value.
+    pub zeroable: Vec<ZeroableType>,
+}
+
+/// A plain-data struct or union whose every field is zeroable: it gets an `unsafe impl Zeroable`,
+/// with each field type as a `where` bound so rustc re-checks the reasoning.
+pub struct ZeroableType {
+    pub name: String,
+    /// Type parameters (`__BindgenBitfieldUnit<Storage>`), each required zeroable.
+    pub params: Vec<String>,
+    /// The field types, deduplicated, as Rust text.
+    pub fields: Vec<String>,
+}
 
 /// Gives MIDL's machine-made tags their typedef names.
 #[derive(Debug)]
@@ -18,7 +37,7 @@ impl bindgen::callbacks::ParseCallbacks for Renames {
 
 /// After the renames bindgen still emits `pub use self::X as X;` / `pub type X = X;` for each
 /// typedef: drop those self-aliases.
-fn drop_self_aliases(code: &str) -> Result<String, Errors> {
+fn drop_self_aliases(code: &str) -> Result<Types, Errors> {
     let mut file =
         syn::parse_file(code).map_err(|e| Diagnostic::error(format!("bindgen output does not parse: {e}")))?;
     file.items.retain(|item| match item {
@@ -34,7 +53,164 @@ fn drop_self_aliases(code: &str) -> Result<String, Errors> {
         },
         _ => true,
     });
-    Ok(prettyplease::unparse(&file))
+    Ok(Types { zeroable: zeroable_types(&file.items), code: prettyplease::unparse(&file) })
+}
+
+/// Names of types every value of which may be all-zero bytes, as bindgen spells them; corprof
+/// implements `Zeroable` for these (`GUID` is corprof's own; `c_void` is not a value type).
+const ZEROABLE_PRIMITIVES: &[&str] = &[
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "f32",
+    "f64",
+    "bool",
+    "c_char",
+    "c_schar",
+    "c_uchar",
+    "c_short",
+    "c_ushort",
+    "c_int",
+    "c_uint",
+    "c_long",
+    "c_ulong",
+    "c_longlong",
+    "c_ulonglong",
+    "c_float",
+    "c_double",
+    "GUID",
+];
+
+struct Record<'a> {
+    name: String,
+    params: Vec<String>,
+    fields: Vec<&'a syn::Type>,
+}
+
+/// The structs and unions bindgen emitted whose every field is zeroable: primitives, raw pointers,
+/// arrays of zeroable, aliases of those, and other such records. Rust enums, references, `fn`
+/// pointers (`Option<fn>` can't be implemented outside core) and anything unknown are left out,
+/// and so is every record containing one; and records without `Copy` (the trait requires it).
+fn zeroable_types(items: &[syn::Item]) -> Vec<ZeroableType> {
+    let mut aliases: HashMap<String, syn::Type> = HashMap::new();
+    let mut records: Vec<Record<'_>> = Vec::new();
+    for item in items {
+        match item {
+            syn::Item::Type(t) if t.generics.params.is_empty() => {
+                aliases.insert(t.ident.to_string(), (*t.ty).clone());
+            }
+            // `pub use self::_COR_PRF_SNAPSHOT_INFO as COR_PRF_SNAPSHOT_INFO;`
+            syn::Item::Use(u) => {
+                if let syn::UseTree::Path(p) = &u.tree
+                    && p.ident == "self"
+                    && let syn::UseTree::Rename(r) = &*p.tree
+                {
+                    let target = syn::TypePath { qself: None, path: r.ident.clone().into() };
+                    aliases.insert(r.rename.to_string(), syn::Type::Path(target));
+                }
+            }
+            syn::Item::Struct(st) if derives_copy(&st.attrs) => records.push(Record {
+                name: st.ident.to_string(),
+                params: type_params(&st.generics),
+                fields: st.fields.iter().map(|f| &f.ty).collect(),
+            }),
+            syn::Item::Union(un) if derives_copy(&un.attrs) => records.push(Record {
+                name: un.ident.to_string(),
+                params: type_params(&un.generics),
+                fields: un.fields.named.iter().map(|f| &f.ty).collect(),
+            }),
+            _ => {}
+        }
+    }
+    // A record is zeroable once all its fields are: grow the set until it stops changing.
+    let mut known: HashSet<String> = HashSet::new();
+    loop {
+        let before = known.len();
+        for r in &records {
+            if !known.contains(&r.name) && r.fields.iter().all(|f| zeroable(f, &r.params, &aliases, &known, 0)) {
+                known.insert(r.name.clone());
+            }
+        }
+        if known.len() == before {
+            break;
+        }
+    }
+    records
+        .iter()
+        .filter(|r| known.contains(&r.name))
+        .map(|r| {
+            let mut fields: Vec<String> = Vec::new();
+            for f in &r.fields {
+                let text = f.to_token_stream().to_string();
+                if !fields.contains(&text) {
+                    fields.push(text);
+                }
+            }
+            ZeroableType { name: r.name.clone(), params: r.params.clone(), fields }
+        })
+        .collect()
+}
+
+fn derives_copy(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
+        a.parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+            .is_ok_and(|paths| paths.iter().any(|p| p.is_ident("Copy")))
+    })
+}
+
+fn type_params(generics: &syn::Generics) -> Vec<String> {
+    generics.type_params().map(|p| p.ident.to_string()).collect()
+}
+
+fn zeroable(
+    ty: &syn::Type,
+    params: &[String],
+    aliases: &HashMap<String, syn::Type>,
+    known: &HashSet<String>,
+    depth: u32,
+) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    match ty {
+        syn::Type::Ptr(_) => true,
+        syn::Type::Array(a) => zeroable(&a.elem, params, aliases, known, depth + 1),
+        syn::Type::Paren(p) => zeroable(&p.elem, params, aliases, known, depth + 1),
+        syn::Type::Group(g) => zeroable(&g.elem, params, aliases, known, depth + 1),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            let name = last.ident.to_string();
+            match &last.arguments {
+                // A generic record instance (`__BindgenBitfieldUnit<[u8; 4usize]>`).
+                syn::PathArguments::AngleBracketed(args) => {
+                    known.contains(&name)
+                        && args.args.iter().all(|a| match a {
+                            syn::GenericArgument::Type(t) => zeroable(t, params, aliases, known, depth + 1),
+                            _ => false,
+                        })
+                }
+                syn::PathArguments::Parenthesized(_) => false,
+                syn::PathArguments::None => {
+                    (p.path.segments.len() == 1 && params.contains(&name))
+                        || ZEROABLE_PRIMITIVES.contains(&name.as_str())
+                        || known.contains(&name)
+                        || aliases.get(&name).is_some_and(|t| zeroable(t, params, aliases, known, depth + 1))
+                }
+            }
+        }
+        _ => false,
+    }
 }
 
 fn escape(path: &Path) -> String {
@@ -54,7 +230,7 @@ pub fn generate(
     headers: &[String],
     interfaces: &[&str],
     tag_names: &[(String, String)],
-) -> Result<String, Errors> {
+) -> Result<Types, Errors> {
     let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
     blocked.extend(["IUnknown(Vtbl)?", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
@@ -80,5 +256,32 @@ pub fn generate(
     match builder.generate() {
         Ok(b) => drop_self_aliases(&b.to_string()),
         Err(e) => Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_records_of_zeroable_fields_are_zeroable() {
+        let file: syn::File = syn::parse_str(
+            r#"
+            pub type ULONG = u32;
+            #[derive(Copy, Clone)] pub struct Newtype(pub ::std::os::raw::c_uint);
+            pub use self::Newtype as NEWTYPE;
+            #[derive(Copy, Clone)] pub struct Plain { a: ULONG, b: [NEWTYPE; 2usize], c: *mut Plain, d: GUID }
+            #[derive(Copy, Clone)] pub struct Unit<S> { s: S }
+            #[derive(Copy, Clone)] pub struct Bits { u: Unit<[u8; 4usize]> }
+            #[derive(Copy, Clone)] pub enum RustEnum { A = 1 }
+            #[derive(Copy, Clone)] pub struct HasEnum { e: RustEnum }
+            #[derive(Copy, Clone)] pub struct HasFn { f: ::std::option::Option<unsafe extern "C" fn()> }
+            #[derive(Copy, Clone)] pub struct Outer { inner: HasEnum }
+            pub struct NotCopy { a: u32 }
+            "#,
+        )
+        .unwrap();
+        let names: Vec<String> = zeroable_types(&file.items).into_iter().map(|z| z.name).collect();
+        assert_eq!(names, ["Newtype", "Plain", "Unit", "Bits"]);
     }
 }

@@ -37,6 +37,51 @@ pub enum CallKind {
     CorEnum,
     /// A count, capacity or IID that the wrapper fills in.
     Consumed,
+    /// A function pointer the runtime will call (`FunctionEnter3 *`, `StackSnapshotCallback *`):
+    /// passed as its bindgen typedef; the wrapper is an `unsafe fn` stating `contract`.
+    FnPtr { ty: String, contract: FnContract },
+}
+
+/// What the runtime requires of a function pointer a profiler hands it, by the pointer's typedef.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FnContract {
+    /// Enter/Leave/Tailcall hooks (1, 2, 3, 3WithInfo): called straight from JIT-compiled code.
+    EltHook,
+    /// `FunctionIDMapper`/`FunctionIDMapper2`: called whenever the runtime sets up a function's hooks.
+    IdMapper,
+    /// `StackSnapshotCallback`: called once per frame, before `DoStackSnapshot` returns.
+    StackSnapshot,
+    /// Any other function-pointer typedef (EventPipe callbacks, a newer header's): the generic contract.
+    Callback,
+}
+
+impl FnContract {
+    pub fn of(typedef: &str) -> FnContract {
+        match typedef {
+            "FunctionEnter"
+            | "FunctionLeave"
+            | "FunctionTailcall"
+            | "FunctionEnter2"
+            | "FunctionLeave2"
+            | "FunctionTailcall2"
+            | "FunctionEnter3"
+            | "FunctionLeave3"
+            | "FunctionTailcall3"
+            | "FunctionEnter3WithInfo"
+            | "FunctionLeave3WithInfo"
+            | "FunctionTailcall3WithInfo" => FnContract::EltHook,
+            "FunctionIDMapper" | "FunctionIDMapper2" => FnContract::IdMapper,
+            "StackSnapshotCallback" => FnContract::StackSnapshot,
+            _ => FnContract::Callback,
+        }
+    }
+}
+
+/// Families whose objects the runtime documents as free-threaded (callable from any thread at
+/// once): ICorProfilerInfo and the metadata interfaces. Others (enumerators, IMethodMalloc, …) are
+/// neither `Send` nor `Sync`.
+pub fn is_free_threaded(family_root: &str) -> bool {
+    family_root == "ICorProfilerInfo" || family_root.starts_with("IMetaData")
 }
 
 impl CallKind {
@@ -100,6 +145,9 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                 None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
                 None => match &p.ir.ty {
                     CType::Named(n) if n == "HRESULT" => CallKind::HResult,
+                    ty @ CType::FnPtr { typedef, .. } => {
+                        CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
+                    }
                     ty => CallKind::Value { ty: rust_type(ty) },
                 },
                 Some(_) => pointer_kind(api, iface, m, p, &mut errors),

@@ -46,6 +46,8 @@ pub fn rust_type(ty: &CType) -> String {
         CType::Void => "::core::ffi::c_void".to_string(),
         CType::Builtin(n) => builtin(n).to_string(),
         CType::Named(n) | CType::Interface(n) => n.clone(),
+        // bindgen spells the typedef itself as `Option<unsafe extern fn(…)>`.
+        CType::FnPtr { typedef, .. } => typedef.clone(),
         CType::Pointer { pointee, is_const } => {
             let inner = rust_type(pointee);
             if *is_const { format!("*const {inner}") } else { format!("*mut {inner}") }
@@ -121,6 +123,11 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
         _ if spec.raw || matches!(pointee, CType::Void) || pointee.is_pointer() => {
             ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
         }
+        // `&mut IFoo` would let safe code swap two objects' vtable pointers: interfaces are only
+        // ever lent shared.
+        Direction::Out | Direction::Ref if matches!(pointee, CType::Interface(_)) => {
+            ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+        }
         Direction::In if spec.string => ParamKind::InStr { len: spec.len.clone(), optional: spec.optional },
         Direction::In if spec.len.is_some() => ParamKind::InSlice { ty: target, len: spec.len.clone().unwrap() },
         Direction::In if matches!(pointee, CType::Interface(_)) => {
@@ -168,6 +175,35 @@ mod tests {
         assert_eq!(rust_type(&ptr(ptr(CType::Void, false), false)), "*mut *mut ::core::ffi::c_void");
         assert_eq!(rust_type(&CType::Builtin("int".into())), "::core::ffi::c_int");
         assert_eq!(rust_type(&CType::Interface("IUnknown".into())), "IUnknown");
+    }
+
+    #[test]
+    fn function_pointers_the_runtime_calls_carry_their_typedefs_contract() {
+        use call::{CallKind, FnContract, classify_call};
+        let fnptr = |t: &str| CType::FnPtr { typedef: t.into(), star: true };
+        let m = ApiMethod {
+            ir: Method { name: "SetHooks".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
+            params: vec![
+                param("pEnter", fnptr("FunctionEnter3"), None),
+                param("pMapper", fnptr("FunctionIDMapper2"), None),
+                param("cb", fnptr("StackSnapshotCallback"), None),
+                param("pNew", CType::FnPtr { typedef: "SomeNewCallback".into(), star: false }, None),
+            ],
+            s_false: None,
+        };
+        let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
+        let contracts: Vec<FnContract> = kinds
+            .iter()
+            .map(|k| match k {
+                CallKind::FnPtr { contract, .. } => *contract,
+                other => panic!("not a function pointer: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            contracts,
+            [FnContract::EltHook, FnContract::IdMapper, FnContract::StackSnapshot, FnContract::Callback]
+        );
+        assert_eq!(rust_type(&fnptr("FunctionEnter3")), "FunctionEnter3", "bindgen's Option<fn> typedef");
     }
 
     #[test]

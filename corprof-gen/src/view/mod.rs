@@ -1,6 +1,7 @@
 //! Classified API → view models: one struct per template, every string precomputed ("add a
 //! field, not a filter"), so templates only loop and test simple flags.
 
+use crate::classify::call::{family_root, is_free_threaded};
 use crate::classify::{ParamKind, classify_method, rust_type};
 use crate::diag::Errors;
 use crate::ir::Loc;
@@ -19,14 +20,27 @@ pub struct BindingsView {
     /// Path of the runtime crate in the generated code: `crate` inside corprof, `::corprof` elsewhere.
     pub root: String,
     pub types: String,
+    /// `unsafe impl Zeroable` for the plain-data types of `types`.
+    pub zeroables: Vec<ZeroableView>,
     pub interfaces: Vec<InterfaceView>,
     pub has_callbacks: bool,
     pub callbacks: CallbacksView,
     pub wrappers: Vec<WrapperView>,
 }
 
+pub struct ZeroableView {
+    /// `<Storage: ::corprof::wrap::Zeroable>` or empty.
+    pub generics: String,
+    /// `__BindgenBitfieldUnit<Storage>` or `COR_PRF_CODE_INFO`.
+    pub ty: String,
+    /// `where UINT_PTR: ::corprof::wrap::Zeroable, …`: rustc re-checks each field.
+    pub bounds: String,
+}
+
 pub struct InterfaceView {
     pub name: String,
+    /// Documented free-threaded (ICorProfilerInfo, metadata): `unsafe impl FreeThreaded`.
+    pub free_threaded: bool,
     pub vtbl: String,
     pub iid_const: String,
     pub iid_u128: String,
@@ -114,14 +128,16 @@ fn iid_u128(iid: &str) -> String {
 }
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
-pub fn build(api: &Api, header: &str, root: &str, types: String) -> Result<BindingsView, Errors> {
-    let interfaces = api.interfaces.iter().map(interface_view).collect();
+pub fn build(api: &Api, header: &str, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
+    let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
+    let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
     let (callbacks, wrappers) = crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root))?;
     Ok(BindingsView {
         wrappers,
         header: header.to_string(),
         root: root.to_string(),
-        types,
+        types: types.code,
+        zeroables,
         interfaces,
         has_callbacks: !callbacks.vtbls.is_empty(),
         callbacks,
@@ -132,7 +148,23 @@ fn base_of(iface: &ApiInterface) -> String {
     iface.ir.base.clone().unwrap_or_else(|| "IUnknown".to_string())
 }
 
-fn interface_view(iface: &ApiInterface) -> InterfaceView {
+fn zeroable_view(root: &str, z: &crate::types::ZeroableType) -> ZeroableView {
+    let bound = format!("{root}::wrap::Zeroable");
+    let (generics, ty) = if z.params.is_empty() {
+        (String::new(), z.name.clone())
+    } else {
+        let bounded: Vec<String> = z.params.iter().map(|p| format!("{p}: {bound}")).collect();
+        (format!("<{}>", bounded.join(", ")), format!("{}<{}>", z.name, z.params.join(", ")))
+    };
+    let bounds: Vec<String> = z.fields.iter().map(|f| format!("{f}: {bound}")).collect();
+    ZeroableView {
+        generics,
+        ty,
+        bounds: if bounds.is_empty() { String::new() } else { format!("where {}", bounds.join(", ")) },
+    }
+}
+
+fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
     let name = iface.ir.name.clone();
     let methods = iface
         .methods
@@ -155,6 +187,9 @@ fn interface_view(iface: &ApiInterface) -> InterfaceView {
         .collect();
     let base = base_of(iface);
     InterfaceView {
+        // Only the families with a safe layer: the documented ones (not IMetaDataError, which a
+        // client implements, nor the dispenser and table interfaces no wrapper reaches).
+        free_threaded: iface.safe && !iface.is_callback && is_free_threaded(family_root(api, &name)),
         vtbl: format!("{name}_Vtbl"),
         iid_const: format!("IID_{name}"),
         iid_u128: iid_u128(&iface.ir.iid),

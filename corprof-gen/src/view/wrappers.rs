@@ -2,7 +2,9 @@
 //! → `ProfilerInfo`), with every statement of every method body precomputed as text.
 
 use super::{ident, loc, snake};
-use crate::classify::call::{CallKind, CallReturn, classify_call, family_root, wrapper_name};
+use crate::classify::call::{
+    CallKind, CallReturn, FnContract, classify_call, family_root, is_free_threaded, wrapper_name,
+};
 use crate::classify::rust_type;
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiInterface, ApiMethod};
@@ -18,6 +20,10 @@ pub struct WrapperView {
     pub results: Vec<ResultView>,
     pub has_iterator: bool,
     pub iterator: IteratorView,
+    /// Documented free-threaded: the wrapper is `Send + Sync`.
+    pub free_threaded: bool,
+    /// `#[derive(Clone)]`: not for enumerators, whose clones would share one cursor.
+    pub cloneable: bool,
 }
 
 #[derive(Default)]
@@ -46,8 +52,11 @@ pub struct CallMethodView {
     pub name: String,
     /// What S_FALSE returns and means, for the docs; empty when S_FALSE is just success.
     pub s_false_doc: String,
-    /// Takes raw pointers the callee reads or writes: the wrapper is an `unsafe fn`.
+    /// Takes raw pointers the callee reads or writes, or functions the runtime calls: the wrapper
+    /// is an `unsafe fn`.
     pub is_unsafe: bool,
+    /// The `# Safety` section's lines, when `is_unsafe`.
+    pub safety: Vec<String>,
     pub snake: String,
     pub iface: String,
     pub version: u32,
@@ -73,7 +82,7 @@ pub struct CallMethodView {
 
 /// Names that would hide a trait method users expect on a wrapper.
 const RESERVED: &[&str] =
-    &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version"];
+    &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
 
 fn doc_url(iface: &str, method: &str) -> String {
     let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
@@ -193,7 +202,9 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
             methods,
             results,
             has_iterator: iterator.is_some(),
+            cloneable: iterator.is_none(),
             iterator: iterator.unwrap_or_default(),
+            free_threaded: is_free_threaded(family),
         });
     }
     errors.check()?;
@@ -242,6 +253,7 @@ fn method_view(
     let mut fits = Vec::new();
     let mut outputs: Vec<(String, String, String)> = Vec::new(); // (field, type, value)
     let mut generics = String::new();
+    let mut safety = Vec::new();
     let is_enum = kinds.contains(&CallKind::CorEnum);
     let mut enum_item = String::new();
     // Argument text per parameter; counts and IIDs are filled in by the parameter that uses them.
@@ -263,6 +275,11 @@ fn method_view(
                 args[i] = format!("{rust}.0");
             }
             CallKind::Raw { ty } => {
+                params.push(format!("{rust}: {ty}"));
+                args[i] = rust;
+            }
+            CallKind::FnPtr { ty, contract } => {
+                safety.push(fn_safety(&rust, ty, *contract));
                 params.push(format!("{rust}: {ty}"));
                 args[i] = rust;
             }
@@ -329,7 +346,7 @@ fn method_view(
             }
             CallKind::Out { ty } => {
                 let l = local(&p.ir.name);
-                locals.push(format!("let mut {l}: {ty} = unsafe {{ ::core::mem::zeroed() }};"));
+                locals.push(format!("let mut {l}: {ty} = {root}::wrap::zeroed();"));
                 args[i] = format!("&mut {l}");
                 outputs.push((field_name(&p.ir.name), ty.clone(), l));
             }
@@ -469,9 +486,14 @@ fn method_view(
         CallReturn::Void => (String::new(), String::new()),
     };
     let has_buffers = !fits.is_empty() && !is_enum;
+    if kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })) {
+        safety
+            .insert(0, "- The raw pointer arguments must be valid as the method's documentation requires.".to_string());
+    }
     CallMethodView {
         s_false_doc,
-        is_unsafe: kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })),
+        is_unsafe: !safety.is_empty(),
+        safety,
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
@@ -495,6 +517,33 @@ fn method_view(
         close_iface: String::new(),
         close_version: 0,
     }
+}
+
+/// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
+fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
+    let what = match contract {
+        FnContract::EltHook => {
+            "is called from JIT'd code with no registers saved (unless COR_PRF_ENABLE_FRAME_INFO, \
+             COR_PRF_ENABLE_FUNCTION_ARGS or COR_PRF_ENABLE_FUNCTION_RETVAL are set): it must preserve \
+             every register and must not unwind, so it is an assembly stub, never an ordinary Rust \
+             function; it must stay valid for the profiler's lifetime"
+        }
+        FnContract::IdMapper => {
+            "is called by the runtime, on any thread, for each function whose hooks it sets up: it must \
+             be a valid `extern \"system\"` function of this signature for the profiler's lifetime and \
+             must not unwind; the client data it is given must stay valid as long"
+        }
+        FnContract::StackSnapshot => {
+            "is called once per frame before this call returns: it must be a valid `extern \"system\"` \
+             function of this signature that does not unwind, and `client_data` must be what it expects"
+        }
+        FnContract::Callback => {
+            "is called by the runtime: it must be a valid `extern \"system\"` function of this signature \
+             for as long as the runtime may call it (the profiler's lifetime unless documented \
+             otherwise) and must not unwind; any client data passed with it must stay valid as long"
+        }
+    };
+    format!("- `{param}` (`{typedef}`) {what}.")
 }
 
 fn snake_method(name: &str) -> String {

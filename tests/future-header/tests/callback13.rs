@@ -55,7 +55,7 @@ fn callback13_is_reached_through_the_vtable() {
         unsafe { unknown.Release() };
     }
     let cb = obj as *mut ICorProfilerCallback13;
-    let vtbl = unsafe { &*(*cb).lpVtbl };
+    let vtbl = unsafe { &*cb }.vtable();
     let mut keep: BOOL = 0;
     let ids = [5usize, 6];
     let name: Vec<u16> = "renamed-worker".encode_utf16().collect();

@@ -1,0 +1,8 @@
+//! Promise #1 holds: nothing written without `unsafe` can corrupt memory. Each file in
+//! `compile_fail/` is a safe program that reached undefined behaviour through one door (issue 8);
+//! each must now be refused, for the reason its `.stderr` records.
+
+#[test]
+fn safe_code_cannot_reach_undefined_behaviour() {
+    trybuild::TestCases::new().compile_fail("tests/compile_fail/*.rs");
+}
