@@ -47,16 +47,31 @@ fn count(counts: &BTreeMap<String, u64>, name: &str) -> u64 {
     counts.get(name).copied().unwrap_or(0)
 }
 
+/// Runs the Workload app under one of the example profilers, which writes `<Callback> <count>`
+/// lines at Shutdown to the file named by `var`; the app must finish normally.
+fn run_workload_counting(
+    runtime: &'static str,
+    test: &str,
+    (lib, clsid): (&str, &str),
+    var: &'static str,
+    extra: &[(&'static str, &str)],
+) -> (Run, BTreeMap<String, u64>) {
+    let lib = profiler_lib(lib);
+    let out = TempFile::new(test);
+    let mut env = vec![(var, out.path())];
+    env.extend_from_slice(extra);
+    let run = run_profiled(runtime, "Workload", clsid, &lib, &env);
+    run.assert_workload_done();
+    let text = out.read().unwrap_or_else(|| panic!("no {var} file written: {}", run.describe()));
+    let counts = parse_counts(&text, var);
+    (run, counts)
+}
+
 // ---------------------------------------------------------------------------------------------
 // callback-counter with its default mask: the runtime calls what the workload does.
 
 fn counter(runtime: &'static str, test: &str) {
-    let lib = profiler_lib(COUNTER_LIB);
-    let out = TempFile::new(test);
-    let run = run_profiled(runtime, "Workload", COUNTER_CLSID, &lib, &[("CORPROF_COUNTS_OUT", out.path())]);
-    run.assert_workload_done();
-    let text = out.read().unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
-    let counts = parse_counts(&text, "the counts file");
+    let (_, counts) = run_workload_counting(runtime, test, (COUNTER_LIB, COUNTER_CLSID), "CORPROF_COUNTS_OUT", &[]);
     let c = |name| count(&counts, name);
     let ctx = format!("CoreCLR {runtime} counts: {counts:?}");
 
@@ -99,18 +114,13 @@ fn counter_on_coreclr_3() {
 // callback-counter with CORPROF_EVENT_MASK=0x20 (COR_PRF_MONITOR_JIT_COMPILATION only).
 
 fn event_mask(runtime: &'static str, test: &str) {
-    let lib = profiler_lib(COUNTER_LIB);
-    let out = TempFile::new(test);
-    let run = run_profiled(
+    let (_, counts) = run_workload_counting(
         runtime,
-        "Workload",
-        COUNTER_CLSID,
-        &lib,
-        &[("CORPROF_COUNTS_OUT", out.path()), ("CORPROF_EVENT_MASK", "0x20")],
+        test,
+        (COUNTER_LIB, COUNTER_CLSID),
+        "CORPROF_COUNTS_OUT",
+        &[("CORPROF_EVENT_MASK", "0x20")],
     );
-    run.assert_workload_done();
-    let text = out.read().unwrap_or_else(|| panic!("no counts file written: {}", run.describe()));
-    let counts = parse_counts(&text, "the counts file");
     let ctx = format!("CoreCLR {runtime} counts with mask 0x20: {counts:?}");
 
     assert_eq!(count(&counts, "Initialize"), 1, "{ctx}");
@@ -155,12 +165,7 @@ fn event_mask_on_coreclr_3() {
 // panicking-profiler: every panic is caught, logged once, and the app does not notice.
 
 fn panicking(runtime: &'static str, test: &str) {
-    let lib = profiler_lib(PANICKY_LIB);
-    let out = TempFile::new(test);
-    let run = run_profiled(runtime, "Workload", PANICKY_CLSID, &lib, &[("CORPROF_PANICS_OUT", out.path())]);
-    run.assert_workload_done();
-    let text = out.read().unwrap_or_else(|| panic!("no panics file written: {}", run.describe()));
-    let raised = parse_counts(&text, "the panics file");
+    let (run, raised) = run_workload_counting(runtime, test, (PANICKY_LIB, PANICKY_CLSID), "CORPROF_PANICS_OUT", &[]);
     let logged = run.panic_lines();
     let ctx = format!("CoreCLR {runtime} panics raised: {raised:?}; logged: {logged:?}");
 
@@ -262,19 +267,14 @@ fn drop_panic_hook_lines(run: &Run) -> usize {
 }
 
 fn drop_panic_at_shutdown(runtime: &'static str, test: &str) {
-    let lib = profiler_lib(PANICKY_LIB);
-    let out = TempFile::new(test);
-    let run = run_profiled(
+    // The profiler works as usual until then: Shutdown writes its counts, one line per panic.
+    let (run, raised) = run_workload_counting(
         runtime,
-        "Workload",
-        PANICKY_CLSID,
-        &lib,
-        &[("CORPROF_PANICS_OUT", out.path()), ("PANICKY_DROP_PANIC", "1")],
+        test,
+        (PANICKY_LIB, PANICKY_CLSID),
+        "CORPROF_PANICS_OUT",
+        &[("PANICKY_DROP_PANIC", "1")],
     );
-    run.assert_workload_done();
-    // The profiler worked as usual until then: Shutdown wrote its counts, one line per panic.
-    let text = out.read().unwrap_or_else(|| panic!("no panics file written: {}", run.describe()));
-    let raised = parse_counts(&text, "the panics file");
     assert!(count(&raised, "JITCompilationStarted") >= 50, "{}", run.describe());
     assert_eq!(run.panic_lines(), raised, "{}", run.describe());
     // CoreCLR 3.1.23 releases the profiler after Shutdown; 8.0.4 never does at process exit, so
