@@ -9,6 +9,7 @@ use crate::annotations::{Annotations, InterfaceAnn, ParamSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
 use crate::infer;
 use crate::ir::Header;
+use std::collections::HashSet;
 
 /// Method → drafted parameters.
 pub type MethodDrafts = Vec<(String, Vec<(String, ParamSpec)>)>;
@@ -82,21 +83,62 @@ pub struct Placed {
     pub written: usize,
 }
 
-/// Places `drafts` into `text` (the `--write` file as it is, perhaps empty).
+/// Places `drafts` into `text` (the `--write` file as it is, perhaps empty). The result is
+/// checked: it loads, keeps every entry the file had and holds every placed one; if not (YAML
+/// has forms the outline does not follow), nothing is placed and every draft is left.
 pub fn place(text: &str, drafts: Vec<Draft>) -> Placed {
+    let unplaced = |drafts| Placed { text: text.to_string(), left: drafts, written: 0 };
+    let Ok(model) = Annotations::parse("", text) else {
+        return unplaced(drafts);
+    };
+    let (placed, entries) = compose(text, &model, drafts.clone());
+    let Ok(new) = Annotations::parse("", &placed.text) else {
+        return unplaced(drafts);
+    };
+    let have = triples(&new);
+    let kept = triples(&model).iter().all(|t| have.contains(t));
+    let added = entries.iter().all(|(i, m, p)| have.contains(&(i.as_str(), m.as_str(), p.as_str())));
+    if kept && added && have.len() == triples(&model).len() + entries.len() { placed } else { unplaced(drafts) }
+}
+
+/// (interface, method, parameter) of every entry; a method without parameters has one with "".
+fn triples(ann: &Annotations) -> HashSet<(&str, &str, &str)> {
+    let mut out = HashSet::new();
+    for i in &ann.interfaces {
+        for m in &i.methods {
+            out.insert((i.name.as_str(), m.name.as_str(), ""));
+            out.extend(m.params.iter().map(|p| (i.name.as_str(), m.name.as_str(), p.name.as_str())));
+        }
+    }
+    out
+}
+
+/// The placing itself, and the entries it placed (new methods count with "" too).
+fn compose(text: &str, model: &Annotations, drafts: Vec<Draft>) -> (Placed, Vec<(String, String, String)>) {
+    // Only what the outline sees as the model has it takes new lines: an entry written as an
+    // explicit `? key`, say, is in the model but not in the outline.
     let outline = Outline::scan(text);
     let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let root_indent = outline.key(&[]).and_then(|root| root.child_indent).unwrap_or(0);
     // (after this line, depth, lines to insert): deeper ones first where two meet.
     let mut inserts: Vec<(u32, usize, String)> = Vec::new();
-    let (mut appended, mut left, mut written) = (String::new(), Vec::new(), 0);
+    let (mut appended, mut left, mut entries) = (String::new(), Vec::new(), Vec::new());
+    let mut placed = |i: &str, m: &str, params: &[(String, ParamSpec)], new_method: bool| {
+        let names = params.iter().map(|(p, _)| p.as_str()).chain(new_method.then_some(""));
+        entries.extend(names.map(|p| (i.to_string(), m.to_string(), p.to_string())));
+    };
     for d in drafts {
-        let Some(iface) = outline.key(&[&d.interface]) else {
-            if d.annotated {
+        let in_model = model.interface(&d.interface);
+        let Some(iface) = outline.key(&[&d.interface]).filter(|_| in_model.is_some()) else {
+            if d.annotated || in_model.is_some() {
                 left.push(d);
             } else {
-                written += d.methods.iter().map(|(_, ps)| ps.len()).sum::<usize>();
                 appended.push_str(nl);
-                appended.push_str(&infer::draft_yaml(&d.interface, &d.methods).replace('\n', nl));
+                appended.push_str(&format!("{:root_indent$}{}:{nl}", "", d.interface));
+                for (method, params) in &d.methods {
+                    appended.push_str(&method_lines(method, params, root_indent + 2, 2, nl));
+                    placed(&d.interface, method, params, true);
+                }
             }
             continue;
         };
@@ -108,22 +150,19 @@ pub fn place(text: &str, drafts: Vec<Draft>) -> Placed {
         let step = method_indent.saturating_sub(iface.indent()).max(1);
         let mut rest = Vec::new();
         for (method, params) in d.methods {
-            let entries = |indent: usize| -> String {
-                params.iter().map(|(p, spec)| format!("{:indent$}{p}: {}{nl}", "", infer::spec_yaml(spec))).collect()
-            };
+            let in_model = in_model.is_some_and(|i| i.methods.iter().any(|m| m.name == method));
             match outline.key(&[&d.interface, &method]) {
-                Some(m) if m.inline => {
-                    rest.push((method, params));
-                    continue;
+                Some(m) if !m.inline && in_model => {
+                    let indent = m.child_indent.unwrap_or(m.indent() + step);
+                    inserts.push((m.end, 2, param_lines(&params, indent, nl)));
+                    placed(&d.interface, &method, &params, false);
                 }
-                Some(m) => inserts.push((m.end, 2, entries(m.child_indent.unwrap_or(m.indent() + step)))),
-                None => inserts.push((
-                    iface.end,
-                    1,
-                    format!("{:method_indent$}{method}:{nl}{}", "", entries(method_indent + step)),
-                )),
+                None if !in_model => {
+                    inserts.push((iface.end, 1, method_lines(&method, &params, method_indent, step, nl)));
+                    placed(&d.interface, &method, &params, true);
+                }
+                _ => rest.push((method, params)),
             }
-            written += params.len();
         }
         if !rest.is_empty() {
             left.push(Draft { methods: rest, ..d });
@@ -150,7 +189,16 @@ pub fn place(text: &str, drafts: Vec<Draft>) -> Placed {
         }
         out.push_str(&appended);
     }
-    Placed { text: out, left, written }
+    let written = entries.iter().filter(|(_, _, p)| !p.is_empty()).count();
+    (Placed { text: out, left, written }, entries)
+}
+
+fn method_lines(method: &str, params: &[(String, ParamSpec)], indent: usize, step: usize, nl: &str) -> String {
+    format!("{:indent$}{method}:{nl}{}", "", param_lines(params, indent + step, nl))
+}
+
+fn param_lines(params: &[(String, ParamSpec)], indent: usize, nl: &str) -> String {
+    params.iter().map(|(p, spec)| format!("{:indent$}{p}: {}{nl}", "", infer::spec_yaml(spec))).collect()
 }
 
 #[cfg(test)]
@@ -231,6 +279,28 @@ INew:
         let placed = place("IFoo:\n  A: # nothing yet", vec![draft("IFoo", true, &[("A", &["q"])])]);
         assert_eq!(placed.text, "IFoo:\n  A: # nothing yet\n    q: { dir: out, draft: true }\n");
         assert!(placed.left.is_empty());
+    }
+
+    #[test]
+    fn entries_the_outline_cannot_extend_are_left_for_printing() {
+        let text = "IFoo:\n  A:\n    { p: in }\n  ? B\n  : { q: in }\n? IBar\n: M: { p: in }\n";
+        let drafts =
+            vec![draft("IFoo", false, &[("A", &["x"]), ("B", &["y"])]), draft("IBar", false, &[("M", &["z"])])];
+        let placed = place(text, drafts);
+        assert_eq!(placed.text, text);
+        assert_eq!(names(&placed.left), ["IFoo::A", "IFoo::B", "IBar::M"]);
+        // Text that does not load takes nothing.
+        let placed = place("IFoo: [", vec![draft("INew", false, &[("M", &["p"])])]);
+        assert_eq!((placed.text.as_str(), placed.written, placed.left.len()), ("IFoo: [", 0, 1));
+        // Found by the fuzzer: a document whose map is indented takes new interfaces at its
+        // indentation, not at column 1.
+        let text = "# The block scalar's linesCallback:\n  Initialize:\n    pInfoUnk: ";
+        let placed = place(text, vec![draft("INew", false, &[("M", &["p"])])]);
+        assert_eq!(placed.text, format!("{text}\n\n  INew:\n    M:\n      p: {{ dir: out, draft: true }}\n"));
+        // A flow-map document cannot take block lines: nothing is placed rather than break it.
+        let text = "{ IFoo: { A: { p: in } } }\n";
+        let placed = place(text, vec![draft("INew", false, &[("M", &["p"])])]);
+        assert_eq!((placed.text.as_str(), placed.written, names(&placed.left)), (text, 0, vec!["INew::M".to_string()]));
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub(crate) struct Key {
     pub col: u32,
     /// The last line holding the key or its value (blank and comment lines after it excluded).
     pub end: u32,
-    /// The value starts on the key's line (`a: in`, `I: {}`): nothing can be written beneath.
+    /// The value is not a block map (`a: in`, `I: {}`, or `{}` on the next line): nothing can be
+    /// written beneath.
     pub inline: bool,
     /// The indentation of the first key beneath this one.
     pub child_indent: Option<usize>,
@@ -190,8 +191,13 @@ impl Scanner {
                 self.keys[key].inline = self.value(after, value_col, n, col as isize);
             }
             None => {
+                // A value on the lines after its key (`M:` then `{ a: in }` or `~`): no map.
                 let parent = self.stack.last().map_or(-1, |&(ind, _)| ind as isize);
-                self.value(rest, col, n, parent);
+                if self.value(rest, col, n, parent)
+                    && let Some(&(_, key)) = self.stack.last()
+                {
+                    self.keys[key].inline = true;
+                }
             }
         }
     }
