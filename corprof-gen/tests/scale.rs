@@ -85,3 +85,38 @@ fn forty_thousand_entries_load_and_resolve_in_linear_time() {
     assert!(total < BOUND, "load + resolve of 40,000 entries took {total:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// 50 MB in the two shapes that cost most: a million and a half entries, most of them unknown
+/// names, and one 50 MB value. Slow in a debug build (about a minute; serde_yaml alone is most
+/// of it), so run it in release: `cargo test --release -p corprof-gen --test scale -- --ignored`.
+#[test]
+#[ignore]
+fn fifty_megabytes_finish() {
+    let header = header();
+    let dir = temp_dir("50mb");
+    const SIZE: usize = 50 << 20;
+    let mut yaml = stress_yaml(&header, 40_000);
+    let mut i = 0;
+    while yaml.len() < SIZE {
+        let _ = writeln!(yaml, "IStress{i}:\n  Method{i}:\n    pParam{i}: in");
+        i += 1;
+    }
+    let huge = format!("ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: {}\n", "y".repeat(SIZE));
+    for (name, text) in [("entries", yaml), ("value", huge)] {
+        std::fs::write(dir.join("big.yaml"), &text).unwrap();
+        let start = Instant::now();
+        let errors = match Annotations::load_dirs(std::slice::from_ref(&dir), &dir) {
+            Ok(ann) => resolve::resolve(&header, &ann).unwrap_err(),
+            Err(errors) => errors,
+        };
+        let shown = errors.to_string();
+        eprintln!(
+            "50 MB of {name}: {:?}, {} diagnostics, {} bytes of them",
+            start.elapsed(),
+            errors.items.len(),
+            shown.len()
+        );
+        assert!(errors.has_errors(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
