@@ -179,8 +179,9 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
 }
 
 /// Replaces the file in one step (write beside it, then rename), so a full disk or a crash
-/// leaves the old content, never half of the new.
+/// leaves the old content, never half of the new. A symbolic link keeps pointing at the file.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let path = &path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.corprof-gen-tmp"));
     let result = (|| {

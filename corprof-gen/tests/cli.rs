@@ -358,3 +358,19 @@ fn a_huge_name_is_quoted_short() {
     assert_eq!(o.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn bootstrap_writes_through_a_symbolic_link() {
+    let tmp = temp("link");
+    let ann = callbacks_folder(&tmp);
+    let real = tmp.join("real.yaml");
+    std::fs::write(&real, "# mine\n").unwrap();
+    std::os::unix::fs::symlink(&real, tmp.join("link.yaml")).unwrap();
+    let o = bootstrap(&ann, &tmp.join("link.yaml"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::symlink_metadata(tmp.join("link.yaml")).unwrap().file_type().is_symlink());
+    let written = std::fs::read_to_string(&real).unwrap();
+    assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n  ThreadNameChanged:\n"), "{written:.300}");
+    assert!(written.contains("\nICorProfilerInfo:\n  GetClassFromObject:\n"), "{written:.300}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
