@@ -9,7 +9,8 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Generous enough for a debug build on a loaded machine; the quadratic code took 57 s.
+/// Generous enough for a debug build on a loaded machine (it takes about 2 s; 0.25 s in release).
+/// Before the merge index and the bounded `suggest`, this set took 18 s in debug.
 const BOUND: Duration = Duration::from_secs(3);
 
 fn header() -> ir::Header {
