@@ -24,7 +24,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>) -> Self {
-        Diagnostic { level: Level::Error, message: message.into(), at: None, notes: Vec::new(), help: None }
+        Diagnostic {
+            level: Level::Error,
+            message: bound_quotes(message.into()),
+            at: None,
+            notes: Vec::new(),
+            help: None,
+        }
     }
 
     pub fn warning(message: impl Into<String>) -> Self {
@@ -56,7 +62,7 @@ impl Diagnostic {
     }
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(bound_quotes(help.into()));
         self
     }
 
@@ -155,28 +161,143 @@ pub fn both<A, B>(a: Result<A, Errors>, b: Result<B, Errors>) -> Result<(A, B), 
     }
 }
 
-/// The closest candidate by edit distance, if it is close enough to be a likely typo.
-pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = name.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len().max(3) / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+/// How many characters of a quoted value (between backticks or double quotes) a message shows.
+pub const QUOTE_LIMIT: usize = 200;
+
+/// Cuts every quoted span of `text` longer than [`QUOTE_LIMIT`] characters to that many and an
+/// ellipsis: a 10 MB bad value must not become a 10 MB message.
+fn bound_quotes(text: String) -> String {
+    if text.len() <= QUOTE_LIMIT {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len().min(4 * QUOTE_LIMIT));
+    let (mut open, mut run) = (None, 0);
+    for c in text.chars() {
+        match open {
+            Some(q) if c == q => open = None,
+            Some(_) => {
+                run += 1;
+                if run > QUOTE_LIMIT {
+                    if run == QUOTE_LIMIT + 1 {
+                        out.push('…');
+                    }
+                    continue;
+                }
+            }
+            None if c == '`' || c == '"' => (open, run) = (Some(c), 0),
+            None => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+/// The closest candidate by edit distance, if it is close enough to be a likely typo (the first
+/// of equally close ones). Every unknown name is compared with every candidate, thousands of
+/// times on a big annotation set, so candidates that cannot be close are ruled out by length
+/// and letter counts first, and the edit distance stops once it must exceed the bound.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let name: Vec<char> = name.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let counts = letter_counts(&name);
+    let mut best: Option<(usize, &str)> = None;
+    let mut candidate = Vec::new();
+    let mut rows = (Vec::new(), Vec::new());
+    for c in candidates {
+        let mut limit = (c.len().max(3) / 3).max(2);
+        if let Some((d, _)) = best {
+            // Only a strictly closer candidate replaces the best one.
+            match d.checked_sub(1) {
+                Some(closer) => limit = limit.min(closer),
+                None => break,
+            }
         }
-        prev = cur;
+        let ascii = c.is_ascii();
+        let len = if ascii { c.len() } else { c.chars().count() };
+        if name.len().abs_diff(len) > limit || letter_distance(&counts, c, ascii) > limit {
+            continue;
+        }
+        candidate.clear();
+        candidate.extend(c.chars().map(|c| c.to_ascii_lowercase()));
+        if let Some(d) = edit_distance(&name, &candidate, limit, &mut rows) {
+            best = Some((d, c));
+        }
     }
-    prev[b.len()]
+    best.map(|(_, c)| c)
+}
+
+/// Occurrences of each character, folded into 64 buckets (folding keeps it a lower bound).
+fn letter_counts(s: &[char]) -> [i32; 64] {
+    let mut counts = [0; 64];
+    for &c in s {
+        counts[c as usize % 64] += 1;
+    }
+    counts
+}
+
+/// A lower bound of the edit distance: each edit adds, removes or changes one character.
+fn letter_distance(a: &[i32; 64], b: &str, ascii: bool) -> usize {
+    let mut diff = *a;
+    if ascii {
+        for &c in b.as_bytes() {
+            diff[c.to_ascii_lowercase() as usize % 64] -= 1;
+        }
+    } else {
+        for c in b.chars() {
+            diff[c.to_ascii_lowercase() as usize % 64] -= 1;
+        }
+    }
+    let (mut more, mut fewer) = (0, 0);
+    for d in &diff {
+        if *d > 0 {
+            more += d;
+        } else {
+            fewer -= d;
+        }
+    }
+    more.max(fewer) as usize
+}
+
+/// Levenshtein distance, or `None` once it must exceed `limit`. Only cells within `limit` of
+/// the diagonal can stay within it, so only those are computed.
+fn edit_distance(a: &[char], b: &[char], limit: usize, rows: &mut (Vec<usize>, Vec<usize>)) -> Option<usize> {
+    const FAR: usize = usize::MAX / 2;
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let (prev, cur) = rows;
+    prev.clear();
+    prev.extend(0..=b.len());
+    cur.clear();
+    cur.resize(b.len() + 1, FAR);
+    for (i, ca) in a.iter().enumerate() {
+        let (from, to) = ((i + 1).saturating_sub(limit), (i + 1 + limit).min(b.len()));
+        cur[0] = if from == 0 { i + 1 } else { FAR };
+        if from > 1 {
+            cur[from - 1] = FAR;
+        }
+        let mut row_min = cur[0];
+        for j in from.max(1)..=to {
+            let mut d = prev[j - 1] + usize::from(*ca != b[j - 1]);
+            if prev[j] + 1 < d {
+                d = prev[j] + 1;
+            }
+            if cur[j - 1] + 1 < d {
+                d = cur[j - 1] + 1;
+            }
+            cur[j] = d;
+            if d < row_min {
+                row_min = d;
+            }
+        }
+        if to < b.len() {
+            cur[to + 1] = FAR;
+        }
+        if row_min > limit {
+            return None;
+        }
+        std::mem::swap(prev, cur);
+    }
+    Some(prev[b.len()]).filter(|&d| d <= limit)
 }
 
 #[cfg(test)]
@@ -189,6 +310,72 @@ mod tests {
         assert_eq!(suggest("JitCompilationStarted", names), Some("JITCompilationStarted"));
         assert_eq!(suggest("JITCompilationStartd", names), Some("JITCompilationStarted"));
         assert_eq!(suggest("Initialize", names), None);
+        // The first of equally close candidates wins; an exact match stops the search.
+        assert_eq!(suggest("ab", ["ax", "ay"]), Some("ax"));
+        assert_eq!(suggest("shutdown", ["Shutdown", "Shutdowns"]), Some("Shutdown"));
+        assert_eq!(suggest(&"x".repeat(1_000_000), names), None);
+    }
+
+    #[test]
+    fn the_bounded_edit_distance_is_the_edit_distance_within_the_bound() {
+        fn full(a: &[char], b: &[char]) -> usize {
+            let mut prev: Vec<usize> = (0..=b.len()).collect();
+            for (i, ca) in a.iter().enumerate() {
+                let mut cur = vec![i + 1; b.len() + 1];
+                for (j, cb) in b.iter().enumerate() {
+                    cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+                }
+                prev = cur;
+            }
+            prev[b.len()]
+        }
+        let words = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "kitten",
+            "sitting",
+            "flaw",
+            "lawn",
+            "pbDone",
+            "pbDoen",
+            "ICorProfilerInfo",
+            "ICorProfilerInfo12",
+            "ICorProfilerCallbak3",
+            "ICorProfilerCallback",
+        ];
+        let mut rows = (Vec::new(), Vec::new());
+        for a in words {
+            for b in words {
+                let lower = |s: &str| s.to_ascii_lowercase().chars().collect::<Vec<char>>();
+                let (a, b) = (lower(a), lower(b));
+                let d = full(&a, &b);
+                for limit in 0..8 {
+                    assert_eq!(
+                        edit_distance(&a, &b, limit, &mut rows),
+                        Some(d).filter(|&d| d <= limit),
+                        "{a:?} {b:?} {limit}"
+                    );
+                    let s: String = b.iter().collect();
+                    assert!(letter_distance(&letter_counts(&a), &s, s.is_ascii()) <= d);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quoted_values_are_cut_to_the_limit() {
+        let long = "y".repeat(10_000_000);
+        let d = Diagnostic::error(format!("expected a direction, found `{long}` in \"{long}\""));
+        let shown = format!("`{}…`", "y".repeat(QUOTE_LIMIT));
+        assert_eq!(d.message, format!("expected a direction, found {shown} in {}", shown.replace('`', "\"")));
+        let d = Diagnostic::error("x").help(format!("did you mean `{long}"));
+        assert_eq!(d.help.unwrap(), format!("did you mean `{}…", "y".repeat(QUOTE_LIMIT)));
+        // Text outside quotes (paths, say) is never cut.
+        let path = "/p".repeat(300);
+        assert_eq!(Diagnostic::error(format!("cannot read {path}")).message, format!("cannot read {path}"));
     }
 
     #[test]

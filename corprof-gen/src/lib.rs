@@ -7,6 +7,7 @@
 //! script calls.
 
 pub mod annotations;
+pub mod bootstrap;
 pub mod build;
 mod clang;
 pub mod classify;

@@ -26,11 +26,15 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn check_passes_on_both_shared_headers_with_the_same_annotations() {
-    for (version, notes) in [("runtime-main", 0), ("coreclr-3.x", 8)] {
+    // Every override is listed with its reason (cor.h's four only where the header has cor.h).
+    for (version, absent, overrides) in [("runtime-main", 0, 5), ("coreclr-3.x", 8, 1)] {
         let o = gen_cmd().arg("check").arg("--include").arg(shared(version)).output().unwrap();
         let t = text(&o);
         assert!(o.status.success(), "{version}: {t}");
-        assert_eq!(t.matches("is not declared by this header").count(), notes, "{version}: {t}");
+        assert_eq!(t.matches("is not declared by this header").count(), absent, "{version}: {t}");
+        assert_eq!(t.matches("\nnote: override: ").count() + usize::from(t.starts_with("note: override: ")), overrides);
+        assert!(t.contains("note: override: `rFieldOffset` of ICorProfilerInfo2::GetClassLayout: MIDL says [out][in]"));
+        assert!(t.ends_with(&format!("corprof-gen: ok (0 warning(s), {} note(s))\n", absent + overrides)), "{t}");
         assert!(!t.contains("error"), "{t}");
     }
 }
@@ -137,4 +141,240 @@ fn a_missing_libclang_is_an_error_with_an_install_hint() {
         t.contains("= help: install it (Debian/Ubuntu: `apt-get install libclang-dev`, or run `scripts/setup`)"),
         "{t}"
     );
+}
+
+/// A fresh folder under the system temp dir, for one test.
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("corprof-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An annotation folder with one reviewed callback entry.
+fn callbacks_folder(tmp: &Path) -> PathBuf {
+    let ann = tmp.join("ann");
+    std::fs::create_dir_all(&ann).unwrap();
+    std::fs::write(ann.join("callbacks.yaml"), "ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: in\n")
+        .unwrap();
+    ann
+}
+
+fn bootstrap(ann: &Path, write: &Path) -> Output {
+    gen_cmd()
+        .arg("bootstrap")
+        .arg("--include")
+        .arg(shared("runtime-main"))
+        .arg("--annotations")
+        .arg(ann)
+        .arg("--write")
+        .arg(write)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bootstrap_refuses_a_file_that_is_not_annotation_yaml_and_leaves_it_as_it_was() {
+    let tmp = temp("refuse");
+    let ann = callbacks_folder(&tmp);
+    let kept = "\n  = note: the file is left as it was";
+    let cases: [(&str, &[u8], String); 3] = [
+        (
+            "latin1.yaml",
+            b"# caf\xe9\nICorProfilerInfo:\n",
+            format!("error: refusing to write drafts into {{}}: it is not UTF-8 text (invalid byte at offset 5){kept}"),
+        ),
+        (
+            "broken.yaml",
+            b"ICorProfilerInfo:\n  GetClassFromObject: [\n",
+            format!(
+                "error: malformed annotation YAML: unclosed bracket `[`\n  --> {{}}:2:23\n  = note: the file ends at line 3 before it is closed\n\n\
+                 error: refusing to write drafts into {{}}: it is not valid annotation YAML{kept}"
+            ),
+        ),
+        (
+            "two.yaml",
+            b"ICorProfilerInfo:\n  GetClassFromObject:\n    pClassId: out\n---\nIFoo:\n",
+            format!(
+                "error: an annotation file holds one YAML document; a second one starts here\n  --> {{}}:4:1\n  \
+                 = note: several documents (separated by `---`) in one file are not supported\n  \
+                 = help: put the second document in a file of its own\n\n\
+                 error: refusing to write drafts into {{}}: it is not valid annotation YAML{kept}"
+            ),
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let file = tmp.join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let o = bootstrap(&ann, &file);
+        let n = expected.matches("error: ").count();
+        let expected = expected.replace("{}", &file.display().to_string());
+        let aborting = format!("\n\nerror: aborting due to {n} previous error{}\n", if n == 1 { "" } else { "s" });
+        assert_eq!(String::from_utf8_lossy(&o.stderr), format!("{expected}{aborting}"), "{name}");
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{name} is unchanged");
+        assert!(o.stdout.is_empty(), "{name}");
+    }
+    // Not a file at all: /dev/full would read forever, a folder cannot be written.
+    for target in [PathBuf::from("/dev/full"), tmp.join("ann")] {
+        let o = bootstrap(&ann, &target);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "error: refusing to write drafts into {}: it is not a regular file{kept}\n\nerror: aborting due to 1 previous error\n",
+                target.display()
+            )
+        );
+        assert_eq!(o.status.code(), Some(1));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn a_second_bootstrap_merges_into_the_file_instead_of_repeating_its_keys() {
+    let tmp = temp("merge");
+    let ann = callbacks_folder(&tmp);
+    // Outside the annotation folder, so its entries are known only from the file itself.
+    let file = tmp.join("drafts.yaml");
+    let mine = "# reviewed\nICorProfilerInfo:\n  # by hand\n  GetClassFromObject:\n    pClassId: out  # checked\n";
+    std::fs::write(&file, mine).unwrap();
+    let o = bootstrap(&ann, &file);
+    assert!(o.status.success(), "{}", text(&o));
+    let first = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        first.starts_with(&format!("{mine}  GetClassFromToken:\n    pClassId: {{ dir: out, draft: true }}\n")),
+        "{first}"
+    );
+    let top: Vec<&str> = first.lines().filter(|l| l.ends_with(':') && !l.starts_with([' ', '#'])).collect();
+    let mut unique = top.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(top.len(), unique.len(), "every interface once: {top:?}");
+    assert!(top.len() > 10, "{top:?}");
+    corprof_gen::annotations::Annotations::parse("drafts.yaml", &first).expect("the written file loads");
+    // Nothing new the second time: the file stays as it is.
+    let again = bootstrap(&ann, &file);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("drafts to merge by hand"));
+
+    // In the annotation folder, an interface of the file that lacks methods gets them under its
+    // key (before, they were printed, or appended as a second `ICorProfilerInfo:`).
+    let in_folder = ann.join("info.yaml");
+    let trimmed = first.replace("  GetClassFromToken:\n    pClassId: { dir: out, draft: true }\n", "");
+    std::fs::write(&in_folder, &trimmed).unwrap();
+    let o = bootstrap(&ann, &in_folder);
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.starts_with(&format!("corprof-gen: wrote 1 draft entries into {}\n", in_folder.display())),
+        "{stderr}"
+    );
+    let entry = "  GetClassFromToken:\n    pClassId: { dir: out, draft: true }\n";
+    let expected = trimmed.replacen("\n\nICorProfilerCallback2:", &format!("\n{entry}\nICorProfilerCallback2:"), 1);
+    assert!(std::fs::read_to_string(&in_folder).unwrap() == expected, "the method goes at the end of its interface");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn a_missing_annotation_folder_is_an_error_in_every_subcommand() {
+    let h = shared("runtime-main");
+    let expected =
+        "error: annotation folder no/such/annotations does not exist\n\nerror: aborting due to 1 previous error\n";
+    let runs: [&[&std::ffi::OsStr]; 4] = [
+        &["check".as_ref(), "--include".as_ref(), h.as_os_str()],
+        &["expand".as_ref(), "--include".as_ref(), h.as_os_str()],
+        &["bootstrap".as_ref(), "--include".as_ref(), h.as_os_str()],
+        &["diff".as_ref(), h.as_os_str(), h.as_os_str()],
+    ];
+    for args in runs {
+        let o = gen_cmd().args(args).args(["--annotations", "no/such/annotations"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stderr), expected, "{args:?}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn an_unknown_interface_to_draft_is_an_error() {
+    let o = gen_cmd()
+        .arg("bootstrap")
+        .arg("--include")
+        .arg(shared("runtime-main"))
+        .args(["--interface", "ICorProfilerInfo", "--interface", "Nope", "--interface", "IMetaDataImprt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: unknown interface `Nope`: the header does not declare it\n\n\
+         error: unknown interface `IMetaDataImprt`: the header does not declare it\n  = help: did you mean `IMetaDataImport`?\n\n\
+         error: aborting due to 2 previous errors\n"
+    );
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn output_to_a_closed_pipe_or_a_full_disk_ends_with_one_line_and_a_failure() {
+    let full = |args: &[&std::ffi::OsStr]| {
+        let o = gen_cmd().args(args).stdout(std::fs::File::create("/dev/full").unwrap()).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let h = shared("runtime-main");
+    let disk_full = "error: cannot write the output: No space left on device (os error 28)\n".to_string();
+    assert_eq!(full(&["expand".as_ref(), "--include".as_ref(), h.as_os_str()]), (Some(1), disk_full.clone()));
+    assert_eq!(full(&["diff".as_ref(), shared("coreclr-3.x").as_os_str(), h.as_os_str()]), (Some(1), disk_full));
+    // `expand | head`: the reader is gone before the code is written.
+    let mut child = gen_cmd()
+        .args(["expand", "--include"])
+        .arg(&h)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "error: cannot write the output: Broken pipe (os error 32)\n");
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn a_huge_name_is_quoted_short() {
+    let tmp = temp("huge");
+    let name = "y".repeat(10_000_000);
+    // Keys longer than 1024 characters are written as explicit `? key` entries.
+    let yaml = format!("ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: in\n    ? {name}\n    : in\n");
+    std::fs::write(tmp.join("big.yaml"), yaml).unwrap();
+    let o = gen_cmd()
+        .arg("check")
+        .arg("--include")
+        .arg(shared("runtime-main"))
+        .arg("--annotations")
+        .arg(&tmp)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let cut = format!("{}…", "y".repeat(200));
+    assert!(
+        stderr.contains(&format!("error: unknown parameter `{cut}` of ICorProfilerCallback::Initialize\n")),
+        "{stderr:.2000}"
+    );
+    assert!(stderr.len() < 200_000, "{}", stderr.len());
+    assert_eq!(o.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn bootstrap_writes_through_a_symbolic_link() {
+    let tmp = temp("link");
+    let ann = callbacks_folder(&tmp);
+    let real = tmp.join("real.yaml");
+    std::fs::write(&real, "# mine\n").unwrap();
+    std::os::unix::fs::symlink(&real, tmp.join("link.yaml")).unwrap();
+    let o = bootstrap(&ann, &tmp.join("link.yaml"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::symlink_metadata(tmp.join("link.yaml")).unwrap().file_type().is_symlink());
+    let written = std::fs::read_to_string(&real).unwrap();
+    assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n  ThreadNameChanged:\n"), "{written:.300}");
+    assert!(written.contains("\nICorProfilerInfo:\n  GetClassFromObject:\n"), "{written:.300}");
+    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -27,12 +27,120 @@ fn parses_short_and_full_forms_with_positions() {
     assert!(iface.methods[2].params.is_empty());
 }
 
+/// The one error of parsing `text`, rendered without the "aborting" line.
+fn error(text: &str) -> String {
+    let err = Annotations::parse("x.yaml", text).unwrap_err();
+    assert_eq!(err.items.len(), 1, "{err}");
+    err.items[0].to_string()
+}
+
 #[test]
 fn malformed_yaml_reports_line_and_column() {
-    let err = Annotations::parse("cb.yaml", "ICorProfilerCallback:\n  Shutdown: [1\n").unwrap_err();
-    let text = err.to_string();
-    assert!(text.starts_with("error: malformed annotation YAML"), "{text}");
-    assert!(text.contains("--> cb.yaml:3:1"), "{text}");
+    assert_eq!(
+        error("I:\n  M:\n    a: in\n   N:\n"),
+        "error: malformed annotation YAML: did not find expected key\n  --> x.yaml:4:4"
+    );
+}
+
+#[test]
+fn an_unclosed_quote_or_bracket_is_shown_where_it_opens_not_at_the_end() {
+    // serde_yaml says "found unexpected end of stream at line 5 column 1".
+    assert_eq!(
+        error("I:\n  M:\n    a: \"in\n    b: out\n"),
+        "error: malformed annotation YAML: unclosed quote `\"`\n  --> x.yaml:3:8\n  = note: the file ends at line 5 before it is closed"
+    );
+    assert_eq!(
+        error("I:\n  M:\n    a: 'it''s\n    b: out\n\n"),
+        "error: malformed annotation YAML: unclosed quote `'`\n  --> x.yaml:3:8\n  = note: the file ends at line 6 before it is closed"
+    );
+    // serde_yaml says "did not find expected node content at line 3 column 1".
+    assert_eq!(
+        error("ICorProfilerCallback:\n  Shutdown: [1\n"),
+        "error: malformed annotation YAML: unclosed bracket `[`\n  --> x.yaml:2:13\n  = note: the file ends at line 3 before it is closed"
+    );
+    // Nested: the innermost one, as serde_yaml's context says.
+    assert_eq!(
+        error("I:\n  M:\n    a: { dir: in,\n      len: [n\n"),
+        "error: malformed annotation YAML: unclosed bracket `[`\n  --> x.yaml:4:12\n  = note: the file ends at line 5 before it is closed"
+    );
+}
+
+#[test]
+fn a_second_document_is_refused_at_its_first_line() {
+    let refused = |line: u32| {
+        format!(
+            "error: an annotation file holds one YAML document; a second one starts here\n  --> x.yaml:{line}:1\n  \
+             = note: several documents (separated by `---`) in one file are not supported\n  \
+             = help: put the second document in a file of its own"
+        )
+    };
+    assert_eq!(error("I:\n  M:\n    a: in\n---\nJ:\n  N:\n    b: in\n"), refused(4));
+    assert_eq!(error("---\nI:\n  M:\n    a: in\n# next\n--- # two\nJ:\n"), refused(6));
+    assert_eq!(error("I:\n  M:\n    a: in\n...\n\nJ:\n  N:\n    b: in\n"), refused(6));
+    assert_eq!(error("I:\n  M:\n    a: in\n---\n"), refused(4));
+    // One document, introduced by `---` or closed by `...`, is fine.
+    assert!(Annotations::parse("x.yaml", "---\nI:\n  M:\n    a: in\n...\n").is_ok());
+}
+
+#[test]
+fn a_key_missing_its_colon_is_shown_at_the_key() {
+    // serde_yaml's own place is the line after.
+    assert_eq!(
+        error("I:\n  M:\n    a: in\n  bad\n"),
+        "error: malformed annotation YAML: could not find expected ':'\n  --> x.yaml:4:3"
+    );
+}
+
+#[test]
+fn a_tab_in_the_indentation_gets_a_help() {
+    assert_eq!(
+        error("I:\n  M:\n\ta: in\n"),
+        "error: malformed annotation YAML: found character that cannot start any token\n  --> x.yaml:3:1\n  \
+         = help: YAML indents with spaces: this line's indentation has a tab"
+    );
+    // A tab after the colon is only a separator.
+    assert!(Annotations::parse("x.yaml", "I:\n  M:\n    a:\tin\n").is_ok());
+}
+
+#[test]
+fn block_scalars_and_flow_collections_hold_no_keys() {
+    // The lines inside `|` look like a duplicate key; the real error is the unclosed bracket.
+    assert_eq!(
+        error("I:\n  M:\n    note: |\n      x: 1\n      x: 2\n    a: [\n"),
+        "error: malformed annotation YAML: unclosed bracket `[`\n  --> x.yaml:6:8\n  = note: the file ends at line 7 before it is closed"
+    );
+    let text = "I:\n  M:\n    a: >-\n      b: 1\n\n      b: 2\n    c: { dir: in,\n      c: 1,\n      c: 2 }\n    \"d\": '\n      d: x'\n    e: out\n";
+    let outline = outline::Outline::scan(text);
+    assert!(outline.duplicates.is_empty(), "{:?}", outline.duplicates);
+    assert_eq!(outline.pos(&["I", "M", "c"]), (7, 5));
+    assert_eq!(outline.pos(&["I", "M", "d"]), (10, 5));
+    assert_eq!(outline.pos(&["I", "M", "e"]), (12, 5));
+    assert_eq!(outline.pos(&["I", "M", "a", "b"]), (3, 5), "no key `b` under `a`: shown at `a`");
+    assert_eq!(outline.key(&["I", "M"]).unwrap().end, 12);
+    assert_eq!(outline.key(&["I", "M", "c"]).unwrap().end, 9);
+}
+
+#[test]
+fn duplicates_are_shown_at_the_second_key() {
+    assert_eq!(
+        error("I:\n  M:\n    a: in\n    a: out\n"),
+        "error: duplicate entry `a` under `I.M`\n  --> x.yaml:4:5\n  = note: first written at x.yaml:3:5"
+    );
+    // A lone `\r` ends a line for YAML as `\n` does.
+    assert_eq!(
+        error("I:\r  M:\r    a: in\r    a: in\r"),
+        "error: duplicate entry `a` under `I.M`\n  --> x.yaml:4:5\n  = note: first written at x.yaml:3:5"
+    );
+    // Sequence items are separate maps: their equal keys are no duplicates, the later one is.
+    assert_eq!(
+        error("I:\n  M:\n    a:\n      - k: 1\n      - k: 2\n  M:\n"),
+        "error: duplicate entry `M` under `I`\n  --> x.yaml:6:3\n  = note: first written at x.yaml:2:3"
+    );
+    // In a flow map, serde_yaml's place (the map) is the best there is.
+    assert_eq!(
+        error("I:\n  M:\n    a: { dir: in, dir: out }\n"),
+        "error: duplicate entry `dir` under `I.M.a`\n  --> x.yaml:3:8"
+    );
 }
 
 #[test]
@@ -40,10 +148,49 @@ fn unknown_direction_and_unknown_field_are_errors_at_the_parameter() {
     let text = "I:\n  M:\n    a: inout\n    b: { dir: in, length: n }\n";
     let err = Annotations::parse("x.yaml", text).unwrap_err();
     assert_eq!(err.items.len(), 2);
-    assert!(err.items[0].message.contains("unknown direction `inout`"));
+    assert_eq!(err.items[0].message, "expected a direction (`in`, `out` or `ref`), found `inout`");
     assert_eq!(err.items[0].at.as_ref().unwrap().line, 3);
     assert!(err.items[1].message.contains("unknown field `length`"), "{}", err.items[1].message);
     assert_eq!(err.items[1].at.as_ref().unwrap().line, 4);
+}
+
+#[test]
+fn a_bad_direction_says_what_a_direction_is() {
+    let help = "\n  = help: write `in`, `out` or `ref`, or a map such as `{ dir: in, len: cCount }`";
+    for (value, found) in [
+        ("7", "7"),
+        ("{ dir: 7 }", "7"),
+        ("{ dir: [in] }", "[in]"),
+        ("{ dir: inout, len: n }", "inout"),
+        ("[in, out]", "[in, out]"),
+        ("{ dir: { in: 1 } }", "{ in: 1 }"),
+        ("{ dir: ~ }", "null"),
+    ] {
+        assert_eq!(
+            error(&format!("I:\n  M:\n    pFoo: {value}\n")),
+            format!("error: expected a direction (`in`, `out` or `ref`), found `{found}`\n  --> x.yaml:3:5{help}"),
+            "{value}"
+        );
+    }
+    // The other fields are still checked by their types.
+    assert!(error("I:\n  M:\n    p: { dir: out, len: 5 }\n").contains("invalid type: integer `5`, expected a string"));
+    let a = Annotations::parse("x.yaml", "I:\n  M:\n    p: { dir: ref, string: true }\n").unwrap();
+    let spec = &a.interfaces[0].methods[0].params[0].spec;
+    assert_eq!((spec.dir, spec.string), (Direction::Ref, true));
+}
+
+#[test]
+fn a_huge_bad_value_is_quoted_short() {
+    let (huge, big) = ("y".repeat(10_000_000), "y".repeat(1_000_000));
+    let cut = format!("{}…", "y".repeat(crate::diag::QUOTE_LIMIT));
+    // A key longer than 1024 characters must be written as an explicit `? key`.
+    let text = format!("I:\n  M:\n    a: {huge}\n    b:\n      dir: in\n      ? {big}\n      : 1\n    c: [{big}]\n");
+    let err = Annotations::parse("x.yaml", &text).unwrap_err();
+    let messages: Vec<&str> = err.items.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(messages[0], format!("expected a direction (`in`, `out` or `ref`), found `{cut}`"));
+    assert!(messages[1].starts_with(&format!("invalid parameter annotation: unknown field `{cut}`, expected one of")));
+    assert_eq!(messages[2], format!("expected a direction (`in`, `out` or `ref`), found `[{}…`", &cut[..199]));
+    assert!(err.to_string().len() < 2000, "{}", err.to_string().len());
 }
 
 #[test]

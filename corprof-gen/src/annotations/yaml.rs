@@ -1,35 +1,20 @@
 //! The one place that uses serde_yaml. Parses to a YAML value tree (syntax errors carry
-//! line:col), then walks it into the typed model. serde gives values no positions, so a small
-//! indentation scanner over the text maps each key path to the line:col where it is written.
+//! line:col), then walks it into the typed model. serde gives values no positions, so the
+//! [`Outline`] of the text maps each key path to the line:col where it is written.
 
+use super::outline::Outline;
 use super::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec};
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::Value;
-use std::collections::HashMap;
 
 pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
     let root: Value = match serde_yaml::from_str(text) {
         Ok(v) => v,
-        Err(e) => {
-            let loc =
-                e.location().map(|l| Loc { file: file.to_string(), line: l.line() as u32, col: l.column() as u32 });
-            let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            let loc = loc.unwrap_or_else(|| Loc { file: file.to_string(), line: 1, col: 1 });
-            // serde_yaml points duplicates at their map; the scanner finds the second key itself.
-            if let Some((first, second)) = KeyPositions::scan(text).duplicates.first() {
-                let at = |(line, col): (u32, u32)| Loc { file: file.to_string(), line, col };
-                return Err(Diagnostic::error(format!("duplicate entry: {msg}"))
-                    .at(at(*second))
-                    .note(format!("first written at {}", at(*first)))
-                    .into());
-            }
-            return Err(Diagnostic::error(format!("malformed annotation YAML: {msg}")).at(loc).into());
-        }
+        Err(e) => return Err(syntax_error(file, text, &e).into()),
     };
-    let positions = KeyPositions::scan(text);
-    let pos = |path: &[&str]| positions.get(file, path);
+    let outline = Outline::scan(text);
+    let pos = |path: &[&str]| at(file, outline.pos(path));
     let mut errors = Errors::default();
     let mut out = Annotations::default();
     let top = match root {
@@ -82,6 +67,87 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
     Ok(out)
 }
 
+fn at(file: &str, (line, col): (u32, u32)) -> Loc {
+    Loc { file: file.to_string(), line, col }
+}
+
+/// A YAML syntax error at the line that caused it. serde_yaml says where its parser gave up:
+/// the end of the file for an unclosed quote or bracket, the map for a duplicate key, nowhere
+/// for a second document. The outline of the text knows the real place.
+fn syntax_error(file: &str, text: &str, e: &serde_yaml::Error) -> Diagnostic {
+    let msg = e.to_string();
+    let outline = Outline::scan(text);
+    if msg.starts_with("deserializing from YAML containing more than one document") {
+        let line = outline.second_document.unwrap_or(1);
+        return Diagnostic::error("an annotation file holds one YAML document; a second one starts here")
+            .at(at(file, (line, 1)))
+            .note("several documents (separated by `---`) in one file are not supported")
+            .help("put the second document in a file of its own");
+    }
+    let mark = e.location().map(|l| (l.line() as u32, l.column() as u32));
+    if msg.contains("duplicate entry ") {
+        return duplicate(file, &outline, &msg, mark);
+    }
+    // serde_yaml: "<problem> at line L column C[, <context>[ at line L column C]]".
+    let (problem, context) = msg.split_once(", ").unwrap_or((&msg, ""));
+    let problem = problem.split(" at line ").next().unwrap_or(problem);
+    let context_mark = context.split_once(" at line ").and_then(|(_, m)| line_col(m));
+    let mut d = Diagnostic::error(format!("malformed annotation YAML: {problem}"));
+    let at_end = e.location().is_some_and(|l| l.index() >= text.trim_end().len());
+    let place = match (outline.unclosed, context_mark) {
+        // Ran off the end: the cause is where the unfinished quote or bracket opened.
+        (Some((_, line, col)), None) if at_end => (line, col),
+        (_, Some(cm)) if at_end => cm,
+        // "could not find expected ':'" belongs to the key that lacks it.
+        (_, Some(cm)) if context.starts_with("while scanning a simple key") => cm,
+        _ => mark.unwrap_or((1, 1)),
+    };
+    let line = nth_line(text, place.0).unwrap_or("");
+    let opened = line.chars().nth((place.1 as usize).saturating_sub(1));
+    if let Some(open @ ('"' | '\'' | '[' | '{')) = opened.filter(|_| at_end) {
+        let what = if matches!(open, '"' | '\'') { "quote" } else { "bracket" };
+        d = Diagnostic::error(format!("malformed annotation YAML: unclosed {what} `{open}`"))
+            .note(format!("the file ends at line {} before it is closed", mark.map_or(0, |m| m.0)));
+    }
+    if line[..line.len() - line.trim_start_matches([' ', '\t']).len()].contains('\t') {
+        d = d.help("YAML indents with spaces: this line's indentation has a tab");
+    }
+    d.at(at(file, place))
+}
+
+/// serde_yaml points a duplicate key at its map; the outline knows where the second one is.
+/// `msg` is serde_yaml's `I.M: duplicate entry with key "a" at line …` (or `with key 7`, …).
+fn duplicate(file: &str, outline: &Outline, msg: &str, mark: Option<(u32, u32)>) -> Diagnostic {
+    let (parents, what) = msg.split_once("duplicate entry ").unwrap_or(("", msg));
+    let what = what.rsplit_once(" at line ").map_or(what, |(w, _)| w);
+    let key = what.strip_prefix("with key ");
+    let same = |name: &String| key.is_some_and(|k| format!("{name:?}") == k || name == k);
+    let Some(dup) = outline.duplicates.iter().find(|d| d.path.last().is_some_and(same)) else {
+        // A key of a flow map (`{ dir: in, dir: out }`): serde_yaml's place is its map.
+        let shown = key.map_or(what.to_string(), |k| format!("`{}`", k.trim_matches('"')));
+        let parents = parents.trim_end_matches(": ");
+        let under = if parents.is_empty() { String::new() } else { format!(" under `{parents}`") };
+        return Diagnostic::error(format!("duplicate entry {shown}{under}")).at(at(file, mark.unwrap_or((1, 1))));
+    };
+    let (name, parents) = dup.path.split_last().expect("a duplicate has a name");
+    let under = if parents.is_empty() { String::new() } else { format!(" under `{}`", parents.join(".")) };
+    Diagnostic::error(format!("duplicate entry `{name}`{under}"))
+        .at(at(file, dup.second))
+        .note(format!("first written at {}", at(file, dup.first)))
+}
+
+/// `line 3 column 8` → (3, 8).
+fn line_col(s: &str) -> Option<(u32, u32)> {
+    let (line, rest) = s.split_once(" column ")?;
+    let col: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.trim().parse().ok()?, col.parse().ok()?))
+}
+
+/// Line `n` (1-based) as YAML counts lines.
+fn nth_line(text: &str, n: u32) -> Option<&str> {
+    super::outline::lines(text).nth(n.checked_sub(1)? as usize)
+}
+
 fn key_str(key: &Value, loc: &Loc, errors: &mut Errors) -> Option<String> {
     match key {
         Value::String(s) => Some(s.clone()),
@@ -107,96 +173,85 @@ fn mapping_of(v: Value, loc: &Loc, what: &str, errors: &mut Errors) -> Vec<(Valu
     }
 }
 
+const SPEC_HELP: &str = "write `in`, `out` or `ref`, or a map such as `{ dir: in, len: cCount }`";
+
 fn param_spec(v: Value, loc: &Loc, errors: &mut Errors) -> Option<ParamSpec> {
-    const HELP: &str = "write `in`, `out` or `ref`, or a map such as `{ dir: in, len: cCount }`";
     match v {
-        Value::String(s) => match Direction::parse(&s) {
-            Some(dir) => Some(ParamSpec::direction(dir)),
-            None => {
-                errors.push(Diagnostic::error(format!("unknown direction `{s}`")).at(loc.clone()).help(HELP));
-                None
-            }
-        },
-        v @ Value::Mapping(_) => match serde_yaml::from_value::<ParamSpec>(v) {
-            Ok(spec) => Some(spec),
-            Err(e) => {
-                errors.push(Diagnostic::error(format!("invalid parameter annotation: {e}")).at(loc.clone()).help(HELP));
-                None
-            }
-        },
-        other => {
-            errors.push(
-                Diagnostic::error(format!("expected a direction, found `{}`", short(&other)))
-                    .at(loc.clone())
-                    .help(HELP),
-            );
-            None
-        }
-    }
-}
-
-fn short(v: &Value) -> String {
-    serde_yaml::to_string(v).map(|s| s.trim().to_string()).unwrap_or_default()
-}
-
-/// Key path → (line, col), from block-style YAML text. Flow-style maps (`{ dir: in }`) are
-/// values, so their inner keys are not needed.
-struct KeyPositions {
-    map: HashMap<Vec<String>, (u32, u32)>,
-    /// (first, second) positions of keys written twice under the same parent.
-    duplicates: Vec<((u32, u32), (u32, u32))>,
-}
-
-impl KeyPositions {
-    fn scan(text: &str) -> Self {
-        let mut map = HashMap::new();
-        let mut duplicates = Vec::new();
-        let mut stack: Vec<(usize, String)> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("---") {
-                continue;
-            }
-            let indent = line.len() - trimmed.len();
-            let Some(key) = leading_key(trimmed) else {
-                continue;
+        Value::Mapping(mut m) => {
+            // `dir` is read here, so that a bad one reads like a bad bare direction.
+            let dir = match m.get("dir") {
+                Some(d) => Some(direction(d, loc, errors)?),
+                None => None,
             };
-            while stack.last().is_some_and(|(ind, _)| *ind >= indent) {
-                stack.pop();
+            if dir.is_some() {
+                m.insert("dir".into(), "in".into());
             }
-            stack.push((indent, key));
-            let path: Vec<String> = stack.iter().map(|(_, k)| k.clone()).collect();
-            let here = (i as u32 + 1, indent as u32 + 1);
-            match map.get(&path) {
-                Some(first) => duplicates.push((*first, here)),
-                None => {
-                    map.insert(path, here);
+            match serde_yaml::from_value::<ParamSpec>(Value::Mapping(m)) {
+                Ok(spec) => Some(ParamSpec { dir: dir.unwrap_or(spec.dir), ..spec }),
+                Err(e) => {
+                    errors.push(
+                        Diagnostic::error(format!("invalid parameter annotation: {e}")).at(loc.clone()).help(SPEC_HELP),
+                    );
+                    None
                 }
             }
         }
-        KeyPositions { map, duplicates }
-    }
-
-    fn get(&self, file: &str, path: &[&str]) -> Loc {
-        let key: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-        let (line, col) = self.map.get(&key).copied().unwrap_or((1, 1));
-        Loc { file: file.to_string(), line, col }
+        v => direction(&v, loc, errors).map(ParamSpec::direction),
     }
 }
 
-/// `Name:` or `"Name":` at the start of a line → `Name`.
-fn leading_key(s: &str) -> Option<String> {
-    let (key, rest) = if let Some(q @ ('"' | '\'')) = s.chars().next() {
-        let end = s[1..].find(q)? + 1;
-        (&s[1..end], &s[end + 1..])
-    } else {
-        let end = s.find(':')?;
-        (&s[..end], &s[end..])
+fn direction(v: &Value, loc: &Loc, errors: &mut Errors) -> Option<Direction> {
+    let found = match v {
+        Value::String(s) => match Direction::parse(s) {
+            Some(dir) => return Some(dir),
+            None => s.clone(),
+        },
+        other => short(other),
     };
-    let rest = rest.trim_start();
-    let after = rest.strip_prefix(':')?;
-    if !(after.is_empty() || after.starts_with([' ', '\t'])) || key.contains(['{', '[', ',']) {
-        return None;
+    errors.push(
+        Diagnostic::error(format!("expected a direction (`in`, `out` or `ref`), found `{found}`"))
+            .at(loc.clone())
+            .help(SPEC_HELP),
+    );
+    None
+}
+
+/// A value as one line of flow YAML, cut soon after the length a message shows.
+fn short(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        if out.len() > crate::diag::QUOTE_LIMIT {
+            return;
+        }
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(&b.to_string()),
+            Value::Number(n) => out.push_str(&n.to_string()),
+            Value::String(s) => out.extend(s.chars().take(crate::diag::QUOTE_LIMIT + 1)),
+            Value::Sequence(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    out.push_str(if i > 0 { ", " } else { "" });
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            Value::Mapping(m) => {
+                out.push('{');
+                for (i, (k, item)) in m.iter().enumerate() {
+                    out.push_str(if i > 0 { ", " } else { " " });
+                    write(k, out);
+                    out.push_str(": ");
+                    write(item, out);
+                }
+                out.push_str(if m.is_empty() { "}" } else { " }" });
+            }
+            Value::Tagged(t) => {
+                out.push_str(&format!("{} ", t.tag));
+                write(&t.value, out);
+            }
+        }
     }
-    Some(key.trim().to_string())
+    let mut out = String::new();
+    write(v, &mut out);
+    out
 }
