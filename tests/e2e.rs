@@ -428,3 +428,24 @@ fn dep_info_paths_are_split_and_unescaped() {
     let expected: Vec<PathBuf> = ["/a/b.rs", "/c d/e.rs", "/f.rs"].iter().map(PathBuf::from).collect();
     assert_eq!(deps, expected);
 }
+
+// ---------------------------------------------------------------------------------------------
+// scripts/dotnet-run runs any app by its path, as the README tells users with their own apps.
+
+#[test]
+fn dotnet_run_takes_an_app_path() {
+    let dll = repo_root().join("tests/apps/Workload/bin/Workload.dll");
+    for runtime in ["8", "3"] {
+        let run = run_app(runtime, dll.to_str().unwrap(), &[]);
+        run.assert_workload_done();
+    }
+    let missing = std::process::Command::new(repo_root().join("scripts/dotnet-run"))
+        .args(["8", "/no/such/App.dll"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "dotnet-run: no /no/such/App.dll (a test app's is built by scripts/setup)\n"
+    );
+}
