@@ -6,9 +6,13 @@ use std::fmt;
 use std::marker::PhantomData;
 
 /// A value the callee must write (an `[out]` pointer). Write once with [`Out::write`].
-#[repr(transparent)]
+///
+/// The slot may be wider than `T`: an `Out<'_, bool>` stands for a `BOOL *` and writes a whole
+/// `BOOL` (0 or 1), so the caller never reads three stale bytes.
 pub struct Out<'a, T> {
-    ptr: *mut T,
+    ptr: *mut (),
+    /// Stores a `T` at `ptr` in the slot's own representation.
+    store: unsafe fn(*mut (), T),
     _life: PhantomData<&'a mut T>,
 }
 
@@ -16,12 +20,31 @@ impl<'a, T: Copy> Out<'a, T> {
     /// # Safety
     /// `ptr` must be non-null and valid for a write of `T` for `'a`.
     pub unsafe fn new(ptr: *mut T) -> Self {
-        Out { ptr, _life: PhantomData }
+        unsafe fn store<T>(p: *mut (), v: T) {
+            // SAFETY: `p` came from `new`, whose caller promised a valid `*mut T`.
+            unsafe { p.cast::<T>().write(v) }
+        }
+        Out { ptr: ptr.cast(), store: store::<T>, _life: PhantomData }
     }
 
     /// Stores the result for the caller.
     pub fn write(self, value: T) {
-        unsafe { self.ptr.write(value) }
+        // SAFETY: `ptr` and `store` were paired by a constructor whose caller vouched for `ptr`.
+        unsafe { (self.store)(self.ptr, value) }
+    }
+}
+
+impl<'a> Out<'a, bool> {
+    /// A `bool` out over a C `BOOL *`: writes 1 or 0 as a whole `BOOL`.
+    ///
+    /// # Safety
+    /// `ptr` must be non-null and valid for a write of `BOOL` for `'a`.
+    pub unsafe fn from_bool_ptr(ptr: *mut crate::types::BOOL) -> Self {
+        unsafe fn store(p: *mut (), v: bool) {
+            // SAFETY: `p` came from `from_bool_ptr`, whose caller promised a valid `*mut BOOL`.
+            unsafe { p.cast::<crate::types::BOOL>().write(crate::types::BOOL::from(v)) }
+        }
+        Out { ptr: ptr.cast(), store, _life: PhantomData }
     }
 }
 
@@ -150,6 +173,12 @@ pub mod raw {
         if p.is_null() { null_pointer() } else { Ok(unsafe { Out::new(p) }) }
     }
 
+    /// `Out<'_, bool>` over a `BOOL *` (`E_POINTER` if null).
+    #[inline(always)]
+    pub unsafe fn out_bool<'a>(p: *mut crate::types::BOOL) -> Result<Out<'a, bool>> {
+        if p.is_null() { null_pointer() } else { Ok(unsafe { Out::from_bool_ptr(p) }) }
+    }
+
     #[inline(always)]
     pub unsafe fn ref_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
         match unsafe { p.as_mut() } {
@@ -189,6 +218,12 @@ mod tests {
             out(&mut slot as *mut i32).unwrap().write(7);
             assert_eq!(slot, 7);
             assert_eq!(out(std::ptr::null_mut::<i32>()).err(), Some(HResult::E_POINTER));
+            // A bool out writes the whole BOOL, not one byte of it.
+            let mut b: crate::types::BOOL = -1;
+            out_bool(&mut b).unwrap().write(true);
+            assert_eq!(b, 1);
+            out_bool(&mut b).unwrap().write(false);
+            assert_eq!(b, 0);
         }
     }
 

@@ -34,6 +34,43 @@ unsafe impl<T> Zeroable for *mut T {}
 // SAFETY: an array of zero bytes is an array of zeroed elements, each valid.
 unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
 
+/// Writes an enum value by the header's names, for the generated `Display` impls: the first
+/// enumerator of that value; for a flag enum (`flags`), the single-bit enumerators it holds joined
+/// by ` | `, then any bits no enumerator names in hex (a zero value prints as the enumerator worth 0,
+/// or `0`). A value no name covers prints as `Type(value)`.
+pub fn fmt_enum(
+    f: &mut std::fmt::Formatter<'_>,
+    type_name: &str,
+    value: i128,
+    names: &[(i128, &str)],
+    flags: bool,
+) -> std::fmt::Result {
+    if let Some((_, name)) = names.iter().find(|(v, _)| *v == value) {
+        // A named combination (`COR_PRF_MONITOR_ALL`) still prints as its flags: what is set
+        // matters more than which mask happens to equal it.
+        if !flags || value == 0 || (value > 0 && value.count_ones() == 1) {
+            return f.write_str(name);
+        }
+    }
+    if !flags || value <= 0 {
+        return if flags && value == 0 { f.write_str("0") } else { write!(f, "{type_name}({value})") };
+    }
+    let mut rest = value;
+    let mut first = true;
+    for (bit, name) in names.iter().filter(|(v, _)| *v > 0 && v.count_ones() == 1) {
+        if rest & bit != 0 {
+            f.write_str(if first { "" } else { " | " })?;
+            f.write_str(name)?;
+            rest &= !bit;
+            first = false;
+        }
+    }
+    if rest != 0 {
+        write!(f, "{}{rest:#x}", if first { "" } else { " | " })?;
+    }
+    Ok(())
+}
+
 /// A zeroed `T`: the starting value of an out parameter.
 #[inline(always)]
 pub fn zeroed<T: Zeroable>() -> T {

@@ -10,6 +10,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const CLSID: &str = "5D4C3B2A-1F0E-4D6C-8B7A-695847362514";
 
+/// IDs as the runtime would hand them out (this test plays the runtime).
+fn oid(raw: usize) -> ObjectID {
+    // SAFETY: these IDs only reach the test profiler, never a runtime.
+    unsafe { ObjectID::from_raw(raw) }
+}
+
+fn fid(raw: usize) -> FunctionID {
+    // SAFETY: as for `oid`.
+    unsafe { FunctionID::from_raw(raw) }
+}
+
 static DROPS: AtomicUsize = AtomicUsize::new(0);
 static JIT_STARTED: AtomicUsize = AtomicUsize::new(0);
 
@@ -30,8 +41,8 @@ impl CorProfilerCallback for TestProfiler {
         Ok(())
     }
 
-    fn jit_compilation_started(&self, function_id: FunctionID, safe: BOOL) -> corprof::Result<()> {
-        JIT_STARTED.fetch_add(function_id + safe as usize, Ordering::SeqCst);
+    fn jit_compilation_started(&self, function_id: FunctionID, safe: bool) -> corprof::Result<()> {
+        JIT_STARTED.fetch_add(function_id.as_raw() + usize::from(safe), Ordering::SeqCst);
         Ok(())
     }
 
@@ -39,22 +50,22 @@ impl CorProfilerCallback for TestProfiler {
         &self,
         _caller: FunctionID,
         callee: FunctionID,
-        should_inline: Out<'_, BOOL>,
+        should_inline: Out<'_, bool>,
     ) -> corprof::Result<()> {
-        should_inline.write((callee % 2) as BOOL);
+        should_inline.write(callee.as_raw() % 2 == 1);
         Ok(())
     }
 
     fn moved_references(&self, old: &[ObjectID], new: &[ObjectID], len: &[ULONG]) -> corprof::Result<()> {
-        assert_eq!((old, new, len), (&[1, 2][..], &[10, 20][..], &[8, 16][..]));
+        assert_eq!((old, new, len), (&[oid(1), oid(2)][..], &[oid(10), oid(20)][..], &[8, 16][..]));
         Ok(())
     }
 
     fn exception_thrown(&self, thrown: ObjectID) -> corprof::Result<()> {
-        if thrown == 0xdead {
+        if thrown == oid(0xdead) {
             panic!("boom in a callback");
         }
-        if thrown == 0xbeef {
+        if thrown == oid(0xbeef) {
             std::panic::panic_any(42u32);
         }
         Ok(())
@@ -155,19 +166,19 @@ fn callbacks_of_each_shape_reach_the_profiler() {
     unsafe {
         assert_eq!((v.Initialize)(p.cast(), p.cast()), 0);
         let before = JIT_STARTED.load(Ordering::SeqCst);
-        assert_eq!((v.JITCompilationStarted)(p.cast(), 100, 1), 0);
+        assert_eq!((v.JITCompilationStarted)(p.cast(), fid(100), 1), 0);
         assert_eq!(JIT_STARTED.load(Ordering::SeqCst), before + 101);
         let mut inline: BOOL = 7;
-        assert_eq!((v.JITInlining)(p.cast(), 1, 3, &mut inline), 0);
+        assert_eq!((v.JITInlining)(p.cast(), fid(1), fid(3), &mut inline), 0);
         assert_eq!(inline, 1, "out parameter written");
-        let (old, new, len) = ([1usize, 2], [10usize, 20], [8u32, 16]);
+        let (old, new, len) = ([oid(1), oid(2)], [oid(10), oid(20)], [8u32, 16]);
         let hr =
             (v.MovedReferences)(p.cast(), 2, old.as_ptr().cast_mut(), new.as_ptr().cast_mut(), len.as_ptr().cast_mut());
         assert_eq!(hr, 0);
         let name: Vec<u16> = "worker".encode_utf16().collect();
         let v2 = &vtbl(p).base__.base__.base__.base__.base__.base__.base__.base__.base__;
-        assert_eq!((v2.ThreadNameChanged)(p.cast(), 1, name.len() as u32, name.as_ptr().cast_mut()), 0);
-        assert_eq!(HResult((v2.ThreadNameChanged)(p.cast(), 1, 0, null_mut())), HResult::E_INVALIDARG);
+        assert_eq!((v2.ThreadNameChanged)(p.cast(), ThreadID::NULL, name.len() as u32, name.as_ptr().cast_mut()), 0);
+        assert_eq!(HResult((v2.ThreadNameChanged)(p.cast(), ThreadID::NULL, 0, null_mut())), HResult::E_INVALIDARG);
         // Slots the profiler does not implement answer S_OK.
         assert_eq!((vtbl(p).LoadAsNotficationOnly)(p.cast(), &mut inline), 0);
         assert_eq!((v.Shutdown)(p.cast()), 0);
@@ -180,9 +191,9 @@ fn a_panic_in_a_callback_becomes_e_fail_and_the_process_goes_on() {
     let p = create();
     let v = v1(p);
     unsafe {
-        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), 0xdead)), HResult::E_FAIL);
-        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), 0xbeef)), HResult::E_FAIL, "non-string payload");
-        assert_eq!((v.ExceptionThrown)(p.cast(), 1), 0, "the object still works after a panic");
+        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), oid(0xdead))), HResult::E_FAIL);
+        assert_eq!(HResult((v.ExceptionThrown)(p.cast(), oid(0xbeef))), HResult::E_FAIL, "non-string payload");
+        assert_eq!((v.ExceptionThrown)(p.cast(), oid(1)), 0, "the object still works after a panic");
         unknown(p.cast()).Release();
     }
 }

@@ -45,12 +45,12 @@ impl CorProfilerCallback for Recorder {
     fn directions(
         &self,
         range: &FIX_RANGE,
-        done: Out<'_, BOOL>,
+        done: Out<'_, bool>,
         counter: &mut ULONG,
         client: *mut c_void,
     ) -> corprof::Result<()> {
         self.log(format!("directions {}+{} {client:?}", range.start, range.length));
-        done.write(1);
+        done.write(true);
         *counter += 10;
         Ok(())
     }
@@ -67,7 +67,7 @@ impl CorProfilerCallback for Recorder {
     }
 
     fn later(&self, flags: FIX_FLAGS, helper: Option<&IHelperFixture>) -> corprof::Result<()> {
-        self.log(format!("later {} {}", flags.0, helper.is_some()));
+        self.log(format!("later {flags} {}", helper.is_some()));
         Ok(())
     }
 }
@@ -93,6 +93,12 @@ impl Drop for Obj {
     }
 }
 
+/// A FunctionID as the runtime would hand it out (this test plays the runtime).
+fn fid(raw: usize) -> FunctionID {
+    // SAFETY: the ID only reaches the test profiler.
+    unsafe { FunctionID::from_raw(raw) }
+}
+
 fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain([0]).collect()
 }
@@ -100,16 +106,16 @@ fn wide(s: &str) -> Vec<u16> {
 #[test]
 fn values_pass_through_and_errors_come_back_as_hresults() {
     let o = Obj::new();
-    let hr = unsafe { (o.vtbl().base__.Values)(o.0.cast(), 77, HResult::E_FAIL.0, -3) };
+    let hr = unsafe { (o.vtbl().base__.Values)(o.0.cast(), fid(0x77), HResult::E_FAIL.0, -3) };
     assert_eq!(hr, 0x8013_1350u32 as i32);
-    assert_eq!(o.seen(), ["values 77 E_FAIL (0x80004005) -3"]);
+    assert_eq!(o.seen(), ["values 0x77 E_FAIL (0x80004005) -3"]);
 }
 
 #[test]
 fn in_out_ref_and_opaque_pointers() {
     let o = Obj::new();
     let range = FIX_RANGE { start: 0x1000, length: 16 };
-    let (mut done, mut counter) = (0, 5u32);
+    let (mut done, mut counter) = (-1, 5u32);
     let hr = unsafe { (o.vtbl().base__.Directions)(o.0.cast(), &range, &mut done, &mut counter, 0x42 as *mut c_void) };
     assert_eq!(hr, 0);
     assert_eq!((done, counter), (1, 15));
@@ -136,7 +142,7 @@ fn a_null_required_pointer_is_refused_before_the_profiler_runs() {
 #[test]
 fn arrays_counted_text_terminated_text_and_guids() {
     let o = Obj::new();
-    let ids = [3usize, 4, 5];
+    let ids = [fid(3), fid(4), fid(5)];
     let name: Vec<u16> = "Worker-1".encode_utf16().collect();
     let path = wide("/app/App.dll");
     let guid = corprof::GUID::parse("11111111-2222-3333-4444-555555555555");
@@ -148,7 +154,7 @@ fn arrays_counted_text_terminated_text_and_guids() {
     assert_eq!(
         o.seen(),
         [
-            "arrays [3, 4] Some(\"Worker\") /app/App.dll 11111111-2222-3333-4444-555555555555",
+            "arrays [FunctionID(0x3), FunctionID(0x4)] Some(\"Worker\") /app/App.dll 11111111-2222-3333-4444-555555555555",
             "arrays [] None /app/App.dll 11111111-2222-3333-4444-555555555555",
         ]
     );
@@ -160,7 +166,7 @@ fn derived_version_slots_and_optional_interfaces() {
     let hr =
         unsafe { (o.vtbl().Later)(o.0.cast(), FIX_FLAGS::FIX_FLAG_A | FIX_FLAGS::FIX_FLAG_B, std::ptr::null_mut()) };
     assert_eq!(hr, 0);
-    assert_eq!(o.seen(), ["later 3 false"]);
+    assert_eq!(o.seen(), ["later FIX_FLAG_A | FIX_FLAG_B false"]);
     assert_eq!(directions::callbacks::HIGHEST_CALLBACK, "ICorProfilerCallback2");
     assert_eq!(directions::callbacks::CALLBACK_IIDS.len(), 2);
 }

@@ -342,12 +342,12 @@ impl CorProfilerCallback for BeforePanics {
         Ok(())
     }
 
-    fn jit_compilation_started(&self, _function_id: FunctionID, _safe: BOOL) -> corprof::Result<()> {
+    fn jit_compilation_started(&self, _function_id: FunctionID, _safe: bool) -> corprof::Result<()> {
         JIT_SEEN.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
-    fn jit_inlining(&self, _caller: FunctionID, _callee: FunctionID, _inline: Out<'_, BOOL>) -> corprof::Result<()> {
+    fn jit_inlining(&self, _caller: FunctionID, _callee: FunctionID, _inline: Out<'_, bool>) -> corprof::Result<()> {
         unreachable!("before_callback panics first");
     }
 }
@@ -360,10 +360,17 @@ fn a_panicking_before_callback_is_e_fail() {
         // `pfShouldInline` included (the thunk answers it, after `before_callback`).
         unsafe {
             let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
-            assert_eq!(HResult((v.ExceptionThrown)(p.cast(), 1)), HResult::E_FAIL);
+            assert_eq!(HResult((v.ExceptionThrown)(p.cast(), ObjectID::NULL)), HResult::E_FAIL);
             assert_eq!(EXCEPTIONS_SEEN.load(Ordering::SeqCst), 0, "the callback itself did not run");
-            assert_eq!(HResult((v.JITInlining)(p.cast(), 1, 2, null_mut())), HResult::E_FAIL);
-            assert_eq!(HResult((v.JITCompilationStarted)(p.cast(), 1, 1)), HResult::S_OK, "others still work");
+            assert_eq!(
+                HResult((v.JITInlining)(p.cast(), FunctionID::NULL, FunctionID::NULL, null_mut())),
+                HResult::E_FAIL
+            );
+            assert_eq!(
+                HResult((v.JITCompilationStarted)(p.cast(), FunctionID::NULL, 1)),
+                HResult::S_OK,
+                "others still work"
+            );
             assert_eq!(JIT_SEEN.load(Ordering::SeqCst), 1);
             assert_eq!(release(p), 0);
         }
@@ -387,7 +394,7 @@ fn a_panic_hook_that_panics_aborts() {
         let p: *mut c_void = corprof::glue::new_profiler_object(BeforePanics).cast();
         eprintln!("panic_guard: calling ExceptionThrown");
         // SAFETY: `p` is a live profiler object.
-        unsafe { (vtbl::<ICorProfilerCallback_Vtbl>(p).ExceptionThrown)(p.cast(), 1) };
+        unsafe { (vtbl::<ICorProfilerCallback_Vtbl>(p).ExceptionThrown)(p.cast(), ObjectID::NULL) };
         unreachable!("the process aborts in the callback");
     };
     assert_aborted(&out);
@@ -467,7 +474,10 @@ fn reports_case() {
     // SAFETY: `p` is a live profiler object.
     unsafe {
         assert_eq!(HResult((vtbl::<ICorProfilerCallback_Vtbl>(p).Shutdown)(p.cast())), HResult::E_FAIL);
-        assert_eq!(HResult((vtbl::<ICorProfilerCallback_Vtbl>(p).ExceptionThrown)(p.cast(), 1)), HResult::E_FAIL);
+        assert_eq!(
+            HResult((vtbl::<ICorProfilerCallback_Vtbl>(p).ExceptionThrown)(p.cast(), ObjectID::NULL)),
+            HResult::E_FAIL
+        );
         assert_eq!(release(p), 0);
     }
     drop_at_last_release_case(DropMode::Message);

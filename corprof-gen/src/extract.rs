@@ -6,7 +6,7 @@
 
 use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
 use crate::diag::{Diagnostic, Errors};
-use crate::ir::{CType, Header, Interface, Loc, Method, Param};
+use crate::ir::{CType, EnumDecl, Header, IdType, Interface, Loc, Method, Param, id_typedef, is_flag_enum};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -83,6 +83,9 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         guids: HashMap::new(),
         tag_names: Vec::new(),
         without_iid: Vec::new(),
+        enums: Vec::new(),
+        enum_typedefs: Vec::new(),
+        id_types: Vec::new(),
     };
     let mut structs = Vec::new();
     walker.collect(tu.cursor(), &mut structs);
@@ -99,6 +102,17 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
             mark_interfaces(&mut p.ty, &names);
         }
     }
+    // Enums get their typedef names: MIDL's tags are replaced (as bindgen does), other typedefs
+    // of an enum are aliases.
+    for e in &mut walker.enums {
+        for (tag, name) in &walker.enum_typedefs {
+            if *tag == e.name && tag.starts_with("__MIDL") {
+                e.name = name.clone();
+            } else if *tag == e.name && !e.aliases.contains(name) && name != tag {
+                e.aliases.push(name.clone());
+            }
+        }
+    }
     let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
     Ok(Header {
         interfaces: walker.interfaces,
@@ -106,6 +120,8 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         main_header: headers.last().cloned().unwrap_or_default(),
         tag_names: walker.tag_names,
         without_iid: walker.without_iid,
+        enums: walker.enums,
+        id_types: walker.id_types,
     })
 }
 
@@ -117,6 +133,10 @@ struct Walker<'a> {
     guids: HashMap<String, String>,
     tag_names: Vec<(String, String)>,
     without_iid: Vec<(String, Loc)>,
+    enums: Vec<EnumDecl>,
+    /// (enum tag, typedef name) for every typedef of an enum.
+    enum_typedefs: Vec<(String, String)>,
+    id_types: Vec<IdType>,
 }
 
 impl<'tu> Walker<'_> {
@@ -131,10 +151,22 @@ impl<'tu> Walker<'_> {
                     let under = c.typedef_underlying();
                     let tagged = if under.kind() == TypeKind::Elaborated { under.named() } else { under };
                     let tag = tagged.declaration().spelling();
+                    if tagged.kind() == TypeKind::Enum {
+                        self.enum_typedefs.push((tag.clone(), c.spelling()));
+                    }
                     if matches!(tagged.kind(), TypeKind::Record | TypeKind::Enum) && tag.starts_with("__MIDL") {
                         self.tag_names.push((tag, c.spelling()));
                     }
+                    let canonical = under.canonical();
+                    let void_pointer =
+                        canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() == TypeKind::Void;
+                    if let Some(id) = id_typedef(&c.spelling(), &under.spelling(), void_pointer)
+                        && !self.id_types.contains(&id)
+                    {
+                        self.id_types.push(id);
+                    }
                 }
+                CursorKind::Enum if c.is_definition() => self.enum_decl(c),
                 CursorKind::Var => {
                     let guid = c.annotations().iter().find_map(|a| a.strip_prefix(GUID_TAG).and_then(guid_text));
                     if let Some(text) = guid {
@@ -144,6 +176,27 @@ impl<'tu> Walker<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// A named enum and whether it is a flag enum ([`is_flag_enum`]); anonymous ones are skipped.
+    fn enum_decl(&mut self, c: Cursor<'_>) {
+        let name = c.spelling();
+        if name.is_empty() || name.contains(['(', ' ']) || self.enums.iter().any(|e| e.name == name) {
+            return;
+        }
+        let file = c.location().file;
+        let text =
+            self.sources.entry(file.clone()).or_insert_with(|| std::fs::read_to_string(&file).unwrap_or_default());
+        let mut values = Vec::new();
+        for k in c.children().into_iter().filter(|k| k.kind() == CursorKind::EnumConstant) {
+            let (start, end) = k.extent();
+            let decl = text.get(start as usize..end as usize).unwrap_or("");
+            values.push((k.enum_value(), decl.split_once('=').map(|(_, init)| init.to_string())));
+        }
+        let enumerators: Vec<(i128, Option<&str>)> = values.iter().map(|(v, t)| (*v, t.as_deref())).collect();
+        let flags = is_flag_enum(&enumerators);
+        let loc = self.loc(&c);
+        self.enums.push(EnumDecl { name, aliases: Vec::new(), flags, loc });
     }
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {

@@ -134,9 +134,83 @@ pub struct Header {
     /// MIDL's machine-made tags and the typedef names people use for them
     /// (`__MIDL___MIDL_itf_corprof_0000_0000_0005` → `COR_PRF_MONITOR`).
     pub tag_names: Vec<(String, String)>,
+    /// Every named enum the header folder declares, with whether it is a flag enum.
+    pub enums: Vec<EnumDecl>,
+    /// The ID typedefs that become newtypes (see [`IdType`]).
+    pub id_types: Vec<IdType>,
     /// Interfaces declared without an IID (no `MIDL_INTERFACE` uuid, no `IID_<name>` constant):
     /// they cannot be asked for, so they get no binding. Kept so messages can say why.
     pub without_iid: Vec<(String, Loc)>,
+}
+
+/// A C enum. The rule that makes it a flag enum (bit operations, `contains`, `A | B` display) is
+/// read off the header: every enumerator has an initializer written without a decimal literal
+/// other than `0` (hex literals, other enumerators, `|`: the author wrote bits, where counters
+/// are written `1, 2, 3`), at least one enumerator is a single bit, and single-bit enumerators
+/// outnumber the multi-bit ones (masks such as `COR_PRF_MONITOR_ALL`), which keeps dense hex
+/// tables such as `CorElementType` (0x00, 0x01, 0x02, 0x03, …) out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnumDecl {
+    /// The name bindgen gives the Rust type (MIDL tags replaced by their typedef names).
+    pub name: String,
+    /// Other names of the type (`COR_PRF_SNAPSHOT_INFO` for `_COR_PRF_SNAPSHOT_INFO`).
+    pub aliases: Vec<String>,
+    pub flags: bool,
+    pub loc: Loc,
+}
+
+impl EnumDecl {
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.aliases.iter().any(|a| a == name)
+    }
+}
+
+/// An ID typedef, which becomes a `#[repr(transparent)]` newtype: a typedef whose underlying type
+/// is spelled `UINT_PTR`, `ULONG_PTR` or `uintptr_t` (an integer ID: `FunctionID`, `ClassID`, …)
+/// or is `void *` (a handle: `ObjectHandleID`), and whose name ends in `ID` or `Id` (not `VOID`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdType {
+    pub name: String,
+    /// The underlying type as Rust spells it: the header's `UINT_PTR`, or `*mut c_void`.
+    pub raw: String,
+    /// `void *` underneath: a handle, held as a raw pointer.
+    pub handle: bool,
+}
+
+/// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
+pub fn id_typedef(name: &str, underlying: &str, void_pointer: bool) -> Option<IdType> {
+    // `LPVOID` ends in `ID` too, but names no ID.
+    if !(name.ends_with("ID") || name.ends_with("Id")) || name.ends_with("VOID") {
+        return None;
+    }
+    match underlying {
+        "UINT_PTR" | "ULONG_PTR" | "uintptr_t" => {
+            Some(IdType { name: name.to_string(), raw: underlying.to_string(), handle: false })
+        }
+        _ if void_pointer => {
+            Some(IdType { name: name.to_string(), raw: "*mut ::core::ffi::c_void".to_string(), handle: true })
+        }
+        _ => None,
+    }
+}
+
+/// The flag-enum rule of [`EnumDecl`], over each enumerator's value and initializer text
+/// (`None`: no initializer).
+pub fn is_flag_enum(enumerators: &[(i128, Option<&str>)]) -> bool {
+    let written_as_bits = enumerators.iter().all(|(_, init)| init.is_some_and(|t| !has_decimal_literal(t)));
+    let single = enumerators.iter().filter(|(v, _)| *v > 0 && v.count_ones() == 1).count();
+    let multi = enumerators.iter().filter(|(v, _)| *v != 0 && !(*v > 0 && v.count_ones() == 1)).count();
+    written_as_bits && single >= 1 && single > multi
+}
+
+/// A literal such as `1` or `42u` in C expression text (`0`, `0x10` and names are not).
+fn has_decimal_literal(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|tok| {
+        tok.starts_with(|c: char| c.is_ascii_digit())
+            && !tok.starts_with("0x")
+            && !tok.starts_with("0X")
+            && tok.trim_end_matches(['u', 'U', 'l', 'L']).chars().any(|c| c != '0')
+    })
 }
 
 impl Header {

@@ -101,7 +101,7 @@ pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let (api, header, ann, warnings) = load(cfg)?;
     let include_dirs = canonical(&cfg.include_dirs);
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
-    let types = types::generate(&include_dirs, &cfg.headers, &iface_names, &header.tag_names)?;
+    let types = types::generate(&include_dirs, &cfg.headers, &iface_names, &header)?;
     let view = view::build(&api, &cfg.headers.join(" + "), &cfg.root, types)?;
     let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     let code = format_rust(&text)?;

@@ -3,7 +3,7 @@
 //! exist (with a suggestion), directions on non-pointers, bad `len`/`string` uses, and pointer
 //! parameters of a generated-safe interface that have no direction.
 
-use crate::annotations::{Annotations, Direction, InterfaceAnn, ParamSpec};
+use crate::annotations::{Annotations, Direction, InterfaceAnn, ParamAnn, ParamSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
 use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
 
@@ -79,11 +79,13 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                 if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
                     drafts.push(&pa.loc);
                 }
-                params.push(ApiParam {
-                    ir: p.clone(),
-                    spec: pa.map(|pa| pa.spec.clone()),
-                    spec_loc: pa.map(|pa| pa.loc.clone()),
+                // `flags` naming an enum this header lacks leaves the C type (noted in the check).
+                let spec = pa.map(|pa| {
+                    let mut spec = pa.spec.clone();
+                    spec.flags = spec.flags.filter(|f| header.enums.iter().any(|e| e.is_named(f) && e.flags));
+                    spec
                 });
+                params.push(ApiParam { ir: p.clone(), spec, spec_loc: pa.map(|pa| pa.loc.clone()) });
             }
             let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
             methods.push(ApiMethod { ir: m.clone(), params, s_false });
@@ -216,6 +218,16 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                 errors.push(d);
                 continue;
             };
+            if let Some(flags) = &pa.spec.flags {
+                check_flags(header, &qualified, param, pa, flags, errors);
+            }
+            let value_flags = pa.spec.flags.is_some()
+                && pa.spec.dir == Direction::In
+                && pa.spec.consumes().next().is_none()
+                && !(pa.spec.corenum || pa.spec.raw || pa.spec.optional || pa.spec.string);
+            if !param.ty.is_pointer() && value_flags {
+                continue;
+            }
             let Some(pointee) = param.ty.pointee() else {
                 errors.push(
                     Diagnostic::error(format!(
@@ -294,6 +306,42 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
                 );
             }
         }
+    }
+}
+
+/// `flags: T` names a flag enum of the header, on an integer (or a pointer to one) of its size.
+fn check_flags(header: &Header, qualified: &str, param: &Param, pa: &ParamAnn, flags: &str, errors: &mut Errors) {
+    let at = |msg: String| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(&param.loc);
+    match header.enums.iter().find(|e| e.is_named(flags)) {
+        // A name close to a declared enum is a typo; another one names a type of a header not
+        // parsed this time (cor.h's `CorOpenFlags` when only corprof.h is): the parameter keeps
+        // its C type, with a note.
+        None => match suggest(flags, header.enums.iter().filter(|e| e.flags).map(|e| e.name.as_str())) {
+            Some(s) => errors.push(
+                at(format!("`flags: {flags}` of `{}` in {qualified}: the header declares no enum `{flags}`", pa.name))
+                    .help(format!("did you mean `{s}`?")),
+            ),
+            None => errors.push(
+                Diagnostic::info(format!(
+                    "`flags: {flags}` of `{}` in {qualified}: this header declares no enum `{flags}`; the parameter keeps its C type",
+                    pa.name
+                ))
+                .at(pa.loc.clone()),
+            ),
+        },
+        Some(e) if !e.flags => errors.push(
+            at(format!("`flags: {flags}` of `{}` in {qualified}: `{flags}` is not a flag enum", pa.name))
+                .note(format!("`{flags}` is declared at {}", e.loc))
+                .note(
+                    "a flag enum writes its enumerators as bits (hex, other enumerators, `|`), mostly single bits; \
+                     this one is a list of values",
+                ),
+        ),
+        Some(_) if !param.is_count => errors.push(at(format!(
+            "`flags: {flags}` of `{}` in {qualified}: the parameter is `{}`, not an integer (or a pointer to one)",
+            pa.name, param.ty
+        ))),
+        Some(_) => {}
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::diag::{Diagnostic, Errors};
 use crate::extract::{UMBRELLA, clang_args, prelude_dir, umbrella};
+use crate::ir::{Header, IdType};
 use quote::ToTokens;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,19 @@ pub struct Types {
     pub code: String,
     /// The structs and unions for which all-zero bytes are a valid value.
     pub zeroable: Vec<ZeroableType>,
+    /// The ID typedefs, taken out of bindgen's output: the template writes their newtypes.
+    pub ids: Vec<IdType>,
+    /// The enums bindgen emitted as newtypes, with their enumerators (for `Display`).
+    pub enums: Vec<EnumType>,
+}
+
+/// A C enum as bindgen emitted it: `pub struct NAME(pub REPR)` with one associated constant per
+/// enumerator.
+pub struct EnumType {
+    pub name: String,
+    pub flags: bool,
+    /// The enumerators' names, in header order.
+    pub consts: Vec<String>,
 }
 
 /// A plain-data struct or union whose every field is zeroable: it gets an `unsafe impl Zeroable`,
@@ -36,11 +50,14 @@ impl bindgen::callbacks::ParseCallbacks for Renames {
 }
 
 /// After the renames bindgen still emits `pub use self::X as X;` / `pub type X = X;` for each
-/// typedef: drop those self-aliases.
-fn drop_self_aliases(code: &str) -> Result<Types, Errors> {
+/// typedef: drop those self-aliases. The ID typedefs' aliases (`pub type FunctionID = UINT_PTR;`)
+/// go too: the template declares those types as newtypes.
+fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
     let mut file =
         syn::parse_file(code).map_err(|e| Diagnostic::error(format!("bindgen output does not parse: {e}")))?;
+    let is_id = |name: &syn::Ident| header.id_types.iter().any(|i| name == &i.name);
     file.items.retain(|item| match item {
+        syn::Item::Type(t) if is_id(&t.ident) => false,
         syn::Item::Use(u) => match &u.tree {
             syn::UseTree::Path(p) if p.ident == "self" => {
                 !matches!(&*p.tree, syn::UseTree::Rename(r) if r.ident == r.rename)
@@ -53,7 +70,39 @@ fn drop_self_aliases(code: &str) -> Result<Types, Errors> {
         },
         _ => true,
     });
-    Ok(Types { zeroable: zeroable_types(&file.items), code: prettyplease::unparse(&file) })
+    let ids: Vec<String> = header.id_types.iter().map(|i| i.name.clone()).collect();
+    Ok(Types {
+        zeroable: zeroable_types(&file.items, &ids),
+        enums: enum_types(&file.items, header),
+        ids: header.id_types.clone(),
+        code: prettyplease::unparse(&file),
+    })
+}
+
+/// The header's enums that bindgen emitted as newtype structs, with the constants of their
+/// `impl` blocks.
+fn enum_types(items: &[syn::Item], header: &Header) -> Vec<EnumType> {
+    let mut out: Vec<EnumType> = Vec::new();
+    for e in &header.enums {
+        let is_struct = items.iter().any(|i| matches!(i, syn::Item::Struct(st) if st.ident == e.name));
+        if !is_struct || out.iter().any(|o| o.name == e.name) {
+            continue;
+        }
+        let mut consts = Vec::new();
+        for item in items {
+            let syn::Item::Impl(imp) = item else { continue };
+            if !matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.is_ident(&e.name)) || imp.trait_.is_some() {
+                continue;
+            }
+            for ii in &imp.items {
+                if let syn::ImplItem::Const(c) = ii {
+                    consts.push(c.ident.to_string());
+                }
+            }
+        }
+        out.push(EnumType { name: e.name.clone(), flags: e.flags, consts });
+    }
+    out
 }
 
 /// Names of types every value of which may be all-zero bytes, as bindgen spells them; corprof
@@ -100,7 +149,8 @@ struct Record<'a> {
 /// arrays of zeroable, aliases of those, and other such records. Rust enums, references, `fn`
 /// pointers (`Option<fn>` can't be implemented outside core) and anything unknown are left out,
 /// and so is every record containing one; and records without `Copy` (the trait requires it).
-fn zeroable_types(items: &[syn::Item]) -> Vec<ZeroableType> {
+/// `ids` are the ID newtypes the template declares, zeroable too.
+fn zeroable_types(items: &[syn::Item], ids: &[String]) -> Vec<ZeroableType> {
     let mut aliases: HashMap<String, syn::Type> = HashMap::new();
     let mut records: Vec<Record<'_>> = Vec::new();
     for item in items {
@@ -132,7 +182,7 @@ fn zeroable_types(items: &[syn::Item]) -> Vec<ZeroableType> {
         }
     }
     // A record is zeroable once all its fields are: grow the set until it stops changing.
-    let mut known: HashSet<String> = HashSet::new();
+    let mut known: HashSet<String> = ids.iter().cloned().collect();
     loop {
         let before = known.len();
         for r in &records {
@@ -229,7 +279,7 @@ pub fn generate(
     include_dirs: &[PathBuf],
     headers: &[String],
     interfaces: &[&str],
-    tag_names: &[(String, String)],
+    header: &Header,
 ) -> Result<Types, Errors> {
     let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
@@ -244,7 +294,9 @@ pub fn generate(
         .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
         .blocklist_type(format!("^({})$", blocked.join("|")))
         .blocklist_item("^(IID_.*|CLSID_.*|__MIDL_itf_.*|CORPROF_.*_H)$")
-        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: true, is_global: false })
+        // Newtypes keep unknown values (a newer runtime's) representable; only flag enums get
+        // the bit operators.
+        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
         .prepend_enum_name(false)
         .derive_default(true)
         .derive_eq(true)
@@ -252,9 +304,19 @@ pub fn generate(
         .layout_tests(false)
         .generate_comments(false)
         .formatter(bindgen::Formatter::None)
-        .parse_callbacks(Box::new(Renames(tag_names.to_vec())));
+        .parse_callbacks(Box::new(Renames(header.tag_names.clone())));
+    // The flag enums under every name bindgen might match them by (MIDL tag or typedef).
+    let mut builder = builder;
+    for e in header.enums.iter().filter(|e| e.flags) {
+        builder = builder.bitfield_enum(format!("^{}$", e.name));
+        for (tag, name) in &header.tag_names {
+            if *name == e.name {
+                builder = builder.bitfield_enum(format!("^{tag}$"));
+            }
+        }
+    }
     match builder.generate() {
-        Ok(b) => drop_self_aliases(&b.to_string()),
+        Ok(b) => post_process(&b.to_string(), header),
         Err(e) => Err(Diagnostic::error(format!("bindgen failed on {}: {e}", headers.join(", "))).into()),
     }
 }
@@ -281,7 +343,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        let names: Vec<String> = zeroable_types(&file.items).into_iter().map(|z| z.name).collect();
+        let names: Vec<String> = zeroable_types(&file.items, &[]).into_iter().map(|z| z.name).collect();
         assert_eq!(names, ["Newtype", "Plain", "Unit", "Bits"]);
     }
 }

@@ -64,6 +64,11 @@ pub struct ParamSpec {
     /// The pointer is UTF-16 text (`WCHAR`): NUL-terminated, or counted by `len`.
     #[serde(default)]
     pub string: bool,
+    /// The flag enum (as the header names it) whose bits this DWORD holds: the safe signature
+    /// takes or returns that type. The one annotation a value parameter may carry, written
+    /// without `dir`: `dwEvents: { flags: COR_PRF_MONITOR }`.
+    #[serde(default)]
+    pub flags: Option<String>,
     /// Written by `corprof-gen bootstrap` and not yet reviewed: builds, with a warning.
     #[serde(default)]
     pub draft: bool,
@@ -89,6 +94,7 @@ impl ParamSpec {
             raw: false,
             optional: false,
             string: false,
+            flags: None,
             draft: false,
             override_reason: None,
         }

@@ -148,6 +148,8 @@ pub enum CursorKind {
     Typedef,
     Var,
     LinkageSpec,
+    Enum,
+    EnumConstant,
     Other,
 }
 
@@ -171,6 +173,8 @@ impl<'tu> Cursor<'tu> {
             CXCursor_VarDecl => CursorKind::Var,
             CXCursor_AnnotateAttr => CursorKind::Annotation,
             CXCursor_TypedefDecl => CursorKind::Typedef,
+            CXCursor_EnumDecl => CursorKind::Enum,
+            CXCursor_EnumConstantDecl => CursorKind::EnumConstant,
             // libclang 14 reports `extern "C" {` blocks as unexposed declarations.
             CXCursor_LinkageSpec | CXCursor_UnexposedDecl => CursorKind::LinkageSpec,
             _ => CursorKind::Other,
@@ -197,6 +201,34 @@ impl<'tu> Cursor<'tu> {
             clang_getSpellingLocation(loc, &mut file, &mut line, &mut column, &mut offset);
             let file = if file.is_null() { String::new() } else { cx_string(clang_getFileName(file)) };
             Location { file, line, column, offset }
+        }
+    }
+
+    /// The value of an enumerator, widened so both signed and unsigned ones fit.
+    pub fn enum_value(&self) -> i128 {
+        // SAFETY: the cursor belongs to a live translation unit; for a cursor of another kind
+        // libclang answers a sentinel rather than failing.
+        unsafe {
+            let underlying = clang_getEnumDeclIntegerType(clang_getCursorSemanticParent(self.raw));
+            match underlying.kind {
+                CXType_UInt | CXType_ULong | CXType_ULongLong | CXType_UShort | CXType_UChar | CXType_Char_U => {
+                    clang_getEnumConstantDeclUnsignedValue(self.raw) as i128
+                }
+                _ => clang_getEnumConstantDeclValue(self.raw) as i128,
+            }
+        }
+    }
+
+    /// The byte offsets where the declaration starts and ends in its file.
+    pub fn extent(&self) -> (u32, u32) {
+        // SAFETY: as above; the out pointers are locals.
+        unsafe {
+            let range = clang_getCursorExtent(self.raw);
+            let (mut start, mut end) = (0, 0);
+            let (mut file, mut line, mut col): (CXFile, c_uint, c_uint) = (std::ptr::null_mut(), 0, 0);
+            clang_getSpellingLocation(clang_getRangeStart(range), &mut file, &mut line, &mut col, &mut start);
+            clang_getSpellingLocation(clang_getRangeEnd(range), &mut file, &mut line, &mut col, &mut end);
+            (start, end)
         }
     }
 

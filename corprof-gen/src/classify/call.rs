@@ -11,6 +11,14 @@ use crate::resolve::{Api, ApiMethod, ApiParam};
 pub enum CallKind {
     /// Passed by value.
     Value { ty: String },
+    /// A `BOOL` taken as `bool`.
+    Bool,
+    /// A DWORD annotated `flags: T`, taken as the flag enum `T`.
+    Flags { ty: String },
+    /// A `BOOL` the callee writes: returned as `bool`.
+    OutBool,
+    /// A DWORD annotated `flags: T` the callee writes (`raw` is its C type): returned as `T`.
+    OutFlags { ty: String, raw: String },
     /// An `HRESULT` value, passed as `HResult`.
     HResult,
     /// `&T` / `Option<&T>`.
@@ -89,6 +97,8 @@ impl CallKind {
         matches!(
             self,
             CallKind::Out { .. }
+                | CallKind::OutBool
+                | CallKind::OutFlags { .. }
                 | CallKind::OutInterface { .. }
                 | CallKind::OutIid { .. }
                 | CallKind::OutString { .. }
@@ -148,7 +158,12 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                     ty @ CType::FnPtr { typedef, .. } => {
                         CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
                     }
+                    ty if super::is_bool(ty) => CallKind::Bool,
                     ty => CallKind::Value { ty: rust_type(ty) },
+                },
+                Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
+                    Some(ty) => CallKind::Flags { ty: ty.clone() },
+                    None => CallKind::Value { ty: rust_type(&p.ir.ty) },
                 },
                 Some(_) => pointer_kind(api, iface, m, p, &mut errors),
             }
@@ -232,6 +247,10 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
                 _ => CallKind::Out { ty: rust_type(pointee) },
             },
             CType::Void => fail("`void *` outs need `iid` or `raw: true`"),
+            _ if spec.flags.is_some() => {
+                CallKind::OutFlags { ty: spec.flags.clone().unwrap_or_default(), raw: rust_type(pointee) }
+            }
+            _ if super::is_bool(pointee) => CallKind::OutBool,
             _ => CallKind::Out { ty: rust_type(pointee) },
         },
         Direction::Ref if spec.len.is_some() || spec.string => {

@@ -12,8 +12,14 @@ pub mod call;
 /// How a parameter appears in a safe callback signature and how the thunk converts it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
-    /// Passed through as is (IDs, flags, counts).
+    /// Passed through as is (IDs, enums, counts).
     Value { ty: String },
+    /// A `BOOL`, given to Rust as `bool`.
+    Bool,
+    /// A DWORD annotated `flags: T`, given to Rust as the flag enum `T`.
+    Flags { ty: String },
+    /// A `BOOL *` the callee writes: `Out<'_, bool>`, which writes a whole `BOOL`.
+    OutBool,
     /// An `HRESULT` value, given to Rust as `HResult`.
     HResult,
     /// `&T`, or `Option<&T>` when optional.
@@ -95,6 +101,10 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
             }
             match &p.spec {
                 None => value_kind(&p.ir.ty),
+                Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
+                    Some(ty) => ParamKind::Flags { ty: ty.clone() },
+                    None => value_kind(&p.ir.ty),
+                },
                 Some(spec) => pointer_kind(iface, m, p, spec, &mut errors),
             }
         })
@@ -103,9 +113,15 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
     Ok((kinds, ReturnKind::HResult))
 }
 
+/// `BOOL` as the header spells it (`typedef int BOOL`): `bool` in safe signatures.
+pub fn is_bool(ty: &CType) -> bool {
+    matches!(ty, CType::Named(n) if n == "BOOL")
+}
+
 fn value_kind(ty: &CType) -> ParamKind {
     match ty {
         CType::Named(n) if n == "HRESULT" => ParamKind::HResult,
+        ty if is_bool(ty) => ParamKind::Bool,
         // Reached only for pointers of interfaces that need no annotations.
         other => ParamKind::Value { ty: rust_type(other) },
     }
@@ -119,6 +135,9 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
             .at_opt(p.spec_loc.clone())
             .declared_at(&p.ir.loc)
     };
+    if spec.flags.is_some() {
+        errors.push(unsupported("`flags` on a pointer"));
+    }
     match spec.dir {
         _ if spec.raw || matches!(pointee, CType::Void) || pointee.is_pointer() => {
             ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
@@ -138,6 +157,7 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
             errors.push(unsupported("an array written by the profiler"));
             ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
         }
+        Direction::Out if is_bool(pointee) => ParamKind::OutBool,
         Direction::Out => ParamKind::Out { ty: target },
         Direction::Ref => ParamKind::Ref { ty: target, optional: spec.optional },
     }
@@ -234,7 +254,7 @@ mod tests {
                 ParamKind::HResult,
                 ParamKind::Length,
                 ParamKind::InSlice { ty: "FunctionID".into(), len: "cIds".into() },
-                ParamKind::Out { ty: "BOOL".into() },
+                ParamKind::OutBool,
                 ParamKind::Ref { ty: "ULONG".into(), optional: true },
                 ParamKind::InStr { len: None, optional: false },
                 ParamKind::Opaque { ty: "*mut ::core::ffi::c_void".into() },

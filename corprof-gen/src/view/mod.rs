@@ -22,6 +22,10 @@ pub struct BindingsView {
     pub types: String,
     /// `unsafe impl Zeroable` for the plain-data types of `types`.
     pub zeroables: Vec<ZeroableView>,
+    /// The ID newtypes (`FunctionID`, …).
+    pub ids: Vec<crate::ir::IdType>,
+    /// The header's enums, for `Display` (and the flag methods of flag enums).
+    pub enums: Vec<crate::types::EnumType>,
     pub interfaces: Vec<InterfaceView>,
     pub has_callbacks: bool,
     pub callbacks: CallbacksView,
@@ -138,6 +142,8 @@ pub fn build(api: &Api, header: &str, root: &str, types: crate::types::Types) ->
         root: root.to_string(),
         types: types.code,
         zeroables,
+        ids: types.ids,
+        enums: types.enums,
         interfaces,
         has_callbacks: !callbacks.vtbls.is_empty(),
         callbacks,
@@ -296,6 +302,10 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         ParamKind::Length => return None,
         ParamKind::Value { ty } | ParamKind::Opaque { ty } => (ty.clone(), raw.to_string()),
         ParamKind::HResult => (format!("{root}::HResult"), format!("{root}::HResult({raw})")),
+        ParamKind::Bool => ("bool".to_string(), format!("{raw} != 0")),
+        // The flag enum's field is the DWORD's width (both `u32` on the wire).
+        ParamKind::Flags { ty } => (ty.clone(), format!("{ty}({raw} as _)")),
+        ParamKind::OutBool => (format!("{root}::Out<'_, bool>"), format!("{conv}::out_bool({raw})?")),
         ParamKind::InRef { ty, optional: false } | ParamKind::InInterface { ty, optional: false } => {
             (format!("&{ty}"), format!("{conv}::in_ref({raw})?"))
         }

@@ -270,6 +270,26 @@ fn method_view(
                 params.push(format!("{rust}: {ty}"));
                 args[i] = rust;
             }
+            CallKind::Bool => {
+                params.push(format!("{rust}: bool"));
+                args[i] = format!("BOOL::from({rust})");
+            }
+            CallKind::Flags { ty } => {
+                params.push(format!("{rust}: {ty}"));
+                args[i] = format!("{rust}.0 as _");
+            }
+            CallKind::OutBool => {
+                let l = local(&p.ir.name);
+                locals.push(format!("let mut {l}: BOOL = 0;"));
+                args[i] = format!("&mut {l}");
+                outputs.push((field_name(&p.ir.name), "bool".to_string(), format!("{l} != 0")));
+            }
+            CallKind::OutFlags { ty, raw } => {
+                let l = local(&p.ir.name);
+                locals.push(format!("let mut {l}: {raw} = {root}::wrap::zeroed();"));
+                args[i] = format!("&mut {l}");
+                outputs.push((field_name(&p.ir.name), ty.clone(), format!("{ty}({l} as _)")));
+            }
             CallKind::HResult => {
                 params.push(format!("{rust}: {root}::HResult"));
                 args[i] = format!("{rust}.0");

@@ -5,31 +5,31 @@
 //! - `CORPROF_EVENT_MASK`: the COR_PRF_MONITOR mask, decimal or `0x` hex (default: [`DEFAULT_MASK`]);
 //! - `CORPROF_COUNTS_OUT`: where Shutdown writes `<CallbackName> <count>` lines (default: stderr).
 
-use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::COR_PRF_MONITOR;
-use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Result};
+use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 
 /// The CLSID this profiler answers to.
 pub const CLSID: &str = "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11";
 
 /// Loads, JIT, exceptions, GC, threads and runtime suspensions.
-pub const DEFAULT_MASK: u32 = COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_APPDOMAIN_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_GC.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_SUSPENDS.0;
+pub const DEFAULT_MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_APPDOMAIN_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_GC)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_SUSPENDS);
 
 /// Parses `123` or `0x7b`.
-pub fn parse_mask(text: &str) -> Option<u32> {
+pub fn parse_mask(text: &str) -> Option<COR_PRF_MONITOR> {
     let t = text.trim();
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+    let bits = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16).ok(),
         None => t.parse().ok(),
-    }
+    };
+    bits.map(COR_PRF_MONITOR)
 }
 
 /// One counter per callback: each callback costs one atomic increment (see BENCHMARKS.md).
@@ -58,8 +58,7 @@ impl CorProfilerCallback for Counter {
             }),
             Err(_) => DEFAULT_MASK,
         };
-        let info = info.query::<ICorProfilerInfo>()?;
-        HResult(unsafe { info.SetEventMask(mask) }).ok()
+        ProfilerInfo::from_unknown(info)?.set_event_mask(mask)
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -78,8 +77,9 @@ mod tests {
 
     #[test]
     fn masks_parse_in_decimal_and_hex() {
-        assert_eq!(parse_mask("0x20"), Some(32));
-        assert_eq!(parse_mask(" 96 "), Some(96));
+        let jit = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION;
+        assert_eq!(parse_mask("0x20"), Some(jit));
+        assert_eq!(parse_mask(" 96 "), Some(jit | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS));
         assert_eq!(parse_mask("0xZZ"), None);
         assert_eq!(parse_mask("ten"), None);
     }

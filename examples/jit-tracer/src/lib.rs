@@ -6,16 +6,13 @@
 //! Load with `CORECLR_PROFILER={A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C}`; lines go to the file in
 //! `CORPROF_TRACE_OUT`, else stderr.
 
-use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID, mdTypeDef};
+use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID, ObjectID, mdTypeDef};
 use corprof::{CorProfilerCallback, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
 /// The CLSID this profiler answers to.
 pub const CLSID: &str = "A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C";
-
-/// `ofRead`: open metadata read-only.
-const OF_READ: u32 = 0;
 
 pub struct Tracer {
     info: OnceLock<ProfilerInfo>,
@@ -60,7 +57,7 @@ impl Tracer {
     }
 
     fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
-        self.info()?.get_module_meta_data::<MetaDataImport>(module, OF_READ)
+        self.info()?.get_module_meta_data::<MetaDataImport>(module, CorOpenFlags::ofRead)
     }
 
     /// `Namespace.Type::Method` for a function.
@@ -82,14 +79,14 @@ impl CorProfilerCallback for Tracer {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(
-            COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION.0 | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS.0,
+            COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS,
         )?;
         self.line(&format!("# info {} (version {})", info.interface_name(), info.version()));
         let _ = self.info.set(info);
         Ok(())
     }
 
-    fn jit_compilation_started(&self, function_id: FunctionID, _safe: i32) -> Result<()> {
+    fn jit_compilation_started(&self, function_id: FunctionID, _safe: bool) -> Result<()> {
         match self.method_name(function_id) {
             Ok(name) => self.line(&name),
             Err(e) => self.line(&format!("# unresolved function {function_id:#x}: {e}")),

@@ -19,11 +19,10 @@
 //!   shutdown, or right after a failed Initialize). corprof logs it as `corprof: drop of
 //!   panicking_profiler::Panicker panicked: …` and frees the object; the app must not notice.
 
-use corprof::interfaces::ICorProfilerInfo;
 use corprof::types::{
     AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID, ThreadID,
 };
-use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Out, Result};
+use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Out, ProfilerInfo, Result};
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::Once;
@@ -32,13 +31,13 @@ use std::sync::Once;
 pub const CLSID: &str = "A3ACAAE4-6124-487E-9CF5-68F88E605DFA";
 
 /// JIT compilation, exceptions, class, module and assembly loads, threads and GC.
-pub const MASK: u32 = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS.0
-    | COR_PRF_MONITOR::COR_PRF_MONITOR_GC.0;
+pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS)
+    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_GC);
 
 /// The callbacks this profiler panics in, every time the runtime calls them.
 pub const PANICKING: &[Callback] = &[
@@ -144,8 +143,7 @@ impl CorProfilerCallback for Panicker {
             eprintln!("panicking-profiler: PANICKY_INIT_FAIL={setting}, failing Initialize with {hr}");
             return Err(hr);
         }
-        let info = info.query::<ICorProfilerInfo>()?;
-        HResult(unsafe { info.SetEventMask(MASK) }).ok()
+        ProfilerInfo::from_unknown(info)?.set_event_mask(MASK)
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -156,7 +154,7 @@ impl CorProfilerCallback for Panicker {
     }
 
     /// A `&'static str` payload.
-    fn jit_compilation_started(&self, _function_id: FunctionID, _safe: BOOL) -> Result<()> {
+    fn jit_compilation_started(&self, _function_id: FunctionID, _safe: bool) -> Result<()> {
         self.arm(Callback::JITCompilationStarted);
         panic!("JITCompilationStarted always panics in this profiler");
     }
@@ -166,7 +164,7 @@ impl CorProfilerCallback for Panicker {
         &self,
         _caller_id: FunctionID,
         _callee_id: FunctionID,
-        _should_inline: Out<'_, BOOL>,
+        _should_inline: Out<'_, bool>,
     ) -> Result<()> {
         self.arm(Callback::JITInlining);
         panic!("JITInlining panics before writing pfShouldInline");
@@ -182,14 +180,14 @@ impl CorProfilerCallback for Panicker {
     fn module_load_finished(&self, module_id: ModuleID, _hr_status: HResult) -> Result<()> {
         let table = [0usize; 4];
         self.arm(Callback::ModuleLoadFinished);
-        black_box(table[black_box(table.len() + module_id % 4)]);
+        black_box(table[black_box(table.len() + module_id.as_raw() % 4)]);
         Ok(())
     }
 
     /// A division by zero (panics in release builds too).
     fn assembly_load_finished(&self, assembly_id: AssemblyID, _hr_status: HResult) -> Result<()> {
         self.arm(Callback::AssemblyLoadFinished);
-        black_box(assembly_id / black_box(0));
+        black_box(assembly_id.as_raw() / black_box(0));
         Ok(())
     }
 
@@ -217,8 +215,7 @@ impl CorProfilerCallback for Panicker {
         self.arm(Callback::GarbageCollectionStarted);
         let collected = generation_collected.iter().filter(|g| **g != 0).count();
         std::panic::resume_unwind(Box::new(format!(
-            "GC (reason {}) of {collected} of {} generations resumed an unwind",
-            reason.0,
+            "GC (reason {reason}) of {collected} of {} generations resumed an unwind",
             generation_collected.len()
         )));
     }
@@ -246,11 +243,11 @@ mod tests {
         let p = Panicker::default();
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = std::panic::catch_unwind(|| p.exception_thrown(0));
+        let r = std::panic::catch_unwind(|| p.exception_thrown(ObjectID::NULL));
         let payload = r.expect_err("exception_thrown must panic");
         assert_eq!(payload.downcast_ref::<u32>(), Some(&EXCEPTION_PAYLOAD));
-        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(1, 1)).is_err());
-        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(2, 1)).is_err());
+        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(FunctionID::NULL, true)).is_err());
+        assert!(std::panic::catch_unwind(|| p.jit_compilation_started(FunctionID::NULL, false)).is_err());
         std::panic::set_hook(hook);
         assert_eq!(p.raised(), vec![(Callback::JITCompilationStarted, 2), (Callback::ExceptionThrown, 1)]);
     }

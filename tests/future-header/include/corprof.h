@@ -7,6 +7,9 @@
 #ifndef __corprof_future_h__
 #define __corprof_future_h__
 
+/* Newer headers name GC handles with a pointer-sized opaque handle. */
+typedef void *ObjectHandleID;
+
 #ifndef __ICorProfilerCallback12_FWD_DEFINED__
 #define __ICorProfilerCallback12_FWD_DEFINED__
 typedef interface ICorProfilerCallback12 ICorProfilerCallback12;

@@ -17,9 +17,9 @@ struct Future {
 }
 
 impl CorProfilerCallback for Future {
-    fn object_pinned(&self, object_id: ObjectID, keep: Out<'_, BOOL>) -> corprof::Result<()> {
+    fn object_pinned(&self, object_id: ObjectID, keep: Out<'_, bool>) -> corprof::Result<()> {
         self.seen.lock().unwrap().push(format!("pinned {object_id:#x}"));
-        keep.write(1);
+        keep.write(true);
         Ok(())
     }
 
@@ -56,17 +56,34 @@ fn callback13_is_reached_through_the_vtable() {
     }
     let cb = obj as *mut ICorProfilerCallback13;
     let vtbl = unsafe { &*cb }.vtable();
-    let mut keep: BOOL = 0;
-    let ids = [5usize, 6];
+    // Sentinel bytes: the bool out must overwrite the whole BOOL.
+    let mut keep: BOOL = -1;
+    // SAFETY: these IDs only reach this test's own callbacks, never a runtime.
+    let ids = unsafe { [FunctionID::from_raw(5), FunctionID::from_raw(6)] };
+    let (object, thread) = unsafe { (ObjectID::from_raw(0xabc), ThreadID::from_raw(1)) };
     let name: Vec<u16> = "renamed-worker".encode_utf16().collect();
     unsafe {
-        assert_eq!((vtbl.ObjectPinned)(cb, 0xabc, &mut keep), 0);
+        assert_eq!((vtbl.ObjectPinned)(cb, object, &mut keep), 0);
         assert_eq!((vtbl.FunctionsBatched)(cb, 2, ids.as_ptr().cast_mut()), 0);
-        assert_eq!((vtbl.base__.ThreadRenamed)(cb.cast(), 1, name.len() as u32, name.as_ptr().cast_mut()), 0);
-        assert_eq!(HResult((vtbl.ObjectPinned)(cb, 1, std::ptr::null_mut())), HResult::E_POINTER);
+        assert_eq!((vtbl.base__.ThreadRenamed)(cb.cast(), thread, name.len() as u32, name.as_ptr().cast_mut()), 0);
+        assert_eq!(HResult((vtbl.ObjectPinned)(cb, object, std::ptr::null_mut())), HResult::E_POINTER);
     }
     assert_eq!(keep, 1);
     let seen = unsafe { ComObject::<CallbackClass<Future>>::value(obj.cast()) }.seen.lock().unwrap().clone();
-    assert_eq!(seen, ["pinned 0xabc", "batch [5, 6]", "renamed renamed-worker"]);
+    assert_eq!(seen, ["pinned 0xabc", "batch [FunctionID(0x5), FunctionID(0x6)]", "renamed renamed-worker"]);
     assert_eq!(unsafe { (*(obj as *const IUnknown)).Release() }, 0);
+}
+
+#[test]
+fn a_void_pointer_id_is_a_handle_newtype() {
+    fn send_sync<T: Send + Sync + Copy + Eq + std::hash::Hash + Ord + Default>() {}
+    send_sync::<ObjectHandleID>();
+    assert_eq!(std::mem::size_of::<ObjectHandleID>(), std::mem::size_of::<*mut c_void>());
+    let mut slot = 0u8;
+    let raw: *mut c_void = (&raw mut slot).cast();
+    // SAFETY: the handle is only compared and printed here.
+    let h = unsafe { ObjectHandleID::from_raw(raw) };
+    assert_eq!(h.as_raw(), raw);
+    assert!(ObjectHandleID::default().is_null() && !h.is_null());
+    assert_eq!(h.to_string(), format!("{:#x}", raw as usize));
 }

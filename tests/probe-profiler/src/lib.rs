@@ -4,7 +4,7 @@
 //! answers — and writes
 //! one line per fact to the file in `CORPROF_PROBE_OUT`.
 
-use corprof::types::{BOOL, COR_PRF_MONITOR, FunctionID, ModuleID, mdTypeDef};
+use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID, mdTypeDef};
 use corprof::{CorProfilerCallback, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::sync::{Mutex, OnceLock};
 
@@ -47,7 +47,7 @@ impl Probe {
         self.say(format!("enum_modules has app module: {}", loaded.contains(&module)));
 
         // HCORENUM iterators over the metadata: types, then the methods of each app type.
-        let import = info.get_module_meta_data::<MetaDataImport>(module, 0)?;
+        let import = info.get_module_meta_data::<MetaDataImport>(module, CorOpenFlags::ofRead)?;
         let mut types = Vec::new();
         for td in import.enum_type_defs()? {
             let name = type_name(&import, td)?;
@@ -78,14 +78,14 @@ impl Probe {
 impl CorProfilerCallback for Probe {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask(COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION.0)?;
+        info.set_event_mask(COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION)?;
         let _ = self.info.set(info);
         Ok(())
     }
 
-    fn jit_compilation_started(&self, function_id: FunctionID, _safe: BOOL) -> Result<()> {
+    fn jit_compilation_started(&self, function_id: FunctionID, _safe: bool) -> Result<()> {
         let f = self.info()?.get_function_info(function_id)?;
-        let import = self.info()?.get_module_meta_data::<MetaDataImport>(f.module_id, 0)?;
+        let import = self.info()?.get_module_meta_data::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
         let method = import.get_method_props(f.token)?;
         if method.method != "Main" || type_name(&import, method.class)? != "TracerApp.Program" {
             return Ok(());
