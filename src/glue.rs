@@ -217,22 +217,40 @@ pub fn new_profiler_object<T: CorProfilerCallback>(profiler: T) -> *mut IUnknown
 }
 
 /// Makes the enclosing `cdylib` a CoreCLR profiler: exports `DllGetClassObject` serving `$ty`
-/// under `$clsid` (text form). `$ty` is built with `Default`, or with the given constructor.
+/// under the given CLSID. `$ty` is built with `Default`, or with the constructor given third.
+///
+/// The CLSID is a [`GUID`](crate::GUID) expression, typically a `const` that the rest of the
+/// profiler (its tests, its launch script) shares, or its text form as a string literal:
 ///
 /// ```ignore
-/// corprof::export_profiler!(MyProfiler, "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
+/// const CLSID: corprof::GUID = corprof::GUID::parse("8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
+/// corprof::export_profiler!(MyProfiler, CLSID);
+/// // or: corprof::export_profiler!(MyProfiler, "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
+/// // or: corprof::export_profiler!(MyProfiler, CLSID, || MyProfiler::new(42));
 /// ```
+///
+/// The CLSID is evaluated at compile time (a malformed literal is a build error).
 #[macro_export]
 macro_rules! export_profiler {
-    ($ty:ty, $clsid:literal) => {
-        $crate::export_profiler!($ty, $clsid, <$ty as ::core::default::Default>::default);
+    // A literal is matched before `expr`: once captured as `expr` it could not be told apart.
+    ($ty:ty, $clsid:literal $(,)?) => {
+        $crate::export_profiler!(@export $ty, $crate::GUID::parse($clsid), <$ty as ::core::default::Default>::default);
     };
-    ($ty:ty, $clsid:literal, $ctor:expr) => {
+    ($ty:ty, $clsid:expr $(,)?) => {
+        $crate::export_profiler!(@export $ty, $clsid, <$ty as ::core::default::Default>::default);
+    };
+    ($ty:ty, $clsid:literal, $ctor:expr $(,)?) => {
+        $crate::export_profiler!(@export $ty, $crate::GUID::parse($clsid), $ctor);
+    };
+    ($ty:ty, $clsid:expr, $ctor:expr $(,)?) => {
+        $crate::export_profiler!(@export $ty, $clsid, $ctor);
+    };
+    (@export $ty:ty, $clsid:expr, $ctor:expr) => {
         const _: () = {
             struct Factory__;
             impl $crate::glue::ProfilerFactory for Factory__ {
                 type Profiler = $ty;
-                const CLSID: $crate::GUID = $crate::GUID::parse($clsid);
+                const CLSID: $crate::GUID = $clsid;
                 fn create() -> $ty {
                     ($ctor)()
                 }
@@ -243,6 +261,8 @@ macro_rules! export_profiler {
                 riid: *const $crate::GUID,
                 ppv: *mut *mut ::core::ffi::c_void,
             ) -> $crate::HRESULT {
+                // SAFETY: the runtime calls DllGetClassObject with pointers as COM's contract has
+                // them, which is what `dll_get_class_object` requires.
                 unsafe { $crate::glue::dll_get_class_object::<Factory__>(rclsid, riid, ppv) }
             }
         };

@@ -3,14 +3,34 @@
 //! Every binding is generated at build time from the runtime's own `corprof.h` (found through
 //! `CORPROF_INCLUDE_DIR`) and the direction annotations in `annotations/`. Implement
 //! [`CorProfilerCallback`] for the callbacks you need and export the type with
-//! [`export_profiler!`].
+//! [`export_profiler!`]; call into the runtime through [`ProfilerInfo`] (module [`info`]) and the
+//! metadata wrappers (module [`metadata`]).
+//!
+//! What is here:
+//!
+//! - the callback side: [`CorProfilerCallback`], [`Callback`], [`export_profiler!`], the
+//!   parameter types [`Out`] and [`WStr`], and [`CallbackCounts`] for profilers that count;
+//! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
+//!   with its result structs and enumerators in [`info`] and [`metadata`];
+//! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
+//!   [`Result`], [`set_quiet`];
+//! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`].
 
+// The plumbing the generated code (this crate's and that of crates generating their own bindings
+// with `root: "::corprof"`, like tests/future-header) reaches by path. Public so that those paths
+// resolve from another crate, hidden because no profiler should call it: its items are either
+// re-exported below where a profiler needs them, or unsafe contracts between generator and
+// runtime (dispatch, vtable construction, out-pointer conversions, buffers).
+#[doc(hidden)]
 pub mod com;
+#[doc(hidden)]
 pub mod glue;
 mod guid;
 mod hresult;
+#[doc(hidden)]
 pub mod params;
 mod table;
+#[doc(hidden)]
 pub mod wrap;
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, unnecessary_transmutes, clippy::all)]
@@ -18,15 +38,25 @@ mod bindings {
     include!(concat!(env!("OUT_DIR"), "/corprof_bindings.rs"));
 }
 
-pub use bindings::callbacks::{CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
-pub use bindings::wrappers::*;
-pub use bindings::{interfaces, types, wrappers};
+pub use bindings::callbacks::{Callback, CorProfilerCallback};
+pub use bindings::info::ProfilerInfo;
+pub use bindings::{info, interfaces, metadata, types};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
 pub use table::CallbackCounts;
+
+// The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so
+// the generator lists whichever this header gives for a glob.
+pub use bindings::root_wrappers__::*;
+
+/// Reached by tests and by generated code, not by profilers.
+#[doc(hidden)]
+pub use bindings::callbacks::{CALLBACK_IIDS, CallbackClass, HIGHEST_CALLBACK};
+#[doc(hidden)]
+pub use bindings::wrappers;
 
 /// The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]

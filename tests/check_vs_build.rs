@@ -34,7 +34,10 @@ fn error_lines(text: &str) -> Vec<String> {
 fn check_accepts_exactly_what_builds() {
     let target = repo().join("target/check-vs-build");
     let cases_dir = repo().join("tests/check-vs-build/cases");
-    let built = cargo(&target).args(["build", "-q", "-p", "corprof-gen", "-p", "check-vs-build"]).output().unwrap();
+    let built = cargo(&target)
+        .args(["build", "-q", "-p", "corprof-gen", "--features", "corprof-gen/cli", "-p", "check-vs-build"])
+        .output()
+        .unwrap();
     assert!(built.status.success(), "the ok case must build:\n{}", stderr(&built));
     let gen_bin = target.join("debug/corprof-gen");
     let bless = std::env::var_os("CORPROF_BLESS").is_some();

@@ -136,7 +136,7 @@ typedef const GUID *LPCGUID;
 
 /* COM vocabulary cor.h mentions only by pointer. VARIANT's layout does not matter to us:
  * it is only passed by pointer, so an opaque 24-byte struct stands in. */
-typedef struct tagVARIANT { uint64_t corprof_opaque[3]; } VARIANT;
+typedef struct { uint64_t corprof_opaque[3]; } VARIANT; /* untagged: bindgen names it VARIANT */
 #define UNALIGNED
 #ifdef __cplusplus
 struct IStream;

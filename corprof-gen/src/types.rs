@@ -68,8 +68,18 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
             syn::Type::Path(p) => !p.path.is_ident(&t.ident),
             _ => true,
         },
+        // `extern { static GUID_ManagedName: GUID; }` (cor.h's EXTERN_GUIDs): no library a profiler
+        // links provides these symbols, so any use would fail to link.
+        syn::Item::ForeignMod(_) => false,
         _ => true,
     });
+    for item in &mut file.items {
+        if let syn::Item::Struct(s) = item
+            && hidden_artifact(s)
+        {
+            s.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+        }
+    }
     let ids: Vec<String> = header.id_types.iter().map(|i| i.name.clone()).collect();
     Ok(Types {
         zeroable: zeroable_types(&file.items, &ids),
@@ -103,6 +113,15 @@ fn enum_types(items: &[syn::Item], header: &Header) -> Vec<EnumType> {
         out.push(EnumType { name: e.name.clone(), flags: e.flags, consts });
     }
     out
+}
+
+/// bindgen's own helper for bitfields (`__BindgenBitfieldUnit`, reached through the generated
+/// accessors) and its opaque stand-ins for types the header only points to (`IStream`: a struct
+/// with one `_unused: [u8; 0]`): needed by the signatures, but nothing to document.
+fn hidden_artifact(s: &syn::ItemStruct) -> bool {
+    s.ident.to_string().starts_with("__Bindgen")
+        || matches!(&s.fields, syn::Fields::Named(f) if f.named.len() == 1
+            && f.named.first().and_then(|f| f.ident.as_ref()).is_some_and(|i| i == "_unused"))
 }
 
 /// Names of types every value of which may be all-zero bytes, as bindgen spells them; corprof

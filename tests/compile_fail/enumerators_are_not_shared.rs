@@ -1,7 +1,8 @@
 //! Door 5: an enumerator's clones shared one COM cursor across threads, and `ComPtr<T>` was
 //! `Send + Sync` whatever `T`.
 use corprof::interfaces::ICorProfilerModuleEnum;
-use corprof::{ComPtr, IUnknown, ProfilerModuleEnum};
+use corprof::info::ProfilerModuleEnum;
+use corprof::{ComPtr, IUnknown};
 
 fn is_clone<T: Clone>() {}
 fn is_send<T: Send>() {}

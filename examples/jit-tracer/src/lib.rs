@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
 /// The CLSID this profiler answers to.
-pub const CLSID: &str = "A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C";
+pub const CLSID: corprof::GUID = corprof::GUID::parse("A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C");
 
 pub struct Tracer {
     info: OnceLock<ProfilerInfo>,
@@ -111,4 +111,4 @@ impl CorProfilerCallback for Tracer {
     }
 }
 
-corprof::export_profiler!(Tracer, "A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C");
+corprof::export_profiler!(Tracer, CLSID);

@@ -7,4 +7,4 @@ mod bindings {
 }
 
 pub use bindings::callbacks::{CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, HIGHEST_CALLBACK};
-pub use bindings::{interfaces, types, wrappers};
+pub use bindings::{info, interfaces, metadata, types, wrappers};

@@ -8,7 +8,7 @@ use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID, mdType
 use corprof::{CorProfilerCallback, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::sync::{Mutex, OnceLock};
 
-pub const CLSID: &str = "5E1F0C3A-7B2D-4C8E-9A61-0D4F2B7E8C93";
+pub const CLSID: corprof::GUID = corprof::GUID::parse("5E1F0C3A-7B2D-4C8E-9A61-0D4F2B7E8C93");
 
 #[derive(Default)]
 pub struct Probe {
@@ -109,4 +109,4 @@ impl CorProfilerCallback for Probe {
     }
 }
 
-corprof::export_profiler!(Probe, "5E1F0C3A-7B2D-4C8E-9A61-0D4F2B7E8C93");
+corprof::export_profiler!(Probe, CLSID);
