@@ -8,8 +8,9 @@ use crate::ir::Loc;
 use crate::resolve::{Api, ApiInterface};
 use askama::Template;
 
+pub mod names;
 mod wrappers;
-use heck::ToSnakeCase;
+use names::ident;
 pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperView};
 
 /// The whole generated file.
@@ -77,7 +78,10 @@ pub struct CallbacksView {
 
 pub struct CallbackMethodView {
     pub iface: String,
+    /// The header's spelling, for `Callback::name()` and the vtable slot.
     pub name: String,
+    /// The `Callback` variant: the header's name with its typos fixed.
+    pub variant: String,
     pub snake: String,
     pub doc_url: String,
     pub loc: String,
@@ -100,22 +104,6 @@ pub struct VtblCtorView {
 pub struct SlotView {
     pub name: String,
     pub thunk: String,
-}
-
-const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
-    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
-    "static", "struct", "super", "trait", "true", "try", "type", "unsafe", "use", "where", "while", "yield",
-    "abstract", "become", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual",
-];
-
-/// A C name usable as a Rust identifier.
-fn ident(name: &str) -> String {
-    if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
-}
-
-fn snake(name: &str) -> String {
-    ident(&name.to_snake_case())
 }
 
 fn loc(l: &Loc) -> String {
@@ -235,11 +223,13 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             let mut trait_params = Vec::new();
             let mut call_args = Vec::new();
             let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
-            for (p, kind) in m.params.iter().zip(&kinds) {
+            let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
+            let shown: Vec<bool> = kinds.iter().map(|k| *k != ParamKind::Length).collect();
+            for ((p, kind), rust) in m.params.iter().zip(&kinds).zip(names::param_names(&c_names, &shown)) {
                 let raw_name = ident(&p.ir.name);
                 thunk_params.push(format!("{raw_name}: {}", rust_type(&p.ir.ty)));
                 if let Some((ty, arg)) = safe_param(root, &raw_name, kind) {
-                    trait_params.push(format!("{}: {ty}", snake(&p.ir.name)));
+                    trait_params.push(format!("{rust}: {ty}"));
                     call_args.push(arg);
                 }
             }
@@ -247,7 +237,8 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             methods.push(CallbackMethodView {
                 iface: iface.ir.name.clone(),
                 name: m.ir.name.clone(),
-                snake: snake(&m.ir.name),
+                variant: names::pascal_fixed(&m.ir.name),
+                snake: names::method_name(&m.ir.name),
                 doc_url: format!(
                     "https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/{}-{}-method",
                     iface.ir.name.to_ascii_lowercase(),

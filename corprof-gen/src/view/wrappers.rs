@@ -1,17 +1,20 @@
 //! View models of the calling side: one safe wrapper per interface family (ICorProfilerInfo 1–N
 //! → `ProfilerInfo`), with every statement of every method body precomputed as text.
 
-use super::{ident, loc, snake};
+use super::loc;
+use super::names::{self, ident};
 use crate::classify::call::{
     CallKind, CallReturn, FnContract, classify_call, family_root, is_free_threaded, wrapper_name,
 };
 use crate::classify::rust_type;
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiInterface, ApiMethod};
-use heck::ToSnakeCase;
 
 pub struct WrapperView {
     pub name: String,
+    /// The module holding the family's result structs (`profiler_info`), so that their names
+    /// depend on the family's methods only, never on another family's.
+    pub module: String,
     pub root: String,
     pub doc_range: String,
     pub iid_consts: Vec<String>,
@@ -93,22 +96,6 @@ fn doc_url(iface: &str, method: &str) -> String {
     )
 }
 
-/// `pClassId` → `class_id`: a result field named without its Hungarian prefix; count prefixes
-/// become suffixes so `pcbSigBlob` (`sig_blob_size`) does not collide with `ppvSigBlob` (`sig_blob`).
-fn field_name(c_name: &str) -> String {
-    let stem = c_name.trim_start_matches(|c: char| c.is_ascii_lowercase());
-    if stem.is_empty() {
-        return snake(c_name);
-    }
-    let suffix = match &c_name[..c_name.len() - stem.len()] {
-        "pcb" => "_size",
-        "pcch" | "pch" => "_len",
-        "pc" => "_count",
-        _ => "",
-    };
-    ident(&format!("{}{suffix}", stem.to_snake_case()))
-}
-
 /// The chain of safe interfaces of one family, root first.
 fn family_chain<'a>(api: &'a Api, root: &str) -> Vec<&'a ApiInterface> {
     let members: Vec<&ApiInterface> =
@@ -142,10 +129,11 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
         }
     }
     let mut out = Vec::new();
-    let mut result_names: Vec<String> = Vec::new();
     for family in roots {
         let chain = family_chain(api, family);
         let name = wrapper_name(family);
+        let module = names::snake_case(&name);
+        let mut result_names: Vec<String> = Vec::new();
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -171,8 +159,16 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
                     iterator = Some(it);
                     continue;
                 }
-                let mut mv =
-                    method_view(root, &iface.ir.name, version, m, &kinds, &ret, &mut results, &mut result_names, &name);
+                let mut mv = method_view(root, &iface.ir.name, version, m, &kinds, &ret, &mut results, &name, &module);
+                if let Some(r) = results.last().filter(|r| mv.ret_ty.contains(&format!("{module}::{}", r.name))) {
+                    if result_names.contains(&r.name) {
+                        errors.push(crate::diag::Diagnostic::error(format!(
+                            "{}::{} would return `{module}::{}`, which another method of the family returns",
+                            iface.ir.name, m.ir.name, r.name
+                        )));
+                    }
+                    result_names.push(r.name.clone());
+                }
                 if mv.is_enum {
                     match &close {
                         Some((ci, cv)) => {
@@ -194,6 +190,7 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
         let first = chain.first().map(|i| i.ir.name.clone()).unwrap_or_default();
         let last = chain.last().map(|i| i.ir.name.clone()).unwrap_or_default();
         out.push(WrapperView {
+            module,
             doc_range: if first == last { format!("`{first}`") } else { format!("`{first}` … `{last}`") },
             name,
             root: family.to_string(),
@@ -243,15 +240,15 @@ fn method_view(
     kinds: &[CallKind],
     ret: &CallReturn,
     results: &mut Vec<ResultView>,
-    result_names: &mut Vec<String>,
     wrapper: &str,
+    module: &str,
 ) -> CallMethodView {
     let mut params = Vec::new();
     let mut setup = Vec::new();
     let mut locals = Vec::new();
     let mut grow = Vec::new();
     let mut fits = Vec::new();
-    let mut outputs: Vec<(String, String, String)> = Vec::new(); // (field, type, value)
+    let mut outputs: Vec<(names::Output<'_>, String, String)> = Vec::new(); // (output, type, value)
     let mut generics = String::new();
     let mut safety = Vec::new();
     let is_enum = kinds.contains(&CallKind::CorEnum);
@@ -261,9 +258,13 @@ fn method_view(
     let index = |name: &str| m.params.iter().position(|p| p.ir.name == name);
     let local = |name: &str| format!("{}__", name);
     let mut slice_len_owner: Vec<(String, String)> = Vec::new();
+    let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
+    let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
+    let rust_names = names::param_names(&c_names, &shown);
+    let output = |c_name| names::Output { c_name, is_text: false };
 
     for (i, (p, kind)) in m.params.iter().zip(kinds).enumerate() {
-        let rust = snake(&p.ir.name);
+        let rust = rust_names[i].clone();
         match kind {
             CallKind::Consumed => {}
             CallKind::Value { ty } => {
@@ -348,7 +349,7 @@ fn method_view(
                 let l = local(&p.ir.name);
                 locals.push(format!("let mut {l}: {ty} = {root}::wrap::zeroed();"));
                 args[i] = format!("&mut {l}");
-                outputs.push((field_name(&p.ir.name), ty.clone(), l));
+                outputs.push((output(&p.ir.name), ty.clone(), l));
             }
             CallKind::OutInterface { iface: target, wrapper: w } => {
                 let l = local(&p.ir.name);
@@ -356,12 +357,12 @@ fn method_view(
                 args[i] = format!("&mut {l}");
                 match w {
                     Some(w) => outputs.push((
-                        field_name(&p.ir.name),
+                        output(&p.ir.name),
                         w.clone(),
                         format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({l}.cast()) }}?"),
                     )),
                     None => outputs.push((
-                        field_name(&p.ir.name),
+                        output(&p.ir.name),
                         format!("{root}::ComPtr<{target}>"),
                         format!("unsafe {{ {root}::ComPtr::from_raw({l}) }}.ok_or({root}::HResult::E_POINTER)?"),
                     )),
@@ -376,7 +377,7 @@ fn method_view(
                     args[ii] = "&W__::ROOT_IID as *const GUID as _".to_string();
                 }
                 outputs.push((
-                    field_name(&p.ir.name),
+                    output(&p.ir.name),
                     "W__".to_string(),
                     format!("unsafe {{ {root}::wrap::wrap_out::<W__>({l}.cast()) }}?"),
                 ));
@@ -412,7 +413,12 @@ fn method_view(
                         args[li] = "n__".to_string();
                     }
                 } else {
-                    outputs.push((field_name(&p.ir.name), out_ty, format!("{b}.{conv}({n} as usize)")));
+                    let is_text = matches!(kind, CallKind::OutString { .. });
+                    outputs.push((
+                        names::Output { c_name: &p.ir.name, is_text },
+                        out_ty,
+                        format!("{b}.{conv}({n} as usize)"),
+                    ));
                 }
             }
             CallKind::CorEnum => args[i] = "h__".to_string(),
@@ -425,24 +431,18 @@ fn method_view(
         (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 0) => ("()".to_string(), "()".to_string()),
         (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 1) => (outputs[0].1.clone(), outputs[0].2.clone()),
         (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, _) => {
-            let base = m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name).to_string();
-            let struct_name =
-                if result_names.contains(&base) || base == wrapper { format!("{wrapper}{base}") } else { base };
-            result_names.push(struct_name.clone());
-            let mut seen: Vec<String> = Vec::new();
-            let fields: Vec<FieldView> = outputs
-                .iter()
-                .map(|(f, ty, _)| {
-                    let mut name = f.clone();
-                    while seen.contains(&name) {
-                        name.push('_');
-                    }
-                    seen.push(name.clone());
-                    FieldView { name, ty: ty.clone(), doc: String::new() }
-                })
+            // Named after the method alone, in the family's module: stable whatever else the
+            // header declares (a clash inside the family is an error, not a rename).
+            let struct_name = names::pascal_fixed(m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name));
+            let outs: Vec<names::Output<'_>> =
+                outputs.iter().map(|(o, _, _)| names::Output { c_name: o.c_name, is_text: o.is_text }).collect();
+            let fields: Vec<FieldView> = names::field_names(&m.ir.name, &outs)
+                .into_iter()
+                .zip(&outputs)
+                .map(|(name, (_, ty, _))| FieldView { name, ty: ty.clone(), doc: String::new() })
                 .collect();
             let value = format!(
-                "{struct_name} {{ {} }}",
+                "{module}::{struct_name} {{ {} }}",
                 fields
                     .iter()
                     .zip(&outputs)
@@ -454,10 +454,10 @@ fn method_view(
             results.push(ResultView {
                 generics: generics.clone(),
                 name: struct_name.clone(),
-                doc: format!("What [`{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
+                doc: format!("What [`super::{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
                 fields,
             });
-            (format!("{struct_name}{generics}"), value)
+            (format!("{module}::{struct_name}{generics}"), value)
         }
     };
     // S_FALSE as "no": `false` for a method without outputs, `None` instead of them otherwise.
@@ -547,6 +547,6 @@ fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
 }
 
 fn snake_method(name: &str) -> String {
-    let s = snake(name);
+    let s = names::method_name(name);
     if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
 }
