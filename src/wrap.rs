@@ -176,6 +176,55 @@ impl Buffer<u16> {
     }
 }
 
+/// The buffers of one call, as a tuple (`(Buffer<u16>,)`, `(Buffer<u16>, Buffer<T>)`, …): what
+/// [`ask_then_fill`] checks and grows together.
+pub trait Buffers<const N: usize> {
+    /// Whether each buffer holds the number of elements the callee says it needs.
+    fn fit(&self, needed: &[usize; N]) -> bool;
+    /// Grows each buffer to what the callee needs.
+    fn grow(&mut self, needed: &[usize; N]);
+}
+
+macro_rules! buffers {
+    ($n:literal: $($t:ident $i:tt),+) => {
+        impl<$($t: Zeroable),+> Buffers<$n> for ($(Buffer<$t>,)+) {
+            fn fit(&self, needed: &[usize; $n]) -> bool {
+                $(self.$i.fits(needed[$i]))&&+
+            }
+            fn grow(&mut self, needed: &[usize; $n]) {
+                $(self.$i.grow(needed[$i]);)+
+            }
+        }
+    };
+}
+buffers!(1: A 0);
+buffers!(2: A 0, B 1);
+buffers!(3: A 0, B 1, C 2);
+buffers!(4: A 0, B 1, C 2, D 3);
+
+/// How many calls [`ask_then_fill`] makes at most: ask, fill, and two more should the needed size
+/// grow between calls (a module loading more types meanwhile).
+pub const MAX_CALLS: u32 = 4;
+
+/// The ask-size-then-fill protocol of every method with out buffers: calls `call` with the
+/// buffers (empty at first, so the callee only reports sizes) until they hold what the callee says
+/// it needs, at most [`MAX_CALLS`] times, and returns the last call's result. `call` returns its
+/// result and the needed sizes, one per buffer; the generated wrappers check its HRESULT after.
+pub fn ask_then_fill<B: Buffers<N>, R, const N: usize>(
+    buffers: &mut B,
+    mut call: impl FnMut(&mut B) -> (R, [usize; N]),
+) -> R {
+    let mut calls = 1;
+    loop {
+        let (result, needed) = call(buffers);
+        if buffers.fit(&needed) || calls == MAX_CALLS {
+            return result;
+        }
+        buffers.grow(&needed);
+        calls += 1;
+    }
+}
+
 /// The `HCORENUM` handle type of the metadata API.
 pub type HCORENUM = *mut c_void;
 
@@ -272,6 +321,28 @@ mod tests {
         let all: Vec<u32> = e.collect();
         assert_eq!(all, (0..150).collect::<Vec<_>>());
         assert_eq!(closed.get(), 1);
+    }
+
+    #[test]
+    fn ask_then_fill_asks_grows_and_gives_up() {
+        // A callee that needs 3 then 5 elements (the data grew between calls), then stays at 5.
+        let mut needs = [3usize, 5, 5].into_iter();
+        let mut calls = 0;
+        let mut buffers = (Buffer::<u16>::new(),);
+        let last = ask_then_fill(&mut buffers, |(b,)| {
+            calls += 1;
+            let n = needs.next().unwrap_or(5);
+            (b.cap(), [n])
+        });
+        assert_eq!((calls, last), (3, 5));
+        // A callee that always needs more stops after MAX_CALLS.
+        let mut calls = 0;
+        let mut buffers = (Buffer::<u8>::new(), Buffer::<u32>::new());
+        ask_then_fill(&mut buffers, |(a, _)| {
+            calls += 1;
+            ((), [a.cap() + 1, 0])
+        });
+        assert_eq!(calls, MAX_CALLS);
     }
 
     #[test]
