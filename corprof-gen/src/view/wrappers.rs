@@ -142,6 +142,7 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
         let chain = family_chain(api, family);
         let name = wrapper_name(family);
         let module = names::snake_case(&name);
+        let cx = FamilyCx { root, wrapper: &name, module: &module };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -167,7 +168,7 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
                     iterator = Some(it);
                     continue;
                 }
-                let (mut mv, result) = method_view(root, &iface.ir.name, version, m, &kinds, &ret, &name, &module);
+                let (mut mv, result) = method_view(&cx, &iface.ir.name, version, m, &kinds, &ret);
                 if let Some(r) = result {
                     if results.iter().any(|o: &ResultView| o.name == r.name) {
                         errors.push(crate::diag::Diagnostic::error(format!(
@@ -484,17 +485,26 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
     }
 }
 
+/// What every method of one family shares.
+struct FamilyCx<'a> {
+    /// The runtime crate's path in generated code.
+    root: &'a str,
+    /// `ProfilerInfo`
+    wrapper: &'a str,
+    /// `profiler_info`: where the result structs go.
+    module: &'a str,
+}
+
 /// The view of one method and, when it returns several values, its result struct.
 fn method_view(
-    root: &str,
+    cx: &FamilyCx<'_>,
     iface: &str,
     version: u32,
     m: &ApiMethod,
     kinds: &[CallKind],
     ret: &CallReturn,
-    wrapper: &str,
-    module: &str,
 ) -> (CallMethodView, Option<ResultView>) {
+    let FamilyCx { root, wrapper, module } = *cx;
     let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
     let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
     let rust_names = names::param_names(&c_names, &shown);
