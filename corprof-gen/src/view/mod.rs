@@ -17,7 +17,6 @@ pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperV
 #[derive(Template)]
 #[template(path = "bindings.rs.jinja", escape = "none")]
 pub struct BindingsView {
-    pub header: String,
     /// Path of the runtime crate in the generated code: `crate` inside corprof, `::corprof` elsewhere.
     pub root: String,
     pub types: String,
@@ -116,13 +115,12 @@ fn iid_u128(iid: &str) -> String {
 }
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
-pub fn build(api: &Api, header: &str, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
+pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
     let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
     let (callbacks, wrappers) = crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root))?;
     Ok(BindingsView {
         wrappers,
-        header: header.to_string(),
         root: root.to_string(),
         types: types.code,
         zeroables,
