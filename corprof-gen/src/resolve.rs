@@ -40,10 +40,89 @@ pub struct ApiParam {
     pub spec_loc: Option<Loc>,
 }
 
+/// The domain rules over the resolved API, each in one place: later stages ask these instead of
+/// re-deriving them.
 impl Api {
     pub fn interface(&self, name: &str) -> Option<&ApiInterface> {
         self.interfaces.iter().find(|i| i.ir.name == name)
     }
+
+    /// `name` and the bases this header declares, root first (IUnknown is not in it).
+    pub fn chain(&self, name: &str) -> Vec<&ApiInterface> {
+        let mut chain: Vec<&ApiInterface> = Vec::new();
+        let mut cur = self.interface(name);
+        while let Some(i) = cur.filter(|i| !chain.iter().any(|c| c.ir.name == i.ir.name)) {
+            chain.push(i);
+            cur = i.ir.base.as_deref().and_then(|b| self.interface(b));
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The root of `name`'s family (`ICorProfilerInfo` for `ICorProfilerInfo12`).
+    pub fn family_root<'a>(&'a self, name: &'a str) -> &'a str {
+        self.chain(name).first().map_or(name, |i| i.ir.name.as_str())
+    }
+
+    /// The longest chain among `members`: a family's versions, root first, newest last.
+    fn longest_chain<'a>(&'a self, members: impl Iterator<Item = &'a ApiInterface>) -> Vec<&'a ApiInterface> {
+        members.map(|i| self.chain(&i.ir.name)).max_by_key(Vec::len).unwrap_or_default()
+    }
+
+    /// The callback versions, root first: the vtable order of the profiler object.
+    pub fn callback_chain(&self) -> Vec<&ApiInterface> {
+        self.longest_chain(self.interfaces.iter().filter(|i| i.is_callback))
+    }
+
+    /// Each family that gets a safe wrapper, with its versions root first, in declaration order.
+    pub fn wrapper_families(&self) -> Vec<Vec<&ApiInterface>> {
+        let mut roots: Vec<&str> = Vec::new();
+        for i in self.interfaces.iter().filter(|i| i.gets_wrapper()) {
+            let r = self.family_root(&i.ir.name);
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        roots
+            .into_iter()
+            .map(|r| {
+                self.longest_chain(
+                    self.interfaces.iter().filter(|i| i.gets_wrapper() && self.family_root(&i.ir.name) == r),
+                )
+            })
+            .collect()
+    }
+}
+
+impl ApiInterface {
+    /// Gets a safe wrapper on the calling side (`ProfilerInfo`, `MetaDataImport`, …).
+    pub fn gets_wrapper(&self) -> bool {
+        self.safe && !self.is_callback
+    }
+}
+
+impl ApiMethod {
+    /// The counts, capacities and IIDs the method's annotated parameters fill themselves
+    /// (`cchName` of `szName`): never in a safe signature, and needing no annotation. A `raw`
+    /// parameter leaves its count to the caller.
+    pub fn consumed(&self) -> Vec<&str> {
+        self.params.iter().filter_map(|p| p.spec.as_ref()).filter(|s| !s.raw).flat_map(|s| s.consumes()).collect()
+    }
+}
+
+/// `ICorProfilerCallback7` → 7; an unnumbered first version is 1.
+pub fn version_from_name(name: &str) -> u32 {
+    name[family_name(name).len()..].parse().unwrap_or(1)
+}
+
+/// The Microsoft Learn page of a method.
+pub fn doc_url(iface: &str, method: &str) -> String {
+    let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
+    format!(
+        "https://learn.microsoft.com/dotnet/core/unmanaged-api/{area}/{}-{}-method",
+        iface.to_ascii_lowercase(),
+        method.to_ascii_lowercase()
+    )
 }
 
 /// Merges and validates. `Ok` carries the warnings too (drafts, interfaces this header lacks).
@@ -66,27 +145,31 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         for m in &iface.methods {
             let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.name == m.name));
             let find = |name: &str| method_ann.and_then(|ma| ma.params.iter().find(|pa| pa.name == name));
-            let consumed: Vec<&str> = method_ann
-                .map(|ma| ma.params.iter().filter(|pa| !pa.spec.raw).flat_map(|pa| pa.spec.consumes()).collect())
-                .unwrap_or_default();
-            let mut params = Vec::new();
-            for p in &m.params {
-                let pa = find(&p.name);
-                if safe && p.ty.is_pointer() && pa.is_none() && !consumed.contains(&p.name.as_str()) {
-                    let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
-                    errors.push(missing_direction(iface, m, p, at));
-                }
-                if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
-                    drafts.push(&pa.loc);
-                }
-                params.push(ApiParam {
-                    ir: p.clone(),
-                    spec: pa.map(|pa| pa.spec.clone()),
-                    spec_loc: pa.map(|pa| pa.loc.clone()),
-                });
-            }
+            let params: Vec<ApiParam> = m
+                .params
+                .iter()
+                .map(|p| {
+                    let pa = find(&p.name);
+                    if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
+                        drafts.push(&pa.loc);
+                    }
+                    ApiParam {
+                        ir: p.clone(),
+                        spec: pa.map(|pa| pa.spec.clone()),
+                        spec_loc: pa.map(|pa| pa.loc.clone()),
+                    }
+                })
+                .collect();
             let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
-            methods.push(ApiMethod { ir: m.clone(), params, s_false });
+            let method = ApiMethod { ir: m.clone(), params, s_false };
+            let consumed = method.consumed();
+            for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
+                if !consumed.contains(&p.ir.name.as_str()) {
+                    let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
+                    errors.push(missing_direction(iface, m, &p.ir, at));
+                }
+            }
+            methods.push(method);
         }
         interfaces.push(ApiInterface { ir: iface.clone(), is_callback, safe, methods });
     }
@@ -107,7 +190,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
 
 /// `ICorProfilerCallback12` → `ICorProfilerCallback`: entries for a later (or earlier) version of
 /// a family the header declares are skipped, so one annotation set serves several SDK headers.
-fn family(name: &str) -> &str {
+pub fn family_name(name: &str) -> &str {
     name.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
@@ -158,7 +241,7 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
     let Some(iface) = header.interface(&ia.name) else {
         // Another version of a family the header has, or a name close to none: an interface this
         // header version lacks (skipped). A name close to a declared one: a typo (error).
-        let same_family = header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name));
+        let same_family = header.interfaces.iter().any(|i| family_name(&i.name) == family_name(&ia.name));
         let close = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str()));
         match close {
             Some(s) if !same_family => errors.push(

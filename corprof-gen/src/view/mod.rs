@@ -1,11 +1,11 @@
 //! Classified API → view models: one struct per template, every string precomputed ("add a
 //! field, not a filter"), so templates only loop and test simple flags.
 
-use crate::classify::call::{family_root, is_free_threaded};
+use crate::classify::call::is_free_threaded;
 use crate::classify::{ParamKind, classify_method, rust_type};
 use crate::diag::Errors;
 use crate::ir::Loc;
-use crate::resolve::{Api, ApiInterface};
+use crate::resolve::{Api, ApiInterface, doc_url, version_from_name};
 use askama::Template;
 
 pub mod names;
@@ -175,7 +175,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
     InterfaceView {
         // Only the families with a safe layer: the documented ones (not IMetaDataError, which a
         // client implements, nor the dispenser and table interfaces no wrapper reaches).
-        free_threaded: iface.safe && !iface.is_callback && is_free_threaded(family_root(api, &name)),
+        free_threaded: iface.gets_wrapper() && is_free_threaded(api.family_root(&name)),
         vtbl: format!("{name}_Vtbl"),
         iid_const: format!("IID_{name}"),
         iid_u128: iid_u128(&iface.ir.iid),
@@ -190,19 +190,11 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
 }
 
 fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
-    let family: Vec<&ApiInterface> = api.interfaces.iter().filter(|i| i.is_callback).collect();
-    // The newest version: the callback interface no other one derives from.
-    let Some(highest) =
-        family.iter().rev().find(|i| !family.iter().any(|j| j.ir.base.as_deref() == Some(i.ir.name.as_str())))
-    else {
+    // Vtable order: root first, then each derived version.
+    let chain = api.callback_chain();
+    let Some(highest) = chain.last().copied() else {
         return Ok(CallbacksView::default());
     };
-    // Vtable order: root first, then each derived version, following the base chain.
-    let mut chain = vec![*highest];
-    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
-        chain.push(base);
-    }
-    chain.reverse();
 
     let mut errors = Errors::default();
     let mut methods = Vec::new();
@@ -237,11 +229,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 name: m.ir.name.clone(),
                 variant: names::pascal_fixed(&m.ir.name),
                 snake: names::method_name(&m.ir.name),
-                doc_url: format!(
-                    "https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/{}-{}-method",
-                    iface.ir.name.to_ascii_lowercase(),
-                    m.ir.name.to_ascii_lowercase()
-                ),
+                doc_url: doc_url(&iface.ir.name, &m.ir.name),
                 loc: loc(&m.ir.loc),
                 c_signature: format!("HRESULT {}({})", m.ir.name, c_params.join(", ")),
                 trait_params: trait_params.join(", "),
@@ -260,8 +248,8 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
         vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
     }
     errors.check()?;
-    let first = chain.first().map(|i| version_number(&i.ir.name)).unwrap_or(1);
-    let last = version_number(&highest.ir.name);
+    let first = chain.first().map(|i| version_from_name(&i.ir.name)).unwrap_or(1);
+    let last = version_from_name(&highest.ir.name);
     Ok(CallbacksView {
         versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
         highest: highest.ir.name.clone(),
@@ -270,12 +258,6 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
         methods,
         vtbls,
     })
-}
-
-/// `ICorProfilerCallback7` → 7; the unnumbered first version is 1.
-fn version_number(name: &str) -> u32 {
-    let digits = &name[name.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
-    digits.parse().unwrap_or(1)
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.

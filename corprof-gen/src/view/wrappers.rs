@@ -3,12 +3,10 @@
 
 use super::loc;
 use super::names::{self, ident};
-use crate::classify::call::{
-    CallKind, CallReturn, FnContract, classify_call, family_root, is_free_threaded, wrapper_name,
-};
+use crate::classify::call::{CallKind, CallReturn, FnContract, classify_call, is_free_threaded, wrapper_name};
 use crate::classify::rust_type;
 use crate::diag::Errors;
-use crate::resolve::{Api, ApiInterface, ApiMethod};
+use crate::resolve::{Api, ApiMethod, doc_url};
 
 pub struct WrapperView {
     pub name: String,
@@ -96,50 +94,11 @@ pub struct CallMethodView {
 const RESERVED: &[&str] =
     &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
 
-fn doc_url(iface: &str, method: &str) -> String {
-    let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
-    format!(
-        "https://learn.microsoft.com/dotnet/core/unmanaged-api/{area}/{}-{}-method",
-        iface.to_ascii_lowercase(),
-        method.to_ascii_lowercase()
-    )
-}
-
-/// The chain of safe interfaces of one family, root first.
-fn family_chain<'a>(api: &'a Api, root: &str) -> Vec<&'a ApiInterface> {
-    let members: Vec<&ApiInterface> =
-        api.interfaces.iter().filter(|i| i.safe && !i.is_callback && family_root(api, &i.ir.name) == root).collect();
-    let highest = members.iter().copied().max_by_key(|i| chain_len(api, &i.ir.name)).expect("a family has its root");
-    let mut chain = vec![highest];
-    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
-        chain.push(base);
-    }
-    chain.reverse();
-    chain
-}
-
-fn chain_len(api: &Api, name: &str) -> usize {
-    let mut n = 0;
-    let mut cur = api.interface(name);
-    while let Some(i) = cur {
-        n += 1;
-        cur = i.ir.base.as_deref().and_then(|b| api.interface(b));
-    }
-    n
-}
-
 pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> {
     let mut errors = Errors::default();
-    let mut roots: Vec<&str> = Vec::new();
-    for i in api.interfaces.iter().filter(|i| i.safe && !i.is_callback) {
-        let r = family_root(api, &i.ir.name);
-        if !roots.contains(&r) {
-            roots.push(r);
-        }
-    }
     let mut out = Vec::new();
-    for family in roots {
-        let chain = family_chain(api, family);
+    for chain in api.wrapper_families() {
+        let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = wrapper_name(family);
         let module = names::snake_case(&name);
         let cx = FamilyCx { root, wrapper: &name, module: &module };
