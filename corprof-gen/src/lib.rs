@@ -11,6 +11,7 @@ pub mod bootstrap;
 pub mod build;
 mod clang;
 pub mod classify;
+pub mod commands;
 pub mod contract;
 pub mod diag;
 pub mod extract;
