@@ -5,6 +5,9 @@
 //! [`CorProfilerCallback`] for the callbacks you need and export the type with
 //! [`export_profiler!`].
 
+// Every `unsafe` block says why it is sound, here and in the generated bindings included below.
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
+
 pub mod com;
 pub mod glue;
 mod guid;

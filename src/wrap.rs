@@ -61,6 +61,7 @@ impl<T: crate::Interface> Wrapper for ComPtr<T> {
 /// # Safety
 /// `raw` must be null or a live COM object whose reference the caller owns.
 pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
+    // SAFETY: the caller's contract: `raw` is null or a reference it owns.
     let owned = unsafe { ComPtr::from_raw(raw) }.ok_or(HResult::E_POINTER)?;
     W::from_unknown(&owned)
 }
@@ -77,7 +78,9 @@ impl Negotiated {
     pub fn negotiate(unknown: &IUnknown, iids: &[GUID]) -> Result<Negotiated> {
         for (i, iid) in iids.iter().enumerate().rev() {
             let mut out: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `unknown` is a live object; `out` is a valid place for the interface pointer.
             if unsafe { unknown.QueryInterface(iid, &mut out) } >= 0
+                    // SAFETY: on success `QueryInterface` stored a new reference (or null), released by nothing else.
                 && let Some(ptr) = unsafe { ComPtr::from_raw(out.cast::<IUnknown>()) }
             {
                 return Ok(Negotiated { ptr, version: i as u32 + 1 });
@@ -352,6 +355,7 @@ mod tests {
         assert!(!b.fits(5));
         b.grow(5);
         let text: Vec<u16> = "abcd\0".encode_utf16().collect();
+        // SAFETY: the buffer was grown to 5 elements, and `text` has 5.
         unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), b.ptr(), 5) };
         assert_eq!(b.to_string(5), "abcd");
         assert_eq!(wide("ab"), vec![97, 98, 0]);

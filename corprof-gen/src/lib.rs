@@ -120,10 +120,11 @@ pub fn generated_line(headers: &[String]) -> String {
     )
 }
 
-/// Parses generated text as Rust (so a template slip is caught here) and formats it.
+/// Parses generated text as Rust (so a template slip is caught here), formats it, and turns the
+/// comment markers back into comments (see [`restore_comments`]).
 pub fn format_rust(text: &str) -> Result<String, Errors> {
     match syn::parse_file(text) {
-        Ok(file) => Ok(prettyplease::unparse(&file)),
+        Ok(file) => Ok(restore_comments(&prettyplease::unparse(&file))),
         Err(e) => {
             // Spans carry no line numbers outside proc macros: show the text around the problem.
             let shown: String = text.chars().take(2000).collect();
@@ -134,6 +135,46 @@ pub fn format_rust(text: &str) -> Result<String, Errors> {
     }
 }
 
+/// The marker the template writes where a `// SAFETY:` comment belongs: syn drops comments, so
+/// each travels through formatting as a statement (or item) `__safety__!("…");` of its own line,
+/// and [`restore_comments`] turns it back into `// SAFETY: …`. A marker left over would not
+/// compile (no such macro), so none is lost silently.
+pub const SAFETY_MARKER: &str = "__safety__!(";
+
+/// `__safety__!("text");` → `// SAFETY: text`, indentation kept; prettyplease may have spread a
+/// long marker over three lines (`__safety__!(`, the literal, `);`).
+pub fn restore_comments(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if !trimmed.starts_with(SAFETY_MARKER) {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let mut marker = trimmed.to_string();
+        while !marker.ends_with(");") {
+            match lines.next() {
+                Some(next) => marker.push_str(next.trim()),
+                None => break,
+            }
+        }
+        let literal = marker.strip_prefix(SAFETY_MARKER).and_then(|rest| rest.strip_suffix(");"));
+        match literal.and_then(|lit| syn::parse_str::<syn::LitStr>(lit).ok()) {
+            Some(lit) => {
+                out.push_str(&line[..line.len() - trimmed.len()]);
+                out.push_str("// SAFETY: ");
+                out.push_str(&lit.value());
+            }
+            // Not a marker after all: kept, and rustc will say so.
+            None => out.push_str(&marker),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Writes `content` to `path` unless the file already holds exactly that (keeps mtimes stable,
 /// so nothing downstream rebuilds). Returns whether it wrote.
 pub fn write_if_changed(path: &Path, content: &str) -> std::io::Result<bool> {
@@ -142,4 +183,21 @@ pub fn write_if_changed(path: &Path, content: &str) -> std::io::Result<bool> {
     }
     std::fs::write(path, content)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safety_markers_become_comments_after_formatting() {
+        let long = "x".repeat(120);
+        let text = format!(
+            "fn f() {{ __safety__!(\"short `one`\"); unsafe {{ g() }}; __safety__!(\"{long}\"); unsafe {{ g() }} }}"
+        );
+        let code = format_rust(&text).unwrap();
+        assert!(code.contains("    // SAFETY: short `one`\n    unsafe {"), "{code}");
+        assert!(code.contains(&format!("    // SAFETY: {long}\n")), "{code}");
+        assert!(!code.contains("__safety__"), "{code}");
+    }
 }

@@ -68,6 +68,8 @@ pub struct CallMethodView {
     pub ret_ty: String,
     /// Statements before the call.
     pub setup: Vec<String>,
+    /// Statements after the HRESULT check, before the result is built.
+    pub finish: Vec<String>,
     /// Out values the call writes (`let mut pClassId__: ClassID = zeroed();`).
     pub locals: Vec<String>,
     pub args: String,
@@ -212,6 +214,8 @@ struct Lowering<'a> {
     args: Vec<String>,
     /// Statements before the call (UTF-16 conversions, slice-length checks).
     setup: Vec<String>,
+    /// Statements after the HRESULT check (taking over returned interfaces).
+    finish: Vec<String>,
     /// Out values the call writes, declared right before it.
     locals: Vec<Local>,
     /// Out buffers, grown by `wrap::ask_then_fill`.
@@ -361,6 +365,7 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
                     format!("unsafe {{ {root}::ComPtr::from_raw({v}) }}.ok_or({root}::HResult::E_POINTER)?"),
                 ),
             };
+            let value = take_over(l, &v, value);
             l.output(c_name, ty, value);
         }
         CallKind::OutIid { iid } => {
@@ -368,10 +373,22 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             let v = l.local(c_name, "*mut ::core::ffi::c_void", "::core::ptr::null_mut()");
             l.args[i] = format!("(&mut {v}) as *mut *mut ::core::ffi::c_void as _");
             l.set_arg(iid, "&W__::ROOT_IID as *const GUID as _".to_string());
-            l.output(c_name, "W__".to_string(), format!("unsafe {{ {root}::wrap::wrap_out::<W__>({v}.cast()) }}?"));
+            let value = take_over(l, &v, format!("unsafe {{ {root}::wrap::wrap_out::<W__>({v}.cast()) }}?"));
+            l.output(c_name, "W__".to_string(), value);
         }
         _ => unreachable!("lower_output takes single outputs only"),
     }
+}
+
+/// Takes over the reference a successful call returned in `local`, after the HRESULT check, in
+/// a statement of its own (so its `// SAFETY:` line sits right above its `unsafe`).
+fn take_over(l: &mut Lowering<'_>, local: &str, expr: String) -> String {
+    let owned = format!("{local}owned");
+    l.finish.push(format!(
+        "__safety__!(\"the call succeeded, so `{local}` is null or an interface reference it handed over, released by nothing else.\");"
+    ));
+    l.finish.push(format!("let {owned} = {expr};"));
+    owned
 }
 
 /// Sized outputs (text or array, with capacity and written-count parameters): a `Buffer` grown by
@@ -474,6 +491,7 @@ fn method_view(
         params: Vec::new(),
         args: m.params.iter().map(|p| ident(&p.ir.name)).collect(),
         setup: Vec::new(),
+        finish: Vec::new(),
         locals: Vec::new(),
         buffers: Vec::new(),
         outputs: Vec::new(),
@@ -538,6 +556,7 @@ fn method_view(
         params: l.params.join(", "),
         ret_ty: if l.is_enum { format!("{root}::wrap::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
         setup: l.setup,
+        finish: l.finish,
         locals: l.locals.iter().map(|v| v.decl.clone()).collect(),
         args: l.args.join(", "),
         call_binding,
