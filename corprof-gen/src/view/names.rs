@@ -36,7 +36,7 @@ pub const ACRONYMS: &[(&str, &str)] = &[
 ];
 
 /// Header typos, fixed in Rust names (`ICorProfilerCallback11::LoadAsNotficationOnly`).
-pub const TYPOS: &[(&str, &str)] = &[("Notfication", "Notification")];
+pub const TYPOS: &[(&str, &str)] = &[("Notfication", "Notification"), ("MAchine", "Machine")];
 
 /// Hungarian prefixes dropped from parameter and field names: pointer (`p`, `pp`), count (`c`,
 /// `cb`, `cch`, `pc…`), type (`dw`, `ul`, `f`, `b`, `h`), text (`sz`, `wz`, `wsz`) and metadata
@@ -45,12 +45,13 @@ pub const TYPOS: &[(&str, &str)] = &[("Notfication", "Notification")];
 pub const HUNGARIAN: &[&str] = &[
     "p", "pp", "ppv", "pv", "pb", "ppb", "pc", "pcb", "pcch", "pch", "ppch", "pcc", "pcelt", "c", "cb", "cch", "cc",
     "f", "pf", "b", "dw", "pdw", "ul", "pul", "h", "ph", "sz", "psz", "wsz", "pwsz", "wz", "pwz", "tk", "ptk", "rtk",
-    "pmd", "rmd", "ptd", "pmr", "ix", "pix", "r", "rg",
+    "pmd", "rmd", "ptd", "pmr", "pt", "ix", "pix", "r", "rg",
 ];
 
 /// Count prefixes: the suffix a count field gets when its stem would collide with the buffer it
 /// counts (`ppvSigBlob` → `sig_blob`, `pcbSigBlob` → `sig_blob_size`).
-const COUNT_SUFFIXES: &[(&str, &str)] = &[("pcb", "_size"), ("pcch", "_len"), ("pch", "_len"), ("pc", "_count")];
+const COUNT_SUFFIXES: &[(&str, &str)] =
+    &[("pcb", "_size"), ("pb", "_size"), ("pcch", "_len"), ("pch", "_len"), ("pc", "_count")];
 
 /// Stems that name the profiling API's own interfaces, dropped from parameter names
 /// (`pICorProfilerInfoUnk` → `info_unk`).
@@ -201,7 +202,9 @@ pub fn field_names(method: &str, outputs: &[Output<'_>]) -> Vec<String> {
         .iter()
         .map(|o| {
             let stem = split_hungarian(o.c_name).map_or(o.c_name, |(_, s)| s);
-            if o.is_text && texts == 1 && (stem == "Name" || entity.starts_with(stem)) {
+            // cor.h also spells it all in lower case (`wzname`).
+            let lower_name = HUNGARIAN.iter().any(|p| o.c_name.strip_prefix(p) == Some("name"));
+            if o.is_text && texts == 1 && (stem == "Name" || lower_name || entity.starts_with(stem)) {
                 "name".to_string()
             } else {
                 stem_name(o.c_name)
@@ -221,8 +224,12 @@ pub fn field_names(method: &str, outputs: &[Output<'_>]) -> Vec<String> {
         })
         .collect();
     names = suffixed;
+    // Still colliding, or a prefix that leaves a keyword (`ptkType`, `ppEnum`): the whole name.
     let whole: Vec<String> = (0..names.len())
-        .map(|i| if collides(&names, i) { snake_case(outputs[i].c_name) } else { names[i].clone() })
+        .map(|i| {
+            let keyword = KEYWORDS.contains(&names[i].as_str()) && split_hungarian(outputs[i].c_name).is_some();
+            if collides(&names, i) || keyword { snake_case(outputs[i].c_name) } else { names[i].clone() }
+        })
         .collect();
     whole.iter().map(|n| ident(n)).collect()
 }
@@ -381,6 +388,13 @@ mod tests {
             ),
             ["class", "name", "sig_blob", "sig_blob_size"]
         );
+        assert_eq!(field_names("GetPropertyProps", &[o("ppvSig", false), o("pbSig", false)]), ["sig", "sig_size"]);
+        assert_eq!(
+            field_names("GetCustomAttributeProps", &[o("ptkObj", false), o("ptkType", false)]),
+            ["obj", "ptk_type"]
+        );
+        assert_eq!(field_names("GetGenericParamProps", &[o("ptOwner", false), o("wzname", true)]), ["owner", "name"]);
+        assert_eq!(field_names("GetPEKind", &[o("pdwPEKind", false), o("pdwMAchine", false)]), ["pe_kind", "machine"]);
         assert_eq!(field_names("GetCodeInfo", &[o("pStart", false), o("pcSize", false)]), ["start", "size"]);
         assert_eq!(
             field_names("IsArrayClass", &[o("pBaseElemType", false), o("pBaseClassId", false), o("pcRank", false)]),
