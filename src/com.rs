@@ -66,6 +66,7 @@ pub struct IUnknown {
     lpVtbl: *const IUnknown_Vtbl,
 }
 
+// SAFETY: `IUnknown` is `#[repr(C)]` with its vtable pointer alone, and `IUnknown_Vtbl` is the COM IUnknown vtable slot for slot; the IID is COM's.
 unsafe impl Interface for IUnknown {
     const IID: GUID = GUID::from_u128(0x00000000_0000_0000_C000_000000000046);
     const NAME: &'static str = "IUnknown";
@@ -83,6 +84,7 @@ impl IUnknown {
     /// # Safety
     /// `ppv` must be valid for a write.
     pub unsafe fn QueryInterface(&self, riid: *const GUID, ppv: *mut *mut c_void) -> HRESULT {
+        // SAFETY: `self` is borrowed from a live object whose vtable starts with the IUnknown slots; the caller vouches for `ppv`.
         unsafe { ((*self.lpVtbl).QueryInterface)(self.this(), riid, ppv) }
     }
 
@@ -91,6 +93,7 @@ impl IUnknown {
     /// # Safety
     /// Every `AddRef` must be matched by a `Release`.
     pub unsafe fn AddRef(&self) -> u32 {
+        // SAFETY: as for `QueryInterface`; the caller matches this `AddRef` with a `Release`.
         unsafe { ((*self.lpVtbl).AddRef)(self.this()) }
     }
 
@@ -99,14 +102,17 @@ impl IUnknown {
     /// # Safety
     /// Gives up a reference the caller owns; the object may be freed.
     pub unsafe fn Release(&self) -> u32 {
+        // SAFETY: as for `QueryInterface`; the caller gives up a reference it owns.
         unsafe { ((*self.lpVtbl).Release)(self.this()) }
     }
 
     /// Asks the object for interface `T`: `Ok` holds a new reference, released on drop.
     pub fn query<T: Interface>(&self) -> Result<ComPtr<T>> {
         let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `out` is a valid place for the interface pointer.
         let hr = HResult(unsafe { self.QueryInterface(&T::IID, &mut out) });
         hr.ok()?;
+        // SAFETY: on success the object stored a reference it handed to us (or null), released by nothing else.
         unsafe { ComPtr::from_raw(out.cast()) }.ok_or(HResult::E_POINTER)
     }
 }
@@ -160,6 +166,7 @@ impl<T: Interface> ComPtr<T> {
     }
 
     fn unknown(&self) -> &IUnknown {
+        // SAFETY: `ComPtr` holds a live reference, and every interface starts with the IUnknown vtable.
         unsafe { &*(self.ptr.as_ptr() as *const IUnknown) }
     }
 
@@ -172,12 +179,14 @@ impl<T: Interface> ComPtr<T> {
 impl<T: Interface> std::ops::Deref for ComPtr<T> {
     type Target = T;
     fn deref(&self) -> &T {
+        // SAFETY: `ComPtr` holds a live reference to a `T`, alive while `self` is borrowed.
         unsafe { self.ptr.as_ref() }
     }
 }
 
 impl<T: Interface> Clone for ComPtr<T> {
     fn clone(&self) -> Self {
+        // SAFETY: the clone owns the new reference this `AddRef` takes.
         unsafe { self.unknown().AddRef() };
         ComPtr { ptr: self.ptr, _owns: PhantomData }
     }
@@ -185,6 +194,7 @@ impl<T: Interface> Clone for ComPtr<T> {
 
 impl<T: Interface> Drop for ComPtr<T> {
     fn drop(&mut self) {
+        // SAFETY: `self` owns one reference, given up here once.
         unsafe { self.unknown().Release() };
     }
 }
@@ -229,6 +239,7 @@ impl<C: ComClass> ComObject<C> {
     /// `this` must come from [`ComObject::<C>::create`] and still be alive.
     #[inline(always)]
     pub unsafe fn value<'a>(this: *mut c_void) -> &'a C::Value {
+        // SAFETY: the caller's contract: `this` is a live `ComObject<C>`.
         unsafe { &(*(this as *const ComObject<C>)).value }
     }
 
@@ -237,6 +248,7 @@ impl<C: ComClass> ComObject<C> {
     /// # Safety
     /// As for [`ComObject::value`].
     pub unsafe fn ref_count(this: *mut c_void) -> u32 {
+        // SAFETY: the caller's contract: `this` is a live `ComObject<C>`.
         unsafe { (*(this as *const ComObject<C>)).refs.load(Ordering::Acquire) }
     }
 }
@@ -261,6 +273,7 @@ unsafe extern "system" fn query_interface<C: ComClass>(
     if ppv.is_null() {
         return HResult::E_POINTER.0;
     }
+    // SAFETY: the runtime calls through the vtable of a `ComObject<C>` (the vtable is only installed in those), so `this` is one and alive; `ppv` was checked for null, `riid` is checked below.
     unsafe {
         if riid.is_null() {
             *ppv = std::ptr::null_mut();
@@ -279,6 +292,8 @@ unsafe extern "system" fn query_interface<C: ComClass>(
 }
 
 unsafe extern "system" fn add_ref<C: ComClass>(this: *mut IUnknown) -> u32 {
+    // SAFETY: the caller holds a reference to `this`, a `ComObject<C>` (the only objects this
+    // vtable is installed in), so it is alive.
     let obj = unsafe { &*(this as *const ComObject<C>) };
     obj.refs.fetch_add(1, Ordering::Relaxed) + 1
 }

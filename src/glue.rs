@@ -132,6 +132,7 @@ pub const IID_ICLASSFACTORY: GUID = GUID::from_u128(0x00000001_0000_0000_C000_00
 /// The class factory object the runtime gets from `DllGetClassObject`.
 pub struct FactoryClass<F>(PhantomData<F>);
 
+// SAFETY: the factory vtable treats `this` as a `ComObject<FactoryClass<F>>`, the only objects it is installed in, and answers IClassFactory's IID.
 unsafe impl<F: ProfilerFactory> ComClass for FactoryClass<F> {
     type Value = ();
     type Vtbl = IClassFactory_Vtbl;

@@ -16,6 +16,9 @@
 //!   [`Result`], [`set_quiet`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`].
 
+// Every `unsafe` block says why it is sound, here and in the generated bindings included below.
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
+
 // The plumbing the generated code (this crate's and that of crates generating their own bindings
 // with `root: "::corprof"`, like tests/future-header) reaches by path. Public so that those paths
 // resolve from another crate, hidden because no profiler should call it: its items are either

@@ -63,6 +63,7 @@ impl<'a> WStr<'a> {
     /// `p` must point to a NUL-terminated buffer that lives for `'a`.
     pub unsafe fn from_nul_terminated(p: *const u16) -> Self {
         let mut n = 0;
+        // SAFETY: the caller's contract: `p` points to NUL-terminated text, so every read up to the NUL is in bounds.
         unsafe {
             while *p.add(n) != 0 {
                 n += 1;
@@ -126,6 +127,7 @@ pub mod raw {
     /// `&T` from a pointer the runtime must not pass as null (`E_POINTER` if it does).
     #[inline(always)]
     pub unsafe fn in_ref<'a, T>(p: impl RawPtr<T>) -> Result<&'a T> {
+        // SAFETY: the caller's contract: `p` is null or valid for reads of `T` for `'a`.
         match unsafe { p.as_const().as_ref() } {
             Some(r) => Ok(r),
             None => null_pointer(),
@@ -134,6 +136,7 @@ pub mod raw {
 
     #[inline(always)]
     pub unsafe fn in_opt<'a, T>(p: impl RawPtr<T>) -> Option<&'a T> {
+        // SAFETY: as for `in_ref`.
         unsafe { p.as_const().as_ref() }
     }
 
@@ -142,6 +145,7 @@ pub mod raw {
     pub unsafe fn in_slice<'a, T, L: TryInto<usize>>(p: impl RawPtr<T>, len: L) -> &'a [T] {
         let p = p.as_const();
         match len.try_into() {
+            // SAFETY: the caller's contract: a non-null `p` points to `len` elements valid for `'a`.
             Ok(n) if n > 0 && !p.is_null() => unsafe { std::slice::from_raw_parts(p, n) },
             _ => &[],
         }
@@ -150,6 +154,7 @@ pub mod raw {
     /// UTF-16 text, counted by `len` or NUL-terminated.
     #[inline(always)]
     pub unsafe fn in_wstr<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Result<WStr<'a>> {
+        // SAFETY: as for `in_wstr_opt`, whose contract this passes on.
         match unsafe { in_wstr_opt(p, len) } {
             Some(w) => Ok(w),
             None => null_pointer(),
@@ -163,24 +168,29 @@ pub mod raw {
             return None;
         }
         Some(match len {
+            // SAFETY: the caller's contract: `n` code units at `p`.
             Some(n) => WStr(unsafe { in_slice(p, n) }),
+            // SAFETY: the caller's contract: NUL-terminated text at `p`.
             None => unsafe { WStr::from_nul_terminated(p) },
         })
     }
 
     #[inline(always)]
     pub unsafe fn out<'a, T: Copy>(p: *mut T) -> Result<Out<'a, T>> {
+        // SAFETY: `p` is not null, and the caller vouches it is valid for a write for `'a`.
         if p.is_null() { null_pointer() } else { Ok(unsafe { Out::new(p) }) }
     }
 
     /// `Out<'_, bool>` over a `BOOL *` (`E_POINTER` if null).
     #[inline(always)]
     pub unsafe fn out_bool<'a>(p: *mut crate::types::BOOL) -> Result<Out<'a, bool>> {
+        // SAFETY: `p` is not null, and the caller vouches it is valid for a write of `BOOL` for `'a`.
         if p.is_null() { null_pointer() } else { Ok(unsafe { Out::from_bool_ptr(p) }) }
     }
 
     #[inline(always)]
     pub unsafe fn ref_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
+        // SAFETY: the caller's contract: `p` is null or valid for reads and writes for `'a`, not aliased.
         match unsafe { p.as_mut() } {
             Some(r) => Ok(r),
             None => null_pointer(),
@@ -196,6 +206,7 @@ pub mod raw {
 
     #[inline(always)]
     pub unsafe fn ref_opt<'a, T>(p: *mut T) -> Option<&'a mut T> {
+        // SAFETY: as for `ref_mut`.
         unsafe { p.as_mut() }
     }
 }
@@ -208,6 +219,7 @@ mod tests {
     #[test]
     fn conversions_check_null_and_counts() {
         let v = [1u32, 2, 3];
+        // SAFETY: every pointer is null or points into a live local, with counts within it.
         unsafe {
             assert_eq!(in_slice(v.as_ptr(), 2u32), &[1, 2]);
             assert_eq!(in_slice(std::ptr::null::<u32>(), 5u32), &[] as &[u32]);
@@ -230,6 +242,7 @@ mod tests {
     #[test]
     fn wide_strings_read_counted_and_terminated() {
         let text: Vec<u16> = "Main\0".encode_utf16().collect();
+        // SAFETY: `text` is NUL-terminated and outlives the calls; the other pointer is null.
         unsafe {
             assert_eq!(in_wstr(text.as_ptr(), None::<u32>).unwrap().to_string(), "Main");
             assert_eq!(in_wstr(text.as_ptr(), Some(2u32)).unwrap().to_string(), "Ma");

@@ -98,6 +98,7 @@ impl<T: crate::Interface> Wrapper for ComPtr<T> {
 /// # Safety
 /// `raw` must be null or a live COM object whose reference the caller owns.
 pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
+    // SAFETY: the caller's contract: `raw` is null or a reference it owns.
     let owned = unsafe { ComPtr::from_raw(raw) }.ok_or(HResult::E_POINTER)?;
     W::from_unknown(&owned)
 }
@@ -114,7 +115,9 @@ impl Negotiated {
     pub fn negotiate(unknown: &IUnknown, iids: &[GUID]) -> Result<Negotiated> {
         for (i, iid) in iids.iter().enumerate().rev() {
             let mut out: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `unknown` is a live object; `out` is a valid place for the interface pointer.
             if unsafe { unknown.QueryInterface(iid, &mut out) } >= 0
+                    // SAFETY: on success `QueryInterface` stored a new reference (or null), released by nothing else.
                 && let Some(ptr) = unsafe { ComPtr::from_raw(out.cast::<IUnknown>()) }
             {
                 return Ok(Negotiated { ptr, version: i as u32 + 1 });
@@ -210,6 +213,55 @@ impl Buffer<u16> {
         let units = &self.data[..len.min(self.data.len())];
         let end = units.iter().rposition(|u| *u != 0).map_or(0, |i| i + 1);
         String::from_utf16_lossy(&units[..end])
+    }
+}
+
+/// The buffers of one call, as a tuple (`(Buffer<u16>,)`, `(Buffer<u16>, Buffer<T>)`, …): what
+/// [`ask_then_fill`] checks and grows together.
+pub trait Buffers<const N: usize> {
+    /// Whether each buffer holds the number of elements the callee says it needs.
+    fn fit(&self, needed: &[usize; N]) -> bool;
+    /// Grows each buffer to what the callee needs.
+    fn grow(&mut self, needed: &[usize; N]);
+}
+
+macro_rules! buffers {
+    ($n:literal: $($t:ident $i:tt),+) => {
+        impl<$($t: Zeroable),+> Buffers<$n> for ($(Buffer<$t>,)+) {
+            fn fit(&self, needed: &[usize; $n]) -> bool {
+                $(self.$i.fits(needed[$i]))&&+
+            }
+            fn grow(&mut self, needed: &[usize; $n]) {
+                $(self.$i.grow(needed[$i]);)+
+            }
+        }
+    };
+}
+buffers!(1: A 0);
+buffers!(2: A 0, B 1);
+buffers!(3: A 0, B 1, C 2);
+buffers!(4: A 0, B 1, C 2, D 3);
+
+/// How many calls [`ask_then_fill`] makes at most: ask, fill, and two more should the needed size
+/// grow between calls (a module loading more types meanwhile).
+pub const MAX_CALLS: u32 = 4;
+
+/// The ask-size-then-fill protocol of every method with out buffers: calls `call` with the
+/// buffers (empty at first, so the callee only reports sizes) until they hold what the callee says
+/// it needs, at most [`MAX_CALLS`] times, and returns the last call's result. `call` returns its
+/// result and the needed sizes, one per buffer; the generated wrappers check its HRESULT after.
+pub fn ask_then_fill<B: Buffers<N>, R, const N: usize>(
+    buffers: &mut B,
+    mut call: impl FnMut(&mut B) -> (R, [usize; N]),
+) -> R {
+    let mut calls = 1;
+    loop {
+        let (result, needed) = call(buffers);
+        if buffers.fit(&needed) || calls == MAX_CALLS {
+            return result;
+        }
+        buffers.grow(&needed);
+        calls += 1;
     }
 }
 
@@ -312,12 +364,35 @@ mod tests {
     }
 
     #[test]
+    fn ask_then_fill_asks_grows_and_gives_up() {
+        // A callee that needs 3 then 5 elements (the data grew between calls), then stays at 5.
+        let mut needs = [3usize, 5, 5].into_iter();
+        let mut calls = 0;
+        let mut buffers = (Buffer::<u16>::new(),);
+        let last = ask_then_fill(&mut buffers, |(b,)| {
+            calls += 1;
+            let n = needs.next().unwrap_or(5);
+            (b.cap(), [n])
+        });
+        assert_eq!((calls, last), (3, 5));
+        // A callee that always needs more stops after MAX_CALLS.
+        let mut calls = 0;
+        let mut buffers = (Buffer::<u8>::new(), Buffer::<u32>::new());
+        ask_then_fill(&mut buffers, |(a, _)| {
+            calls += 1;
+            ((), [a.cap() + 1, 0])
+        });
+        assert_eq!(calls, MAX_CALLS);
+    }
+
+    #[test]
     fn buffers_ask_then_fill_and_strip_nuls() {
         let mut b = Buffer::<u16>::new();
         assert!(b.ptr().is_null());
         assert!(!b.fits(5));
         b.grow(5);
         let text: Vec<u16> = "abcd\0".encode_utf16().collect();
+        // SAFETY: the buffer was grown to 5 elements, and `text` has 5.
         unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), b.ptr(), 5) };
         assert_eq!(b.to_string(5), "abcd");
         assert_eq!(wide("ab"), vec![97, 98, 0]);

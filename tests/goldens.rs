@@ -1,21 +1,9 @@
-//! The golden files of corprof-gen's fixtures compile against this crate, and the code they hold
-//! works: a profiler for the `directions` fixture is called through its raw vtable, once per
+//! The golden files of corprof-gen's fixtures (every `expected.rs`, found by build.rs) compile
+//! against this crate, and the code they hold works: a profiler for the `directions` fixture is called through its raw vtable, once per
 //! parameter shape (in, out, ref, opaque, array, counted and NUL-terminated text, optional).
 
-#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
-mod directions {
-    include!("../corprof-gen/tests/fixtures/directions/expected.rs");
-}
-
-#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
-mod note_absent_interface {
-    include!("../corprof-gen/tests/fixtures/note-absent-interface/expected.rs");
-}
-
-#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
-mod calls {
-    include!("../corprof-gen/tests/fixtures/calls/expected.rs");
-}
+// One module per fixture with an `expected.rs` (`directions`, `calls`, …), found by build.rs.
+include!(concat!(env!("OUT_DIR"), "/golden_modules.rs"));
 
 use corprof::com::ComObject;
 use corprof::{HResult, Interface, Out, WStr};

@@ -47,7 +47,7 @@ fn wrappers_take_and_return_the_flag_types_and_bool() {
     let _: fn(&ProfilerInfo, COR_PRF_MONITOR) -> Result<()> = ProfilerInfo::set_event_mask;
     let _: fn(&ProfilerInfo) -> Result<COR_PRF_MONITOR> = ProfilerInfo::get_event_mask;
     let _: fn(&ProfilerInfo, ModuleID, CorOpenFlags) -> Result<MetaDataImport> =
-        ProfilerInfo::get_module_meta_data::<MetaDataImport>;
+        ProfilerInfo::get_module_metadata::<MetaDataImport>;
     let _: fn(&ProfilerInfo, COR_PRF_MONITOR, COR_PRF_HIGH_MONITOR) -> Result<()> = ProfilerInfo::set_event_mask2;
     let m2 = |info: &ProfilerInfo| -> Result<(COR_PRF_MONITOR, COR_PRF_HIGH_MONITOR)> {
         let m = info.get_event_mask2()?;

@@ -98,6 +98,36 @@ fn run_config(cfg: &Config) -> Result<(), Errors> {
     Ok(())
 }
 
+/// For the corprof crate's build script: writes `golden_modules.rs` into OUT_DIR, one module per
+/// fixture of `fixtures` that has an `expected.rs` (named after the folder, `-` → `_`), so that
+/// tests/goldens.rs compiles every golden file without listing them. Writes an empty file when the
+/// folder is absent (a packaged crate has no fixtures).
+pub fn golden_modules(fixtures: &Path) {
+    use std::fmt::Write as _;
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
+    let mut code = String::new();
+    if fixtures.is_dir() {
+        println!("cargo:rerun-if-changed={}", fixtures.display());
+        let mut dirs: Vec<PathBuf> =
+            std::fs::read_dir(fixtures).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        for dir in dirs.iter().filter(|d| d.join("expected.rs").is_file()) {
+            let name = dir.file_name().map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+            let path = dir.join("expected.rs").canonicalize().unwrap_or_else(|_| dir.join("expected.rs"));
+            let _ = writeln!(
+                code,
+                "#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]\n\
+                 #[path = {:?}]\npub mod {};",
+                path.display().to_string(),
+                name.unwrap_or_default()
+            );
+        }
+    }
+    if let Err(e) = write_if_changed(&out_dir.join("golden_modules.rs"), &code) {
+        warn(&format!("cannot write golden_modules.rs into OUT_DIR: {e}"));
+    }
+}
+
 fn warn(text: &str) {
     for line in text.lines() {
         println!("cargo:warning={line}");

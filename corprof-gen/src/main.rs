@@ -2,12 +2,9 @@
 //! generated Rust — the same pipeline `cargo build` runs.
 
 use clap::{Args, Parser, Subcommand};
-use corprof_gen::annotations::Annotations;
-use corprof_gen::diag::{self, Diagnostic, Errors, Level};
-use corprof_gen::{Config, INCLUDE_DIR_VAR, bootstrap, build::entry_headers, infer, ir};
-use std::fmt::Write as _;
+use corprof_gen::{Config, INCLUDE_DIR_VAR, build::entry_headers, commands};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -80,213 +77,31 @@ fn say(text: impl std::fmt::Display) {
 }
 
 fn main() -> ExitCode {
-    let stdout = match Cli::parse().command {
-        Command::Check(inputs) => corprof_gen::generate(&config(&inputs)).map(|g| {
-            report(g.warnings.iter());
-            let notes = g.warnings.iter().filter(|d| d.level == Level::Note).count();
-            let warnings = g.warnings.len() - notes;
-            say(format_args!("corprof-gen: ok ({warnings} warning(s), {notes} note(s))"));
-            String::new()
-        }),
-        // Notes (overrides, interfaces this header lacks) are `check`'s to list, as in a build.
-        Command::Expand(inputs) => corprof_gen::generate(&config(&inputs)).map(|g| {
-            report(g.warnings.iter().filter(|d| d.level != Level::Note));
-            g.code
-        }),
-        Command::Bootstrap { inputs, interfaces, write } => bootstrap(&config(&inputs), &interfaces, write.as_deref()),
-        Command::Diff { old, new, annotations } => diff(&search_path(Some(old)), &search_path(Some(new)), &annotations),
+    let output = match Cli::parse().command {
+        Command::Check(inputs) => commands::check(&config(&inputs)),
+        Command::Expand(inputs) => commands::expand(&config(&inputs)),
+        Command::Bootstrap { inputs, interfaces, write } => {
+            commands::bootstrap(&config(&inputs), &interfaces, write.as_deref())
+        }
+        Command::Diff { old, new, annotations } => {
+            commands::diff(&search_path(Some(old)), &search_path(Some(new)), &annotations)
+        }
     };
-    let stdout = match stdout {
-        Ok(text) => text,
+    let output = match output {
+        Ok(output) => output,
         Err(errors) => {
             say(errors);
             return ExitCode::FAILURE;
         }
     };
+    for m in &output.messages {
+        say(m);
+    }
     // `expand | head` closes the pipe early, and a disk fills: one line, not a panic.
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(stdout.as_bytes()).and_then(|()| out.flush()) {
+    if let Err(e) = out.write_all(output.stdout.as_bytes()).and_then(|()| out.flush()) {
         say(format_args!("error: cannot write the output: {e}"));
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-fn report<'a>(items: impl Iterator<Item = &'a Diagnostic>) {
-    for d in items {
-        say(format_args!("{d}\n"));
-    }
-}
-
-fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
-    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
-    let headers = entry_headers(&dirs);
-    for h in &headers {
-        corprof_gen::check_include_dirs(&dirs, h)?;
-    }
-    corprof_gen::extract::parse_header(&dirs, &headers)
-}
-
-/// Every annotation folder named, merged; a missing one is an error, as in the build.
-fn load_annotations(dirs: &[PathBuf]) -> Result<Annotations, Errors> {
-    Annotations::load_dirs(dirs, &std::env::current_dir().unwrap_or_default())
-}
-
-/// The file `bootstrap --write` names, as it is now.
-struct Target {
-    path: PathBuf,
-    shown: String,
-    text: String,
-    ann: Annotations,
-    /// In one of the annotation folders: its entries are among the loaded ones already.
-    in_folders: bool,
-}
-
-/// Reads the `--write` file, refusing one that is not annotation YAML: drafts are placed into
-/// the user's text, so a file that does not load would lose its content.
-fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
-    let shown = path.display().to_string();
-    let refuse = |why: String| -> Errors {
-        Diagnostic::error(format!("refusing to write drafts into {shown}: {why}"))
-            .note("the file is left as it was")
-            .into()
-    };
-    let canonical = |p: &Path| p.canonicalize().ok();
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let in_folders = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
-        && canonical(parent).is_some_and(|p| folders.iter().any(|f| canonical(f).as_ref() == Some(&p)));
-    let text = match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
-        Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
-        Ok(_) => match std::fs::read(path).map(String::from_utf8) {
-            Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
-            Ok(Err(e)) => {
-                let at = e.utf8_error().valid_up_to();
-                return Err(refuse(format!("it is not UTF-8 text (invalid byte at offset {at})")));
-            }
-            Ok(Ok(text)) => text,
-        },
-    };
-    match Annotations::parse(&shown, &text) {
-        Ok(ann) => Ok(Target { path: path.to_path_buf(), shown, text, ann, in_folders }),
-        Err(mut errors) => {
-            // The folder's loading reports the same errors.
-            if in_folders {
-                errors.items.clear();
-            }
-            errors.extend(refuse("it is not valid annotation YAML".into()));
-            Err(errors)
-        }
-    }
-}
-
-/// Replaces the file in one step (write beside it, then rename), so a full disk or a crash
-/// leaves the old content, never half of the new. A symbolic link keeps pointing at the file.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let path = &path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.corprof-gen-tmp"));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        if let Ok(m) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, m.permissions())?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result<String, Errors> {
-    let header = parse(&cfg.include_dirs);
-    let named = header.as_ref().map_or(Ok(()), |h| bootstrap::check_interfaces(h, extra));
-    let target = write.map(|w| read_target(w, &cfg.annotations_dirs)).transpose();
-    let inputs = diag::both(load_annotations(&cfg.annotations_dirs), diag::both(target, named));
-    let (header, (ann, (target, ()))) = diag::both(header, inputs)?;
-    let mut written = vec![&ann];
-    written.extend(target.as_ref().filter(|t| !t.in_folders).map(|t| &t.ann));
-    let all = bootstrap::drafts(&header, &written, extra);
-    if all.is_empty() {
-        say("corprof-gen: every pointer parameter is annotated; nothing to draft");
-        return Ok(String::new());
-    }
-    let left = match &target {
-        None => all,
-        Some(t) => {
-            let placed = bootstrap::place(&t.text, all);
-            if placed.written > 0 {
-                // `place` checked that the new text loads and keeps every entry of the old.
-                write_atomically(&t.path, &placed.text).map_err(|e| {
-                    Errors::from(
-                        Diagnostic::error(format!("cannot write {}: {e}", t.shown)).note("the file is left as it was"),
-                    )
-                })?;
-                say(format_args!("corprof-gen: wrote {} draft entries into {}", placed.written, t.shown));
-            }
-            placed.left
-        }
-    };
-    if left.is_empty() {
-        return Ok(String::new());
-    }
-    say("corprof-gen: drafts to merge by hand (entries in other files are never rewritten):");
-    Ok(left.iter().map(|d| infer::draft_yaml(&d.interface, &d.methods)).collect())
-}
-
-fn signature(m: &ir::Method) -> String {
-    let params: Vec<String> = m.params.iter().map(|p| format!("{} {}", p.ty, p.name)).collect();
-    format!("{} {}({})", m.ret, m.name, params.join(", "))
-}
-
-fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<String, Errors> {
-    let (old_h, (new_h, ann)) = diag::both(parse(old), diag::both(parse(new), load_annotations(annotations)))?;
-    let mut out = String::new();
-    for i in &new_h.interfaces {
-        match old_h.interface(&i.name) {
-            None => {
-                let base = i.base.as_deref().unwrap_or("-");
-                let _ = writeln!(out, "+ interface {} ({} methods, base {base})", i.name, i.methods.len());
-            }
-            Some(o) => {
-                for m in &i.methods {
-                    match o.methods.iter().find(|om| om.name == m.name) {
-                        None => {
-                            let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
-                        }
-                        Some(om) if signature(om) != signature(m) => {
-                            let _ = writeln!(out, "~ method {}::{}\n    was {}", i.name, signature(m), signature(om));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                for om in o.methods.iter().filter(|om| !i.methods.iter().any(|m| m.name == om.name)) {
-                    let _ = writeln!(out, "- method {}::{}", i.name, om.name);
-                }
-            }
-        }
-    }
-    for o in old_h.interfaces.iter().filter(|o| new_h.interface(&o.name).is_none()) {
-        let _ = writeln!(out, "- interface {}", o.name);
-    }
-    let needed = bootstrap::drafts(&new_h, &[&ann], &[]);
-    let count: usize = needed.iter().flat_map(|d| d.methods.iter().map(|(_, ps)| ps.len())).sum();
-    if count == 0 {
-        out.push_str("annotations: complete for the new header\n");
-    } else {
-        let shown: Vec<String> = new.iter().map(|d| d.display().to_string()).collect();
-        let _ = writeln!(
-            out,
-            "annotations: the new header needs {count} more (run `corprof-gen bootstrap --include {}`):",
-            shown.join(":")
-        );
-        for d in &needed {
-            out.push_str(&infer::draft_yaml(&d.interface, &d.methods));
-        }
-    }
-    Ok(out)
 }

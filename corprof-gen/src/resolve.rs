@@ -3,7 +3,7 @@
 //! exist (with a suggestion), directions on non-pointers, bad `len`/`string` uses, and pointer
 //! parameters of a generated-safe interface that have no direction.
 
-use crate::annotations::{Annotations, Direction, InterfaceAnn, ParamAnn, ParamSpec};
+use crate::annotations::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
 use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
 
@@ -40,10 +40,89 @@ pub struct ApiParam {
     pub spec_loc: Option<Loc>,
 }
 
+/// The domain rules over the resolved API, each in one place: later stages ask these instead of
+/// re-deriving them.
 impl Api {
     pub fn interface(&self, name: &str) -> Option<&ApiInterface> {
         self.interfaces.iter().find(|i| i.ir.name == name)
     }
+
+    /// `name` and the bases this header declares, root first (IUnknown is not in it).
+    pub fn chain(&self, name: &str) -> Vec<&ApiInterface> {
+        let mut chain: Vec<&ApiInterface> = Vec::new();
+        let mut cur = self.interface(name);
+        while let Some(i) = cur.filter(|i| !chain.iter().any(|c| c.ir.name == i.ir.name)) {
+            chain.push(i);
+            cur = i.ir.base.as_deref().and_then(|b| self.interface(b));
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The root of `name`'s family (`ICorProfilerInfo` for `ICorProfilerInfo12`).
+    pub fn family_root<'a>(&'a self, name: &'a str) -> &'a str {
+        self.chain(name).first().map_or(name, |i| i.ir.name.as_str())
+    }
+
+    /// The longest chain among `members`: a family's versions, root first, newest last.
+    fn longest_chain<'a>(&'a self, members: impl Iterator<Item = &'a ApiInterface>) -> Vec<&'a ApiInterface> {
+        members.map(|i| self.chain(&i.ir.name)).max_by_key(Vec::len).unwrap_or_default()
+    }
+
+    /// The callback versions, root first: the vtable order of the profiler object.
+    pub fn callback_chain(&self) -> Vec<&ApiInterface> {
+        self.longest_chain(self.interfaces.iter().filter(|i| i.is_callback))
+    }
+
+    /// Each family that gets a safe wrapper, with its versions root first, in declaration order.
+    pub fn wrapper_families(&self) -> Vec<Vec<&ApiInterface>> {
+        let mut roots: Vec<&str> = Vec::new();
+        for i in self.interfaces.iter().filter(|i| i.gets_wrapper()) {
+            let r = self.family_root(&i.ir.name);
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        roots
+            .into_iter()
+            .map(|r| {
+                self.longest_chain(
+                    self.interfaces.iter().filter(|i| i.gets_wrapper() && self.family_root(&i.ir.name) == r),
+                )
+            })
+            .collect()
+    }
+}
+
+impl ApiInterface {
+    /// Gets a safe wrapper on the calling side (`ProfilerInfo`, `MetaDataImport`, …).
+    pub fn gets_wrapper(&self) -> bool {
+        self.safe && !self.is_callback
+    }
+}
+
+impl ApiMethod {
+    /// The counts, capacities and IIDs the method's annotated parameters fill themselves
+    /// (`cchName` of `szName`): never in a safe signature, and needing no annotation. A `raw`
+    /// parameter leaves its count to the caller.
+    pub fn consumed(&self) -> Vec<&str> {
+        self.params.iter().filter_map(|p| p.spec.as_ref()).filter(|s| !s.raw).flat_map(|s| s.consumes()).collect()
+    }
+}
+
+/// `ICorProfilerCallback7` → 7; an unnumbered first version is 1.
+pub fn version_from_name(name: &str) -> u32 {
+    name[family_name(name).len()..].parse().unwrap_or(1)
+}
+
+/// The Microsoft Learn page of a method.
+pub fn doc_url(iface: &str, method: &str) -> String {
+    let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
+    format!(
+        "https://learn.microsoft.com/dotnet/core/unmanaged-api/{area}/{}-{}-method",
+        iface.to_ascii_lowercase(),
+        method.to_ascii_lowercase()
+    )
 }
 
 /// Merges and validates. `Ok` carries the warnings too (drafts, interfaces this header lacks).
@@ -66,29 +145,33 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         for m in &iface.methods {
             let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.name == m.name));
             let find = |name: &str| method_ann.and_then(|ma| ma.params.iter().find(|pa| pa.name == name));
-            let consumed: Vec<&str> = method_ann
-                .map(|ma| ma.params.iter().filter(|pa| !pa.spec.raw).flat_map(|pa| pa.spec.consumes()).collect())
-                .unwrap_or_default();
-            let mut params = Vec::new();
-            for p in &m.params {
-                let pa = find(&p.name);
-                if safe && p.ty.is_pointer() && pa.is_none() && !consumed.contains(&p.name.as_str()) {
-                    let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
-                    errors.push(missing_direction(iface, m, p, at));
-                }
-                if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
-                    drafts.push(&pa.loc);
-                }
-                // `flags` naming an enum this header lacks leaves the C type (noted in the check).
-                let spec = pa.map(|pa| {
-                    let mut spec = pa.spec.clone();
-                    spec.flags = spec.flags.filter(|f| header.enums.iter().any(|e| e.is_named(f) && e.flags));
-                    spec
-                });
-                params.push(ApiParam { ir: p.clone(), spec, spec_loc: pa.map(|pa| pa.loc.clone()) });
-            }
+            let params: Vec<ApiParam> = m
+                .params
+                .iter()
+                .map(|p| {
+                    let pa = find(&p.name);
+                    if let Some(pa) = pa.filter(|pa| pa.spec.draft) {
+                        drafts.push(&pa.loc);
+                    }
+                    // `flags` naming an enum this header lacks leaves the C type (noted in the check).
+                    let spec = pa.map(|pa| {
+                        let mut spec = pa.spec.clone();
+                        spec.flags = spec.flags.filter(|f| header.enums.iter().any(|e| e.is_named(f) && e.flags));
+                        spec
+                    });
+                    ApiParam { ir: p.clone(), spec, spec_loc: pa.map(|pa| pa.loc.clone()) }
+                })
+                .collect();
             let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
-            methods.push(ApiMethod { ir: m.clone(), params, s_false });
+            let method = ApiMethod { ir: m.clone(), params, s_false };
+            let consumed = method.consumed();
+            for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
+                if !consumed.contains(&p.ir.name.as_str()) {
+                    let at = method_ann.map(|ma| ma.loc.clone()).or_else(|| iface_ann.map(|ia| ia.loc.clone()));
+                    errors.push(missing_direction(iface, m, &p.ir, at));
+                }
+            }
+            methods.push(method);
         }
         interfaces.push(ApiInterface { ir: iface.clone(), is_callback, safe, methods });
     }
@@ -109,7 +192,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
 
 /// `ICorProfilerCallback12` → `ICorProfilerCallback`: entries for a later (or earlier) version of
 /// a family the header declares are skipped, so one annotation set serves several SDK headers.
-fn family(name: &str) -> &str {
+pub fn family_name(name: &str) -> &str {
     name.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
@@ -144,9 +227,55 @@ fn check_header(header: &Header, errors: &mut Errors) {
 
 const IID_HELP: &str = "declare it with `MIDL_INTERFACE(\"<iid>\")` or an `IID_<name>` GUID constant";
 
+/// What the `check_*` functions of annotation entries share: the header and the errors so far.
+struct Cx<'a> {
+    header: &'a Header,
+    errors: &'a mut Errors,
+}
+
+/// One annotated parameter and where it sits, for the per-parameter checks.
+struct ParamCx<'a> {
+    /// `ICorProfilerInfo::GetFunctionInfo`
+    qualified: String,
+    method: &'a Method,
+    param: &'a Param,
+    pointee: &'a CType,
+    pa: &'a ParamAnn,
+    is_callback: bool,
+}
+
+impl ParamCx<'_> {
+    /// An error at the annotation, pointing at `decl` in the header.
+    fn error(&self, msg: String, decl: &Loc) -> Diagnostic {
+        Diagnostic::error(msg).at(self.pa.loc.clone()).declared_at(decl)
+    }
+}
+
 fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
+    let mut cx = Cx { header, errors };
+    let Some(iface) = check_interface_known(&mut cx, ia) else { return };
+    for ma in &ia.methods {
+        let Some(method) = check_method_known(&mut cx, iface, ma) else { continue };
+        check_return(&mut cx, iface, method, ma);
+        for pa in &ma.params {
+            let Some(p) = check_param_known(&mut cx, iface, method, pa) else { continue };
+            check_counts(&mut cx, &p);
+            check_cap(&mut cx, &p);
+            check_corenum(&mut cx, &p);
+            check_iid(&mut cx, &p);
+            let place = agree::Place { qualified: &p.qualified, is_callback: p.is_callback };
+            agree::check(&place, p.param, pa, cx.errors);
+            check_string(&mut cx, &p);
+        }
+    }
+}
+
+/// The interface exists and has an IID; an entry for another version of a declared family (or a
+/// name close to none) is skipped with a note, one close to a declared name is a typo.
+fn check_interface_known<'a>(cx: &mut Cx<'a>, ia: &InterfaceAnn) -> Option<&'a Interface> {
+    let header = cx.header;
     if let Some((_, loc)) = header.without_iid.iter().find(|(n, _)| *n == ia.name) {
-        errors.push(
+        cx.errors.push(
             Diagnostic::error(format!(
                 "interface `{}` has no IID, so it gets no binding and its entries cannot apply",
                 ia.name
@@ -155,162 +284,150 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             .declared_at(loc)
             .help(IID_HELP),
         );
-        return;
+        return None;
     }
-    let Some(iface) = header.interface(&ia.name) else {
-        // Another version of a family the header has, or a name close to none: an interface this
-        // header version lacks (skipped). A name close to a declared one: a typo (error).
-        let same_family = header.interfaces.iter().any(|i| family(&i.name) == family(&ia.name));
-        let close = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str()));
-        match close {
-            Some(s) if !same_family => errors.push(
-                Diagnostic::error(format!("unknown interface `{}`", ia.name))
-                    .at(ia.loc.clone())
-                    .help(format!("did you mean `{s}`?")),
-            ),
-            _ => errors.push(
-                Diagnostic::info(format!(
-                    "interface `{}` is not declared by this header; its entries are skipped",
-                    ia.name
-                ))
-                .at(ia.loc.clone()),
-            ),
+    if let Some(iface) = header.interface(&ia.name) {
+        return Some(iface);
+    }
+    let same_family = header.interfaces.iter().any(|i| family_name(&i.name) == family_name(&ia.name));
+    let close = suggest(&ia.name, header.interfaces.iter().map(|i| i.name.as_str()));
+    match close {
+        Some(s) if !same_family => cx.errors.push(
+            Diagnostic::error(format!("unknown interface `{}`", ia.name))
+                .at(ia.loc.clone())
+                .help(format!("did you mean `{s}`?")),
+        ),
+        _ => cx.errors.push(
+            Diagnostic::info(format!(
+                "interface `{}` is not declared by this header; its entries are skipped",
+                ia.name
+            ))
+            .at(ia.loc.clone()),
+        ),
+    }
+    None
+}
+
+/// The method is declared by this interface (not a base: say which one declares it).
+fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn) -> Option<&'a Method> {
+    if let Some(m) = iface.methods.iter().find(|m| m.name == ma.name) {
+        return Some(m);
+    }
+    let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))
+        .at(ma.loc.clone())
+        .declared_at(&iface.loc);
+    if let Some(owner) =
+        cx.header.chain(iface).into_iter().skip(1).find(|b| b.methods.iter().any(|m| m.name == ma.name))
+    {
+        d = d.help(format!("`{}` is declared by `{}`: annotate it there", ma.name, owner.name));
+    } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str())) {
+        d = d.help(format!("did you mean `{s}`?"));
+    }
+    cx.errors.push(d);
+    None
+}
+
+/// `return:` describes an HRESULT of a method the profiler calls.
+fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
+    let Some((_, loc)) = &ma.ret else { return };
+    let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
+    if cx.header.is_callback(iface) || !returns_hresult {
+        cx.errors.push(
+            Diagnostic::error(format!(
+                "`return:` of {}::{} describes the answer of a method the profiler calls and that returns HRESULT",
+                iface.name, method.name
+            ))
+            .at(loc.clone())
+            .declared_at(&method.loc),
+        );
+    }
+}
+
+/// The parameter exists and is a pointer (only pointers take a direction).
+fn check_param_known<'a>(
+    cx: &mut Cx<'_>,
+    iface: &Interface,
+    method: &'a Method,
+    pa: &'a ParamAnn,
+) -> Option<ParamCx<'a>> {
+    let qualified = format!("{}::{}", iface.name, method.name);
+    let Some(param) = method.params.iter().find(|p| p.name == pa.name) else {
+        let mut d = Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
+            .at(pa.loc.clone())
+            .declared_at(&method.loc);
+        if let Some(s) = suggest(&pa.name, method.params.iter().map(|p| p.name.as_str())) {
+            d = d.help(format!("did you mean `{s}`?"));
         }
-        return;
+        cx.errors.push(d);
+        return None;
     };
-    for ma in &ia.methods {
-        let Some(method) = iface.methods.iter().find(|m| m.name == ma.name) else {
-            let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))
-                .at(ma.loc.clone())
-                .declared_at(&iface.loc);
-            if let Some(owner) =
-                header.chain(iface).into_iter().skip(1).find(|b| b.methods.iter().any(|m| m.name == ma.name))
-            {
-                d = d.help(format!("`{}` is declared by `{}`: annotate it there", ma.name, owner.name));
-            } else if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str())) {
-                d = d.help(format!("did you mean `{s}`?"));
-            }
-            errors.push(d);
-            continue;
-        };
-        if let Some((_, loc)) = &ma.ret {
-            let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
-            if header.is_callback(iface) || !returns_hresult {
-                errors.push(
-                    Diagnostic::error(format!(
-                        "`return:` of {}::{} describes the answer of a method the profiler calls and that returns HRESULT",
-                        iface.name, method.name
-                    ))
-                    .at(loc.clone())
-                    .declared_at(&method.loc),
-                );
-            }
+    if let Some(flags) = &pa.spec.flags {
+        check_flags(cx, &qualified, param, pa, flags);
+        // `dwEvents: { flags: COR_PRF_MONITOR }`: a typed value, no direction to check.
+        let value_flags = pa.spec.dir == Direction::In
+            && pa.spec.consumes().next().is_none()
+            && !(pa.spec.corenum || pa.spec.raw || pa.spec.optional || pa.spec.string);
+        if !param.ty.is_pointer() && value_flags {
+            return None;
         }
-        for pa in &ma.params {
-            let qualified = format!("{}::{}", iface.name, method.name);
-            let Some(param) = method.params.iter().find(|p| p.name == pa.name) else {
-                let mut d = Diagnostic::error(format!("unknown parameter `{}` of {qualified}", pa.name))
-                    .at(pa.loc.clone())
-                    .declared_at(&method.loc);
-                if let Some(s) = suggest(&pa.name, method.params.iter().map(|p| p.name.as_str())) {
-                    d = d.help(format!("did you mean `{s}`?"));
-                }
-                errors.push(d);
-                continue;
-            };
-            if let Some(flags) = &pa.spec.flags {
-                check_flags(header, &qualified, param, pa, flags, errors);
-            }
-            let value_flags = pa.spec.flags.is_some()
-                && pa.spec.dir == Direction::In
-                && pa.spec.consumes().next().is_none()
-                && !(pa.spec.corenum || pa.spec.raw || pa.spec.optional || pa.spec.string);
-            if !param.ty.is_pointer() && value_flags {
-                continue;
-            }
-            let Some(pointee) = param.ty.pointee() else {
-                errors.push(
-                    Diagnostic::error(format!(
-                        "`{}` of {qualified} is not a pointer (its type is `{}`): only pointer parameters take a direction",
-                        pa.name, param.ty
-                    ))
-                    .at(pa.loc.clone())
-                    .declared_at(&param.loc),
-                );
-                continue;
-            };
-            let at = |msg: String, decl: &Loc| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(decl);
-            let other = |name: &str| method.params.iter().find(|p| p.name == name);
-            // Counts of `in` arrays and capacities are values; counts of `out` buffers are
-            // written back, so they are pointers.
-            let wants_pointer_len = pa.spec.dir != Direction::In;
-            for (role, name, want_pointer) in [
-                ("length", &pa.spec.len, wants_pointer_len),
-                ("capacity", &pa.spec.cap, false),
-                ("IID", &pa.spec.iid, true),
-            ] {
-                let Some(name) = name else { continue };
-                if *name == pa.name {
-                    errors.push(at(format!("`{}` cannot be its own {role} parameter", pa.name), &param.loc));
-                    continue;
-                }
-                match other(name) {
-                    None => errors.push(at(
-                        format!("{role} parameter `{name}` of `{}` does not exist in {qualified}", pa.name),
-                        &method.loc,
-                    )),
-                    Some(lp) if role != "IID" && !lp.is_count => errors.push(at(
-                        format!(
-                            "{role} parameter `{name}` of `{}` is `{}`, not an integer: it cannot count elements",
-                            pa.name, lp.ty
-                        ),
-                        &lp.loc,
-                    )),
-                    Some(lp) if lp.ty.is_pointer() != want_pointer => errors.push(at(
-                        format!(
-                            "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",
-                            pa.name,
-                            if want_pointer { "must be" } else { "is" },
-                            lp.ty
-                        ),
-                        &lp.loc,
-                    )),
-                    Some(_) => {}
-                }
-            }
-            if pa.spec.cap.is_some() && pa.spec.dir == Direction::In {
-                errors.push(at(format!("`cap` of `{}` belongs to `out` buffers, not `in` ones", pa.name), &param.loc));
-            }
-            if pa.spec.corenum && !matches!(pointee, CType::Named(n) if n == "HCORENUM") {
-                errors.push(at(
-                    format!("`{}` is marked `corenum` but points to `{pointee}`, not HCORENUM", pa.name),
-                    &param.loc,
-                ));
-            }
-            if pa.spec.iid.is_some() && !pointee.is_untyped_interface_pointer() {
-                errors.push(at(
-                    format!("`{}` has an `iid` but is `{}`, not `void **`/`IUnknown **`", pa.name, param.ty),
-                    &param.loc,
-                ));
-            }
-            let place = agree::Place { qualified: &qualified, is_callback: header.is_callback(iface) };
-            agree::check(&place, param, pa, errors);
-            if pa.spec.string && !matches!(pointee, CType::Named(n) if n == "WCHAR") {
-                errors.push(
-                    Diagnostic::error(format!(
-                        "`{}` of {qualified} is marked `string` but points to `{pointee}`, not WCHAR",
-                        pa.name
-                    ))
-                    .at(pa.loc.clone())
-                    .declared_at(&param.loc),
-                );
-            }
+    }
+    let Some(pointee) = param.ty.pointee() else {
+        cx.errors.push(
+            Diagnostic::error(format!(
+                "`{}` of {qualified} is not a pointer (its type is `{}`): only pointer parameters take a direction",
+                pa.name, param.ty
+            ))
+            .at(pa.loc.clone())
+            .declared_at(&param.loc),
+        );
+        return None;
+    };
+    Some(ParamCx { qualified, method, param, pointee, pa, is_callback: cx.header.is_callback(iface) })
+}
+
+/// `len`, `cap` and `iid` name another parameter of the method, of the right shape: counts of
+/// `in` arrays and capacities are integer values; counts of `out` buffers are written back, so
+/// they are pointers; an IID is a pointer.
+fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+    let (pa, method) = (p.pa, p.method);
+    let wants_pointer_len = pa.spec.dir != Direction::In;
+    for (role, name, want_pointer) in
+        [("length", &pa.spec.len, wants_pointer_len), ("capacity", &pa.spec.cap, false), ("IID", &pa.spec.iid, true)]
+    {
+        let Some(name) = name else { continue };
+        if *name == pa.name {
+            cx.errors.push(p.error(format!("`{}` cannot be its own {role} parameter", pa.name), &p.param.loc));
+            continue;
+        }
+        match method.params.iter().find(|o| o.name == *name) {
+            None => cx.errors.push(p.error(
+                format!("{role} parameter `{name}` of `{}` does not exist in {}", pa.name, p.qualified),
+                &method.loc,
+            )),
+            Some(lp) if role != "IID" && !lp.is_count => cx.errors.push(p.error(
+                format!(
+                    "{role} parameter `{name}` of `{}` is `{}`, not an integer: it cannot count elements",
+                    pa.name, lp.ty
+                ),
+                &lp.loc,
+            )),
+            Some(lp) if lp.ty.is_pointer() != want_pointer => cx.errors.push(p.error(
+                format!(
+                    "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",
+                    pa.name,
+                    if want_pointer { "must be" } else { "is" },
+                    lp.ty
+                ),
+                &lp.loc,
+            )),
+            Some(_) => {}
         }
     }
 }
 
 /// `flags: T` names a flag enum of the header, on an integer (or a pointer to one) of its size.
-fn check_flags(header: &Header, qualified: &str, param: &Param, pa: &ParamAnn, flags: &str, errors: &mut Errors) {
+fn check_flags(cx: &mut Cx<'_>, qualified: &str, param: &Param, pa: &ParamAnn, flags: &str) {
+    let (header, errors) = (cx.header, &mut *cx.errors);
     let at = |msg: String| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(&param.loc);
     match header.enums.iter().find(|e| e.is_named(flags)) {
         // A name close to a declared enum is a typo; another one names a type of a header not
@@ -342,6 +459,44 @@ fn check_flags(header: &Header, qualified: &str, param: &Param, pa: &ParamAnn, f
             pa.name, param.ty
         ))),
         Some(_) => {}
+    }
+}
+
+/// `cap` belongs to `out` buffers.
+fn check_cap(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+    if p.pa.spec.cap.is_some() && p.pa.spec.dir == Direction::In {
+        cx.errors
+            .push(p.error(format!("`cap` of `{}` belongs to `out` buffers, not `in` ones", p.pa.name), &p.param.loc));
+    }
+}
+
+/// `corenum` marks an `HCORENUM *`.
+fn check_corenum(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+    if p.pa.spec.corenum && !matches!(p.pointee, CType::Named(n) if n == "HCORENUM") {
+        cx.errors.push(p.error(
+            format!("`{}` is marked `corenum` but points to `{}`, not HCORENUM", p.pa.name, p.pointee),
+            &p.param.loc,
+        ));
+    }
+}
+
+/// `iid` names the type of a `void **`/`IUnknown **` out.
+fn check_iid(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+    if p.pa.spec.iid.is_some() && !p.pointee.is_untyped_interface_pointer() {
+        cx.errors.push(p.error(
+            format!("`{}` has an `iid` but is `{}`, not `void **`/`IUnknown **`", p.pa.name, p.param.ty),
+            &p.param.loc,
+        ));
+    }
+}
+
+/// `string` marks WCHAR text.
+fn check_string(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+    if p.pa.spec.string && !matches!(p.pointee, CType::Named(n) if n == "WCHAR") {
+        cx.errors.push(p.error(
+            format!("`{}` of {} is marked `string` but points to `{}`, not WCHAR", p.pa.name, p.qualified, p.pointee),
+            &p.param.loc,
+        ));
     }
 }
 

@@ -1,16 +1,15 @@
 //! Golden tests: each folder of tests/fixtures holds `input.h` and `annotations.yaml`, and either
-//! `expected.rs` (the generated code) or `expected.err` (the diagnostics). Run with
-//! `CORPROF_BLESS=1` to rewrite the expectations after an intended change.
+//! `expected.rs` (the generated code) or `expected.err` (the diagnostics). The build script makes
+//! one test per folder (`fixture_<name>`). Run with `CORPROF_BLESS=1` to rewrite the expectations
+//! after an intended change.
 
 use corprof_gen::{Config, generate};
 use std::path::{Path, PathBuf};
 
-fn fixtures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    dirs
+include!(concat!(env!("OUT_DIR"), "/golden_tests.rs"));
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 fn run(dir: &Path) -> (String, bool) {
@@ -34,38 +33,35 @@ fn run(dir: &Path) -> (String, bool) {
     }
 }
 
-#[test]
-fn generated_code_and_errors_match_the_goldens() {
-    let bless = std::env::var_os("CORPROF_BLESS").is_some();
-    let mut failures = Vec::new();
-    let all = fixtures();
-    assert!(all.len() >= 5, "fixtures are missing");
-    for dir in all {
-        let (actual, ok) = run(&dir);
-        let expected_path = dir.join(if ok { "expected.rs" } else { "expected.err" });
-        let other = dir.join(if ok { "expected.err" } else { "expected.rs" });
-        if bless {
-            std::fs::write(&expected_path, &actual).unwrap();
-            let _ = std::fs::remove_file(&other);
-            continue;
-        }
-        match std::fs::read_to_string(&expected_path) {
-            Ok(expected) if expected == actual => {}
-            Ok(expected) => failures.push(format!(
-                "{}: output differs from {}\n{}",
-                dir.display(),
-                expected_path.display(),
-                diff(&expected, &actual)
-            )),
-            Err(_) => failures.push(format!(
-                "{}: generation {}, but there is no {} (run with CORPROF_BLESS=1)\n{actual}",
-                dir.display(),
-                if ok { "succeeded" } else { "failed" },
-                expected_path.display()
-            )),
-        }
+/// Generates the fixture and compares with (or, with `CORPROF_BLESS`, rewrites) its expectation.
+fn check(name: &str) {
+    let dir = fixture(name);
+    let (actual, ok) = run(&dir);
+    let expected_path = dir.join(if ok { "expected.rs" } else { "expected.err" });
+    let other = dir.join(if ok { "expected.err" } else { "expected.rs" });
+    if std::env::var_os("CORPROF_BLESS").is_some() {
+        std::fs::write(&expected_path, &actual).unwrap();
+        let _ = std::fs::remove_file(&other);
+        return;
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    match std::fs::read_to_string(&expected_path) {
+        Ok(expected) => assert!(
+            expected == actual,
+            "{name}: output differs from {}\n{}",
+            expected_path.display(),
+            diff(&expected, &actual)
+        ),
+        Err(_) => panic!(
+            "{name}: generation {}, but there is no {} (run with CORPROF_BLESS=1)\n{actual}",
+            if ok { "succeeded" } else { "failed" },
+            expected_path.display()
+        ),
+    }
+}
+
+#[test]
+fn the_fixtures_are_there() {
+    assert!(FIXTURES.len() >= 5, "fixtures are missing: {FIXTURES:?}");
 }
 
 /// The first differing lines, enough to see what changed.

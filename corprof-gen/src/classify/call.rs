@@ -129,21 +129,9 @@ pub fn wrapper_name(root: &str) -> String {
     s.strip_prefix("Cor").unwrap_or(s).to_string()
 }
 
-/// The root of `name`'s family (its base chain without IUnknown).
-pub fn family_root<'a>(api: &'a Api, name: &'a str) -> &'a str {
-    let mut cur = name;
-    while let Some(base) = api.interface(cur).and_then(|i| i.ir.base.as_deref()).filter(|b| api.interface(b).is_some())
-    {
-        cur = base;
-    }
-    cur
-}
-
 pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallKind>, CallReturn), Errors> {
     let mut errors = Errors::default();
-    // A raw pointer leaves its count to the caller, so only the others consume theirs.
-    let consumed: Vec<&str> =
-        m.params.iter().filter_map(|p| p.spec.as_ref()).filter(|s| !s.raw).flat_map(|s| s.consumes()).collect();
+    let consumed = m.consumed();
     let kinds: Vec<CallKind> = m
         .params
         .iter()
@@ -238,10 +226,8 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
         Direction::Out => match pointee {
             CType::Pointer { pointee: inner, .. } => match &**inner {
                 CType::Interface(name) => {
-                    let wrapper = api
-                        .interface(name)
-                        .filter(|i| i.safe && !i.is_callback)
-                        .map(|_| wrapper_name(family_root(api, name)));
+                    let wrapper =
+                        api.interface(name).filter(|i| i.gets_wrapper()).map(|_| wrapper_name(api.family_root(name)));
                     CallKind::OutInterface { iface: name.clone(), wrapper }
                 }
                 _ => CallKind::Out { ty: rust_type(pointee) },

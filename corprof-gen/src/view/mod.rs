@@ -1,22 +1,22 @@
 //! Classified API → view models: one struct per template, every string precomputed ("add a
 //! field, not a filter"), so templates only loop and test simple flags.
 
-use crate::classify::call::{family_root, is_free_threaded};
+use crate::classify::call::is_free_threaded;
 use crate::classify::{ParamKind, classify_method, rust_type};
 use crate::diag::Errors;
 use crate::ir::Loc;
-use crate::resolve::{Api, ApiInterface};
+use crate::resolve::{Api, ApiInterface, doc_url, version_from_name};
 use askama::Template;
 
+pub mod names;
 mod wrappers;
-use heck::ToSnakeCase;
+use names::ident;
 pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
 #[template(path = "bindings.rs.jinja", escape = "none")]
 pub struct BindingsView {
-    pub header: String,
     /// Path of the runtime crate in the generated code: `crate` inside corprof, `::corprof` elsewhere.
     pub root: String,
     pub types: String,
@@ -81,7 +81,10 @@ pub struct CallbacksView {
 
 pub struct CallbackMethodView {
     pub iface: String,
+    /// The header's spelling, for `Callback::name()` and the vtable slot.
     pub name: String,
+    /// The `Callback` variant: the header's name with its typos fixed.
+    pub variant: String,
     pub snake: String,
     pub doc_url: String,
     pub loc: String,
@@ -106,22 +109,6 @@ pub struct SlotView {
     pub thunk: String,
 }
 
-const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
-    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
-    "static", "struct", "super", "trait", "true", "try", "type", "unsafe", "use", "where", "while", "yield",
-    "abstract", "become", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual",
-];
-
-/// A C name usable as a Rust identifier.
-fn ident(name: &str) -> String {
-    if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
-}
-
-fn snake(name: &str) -> String {
-    ident(&name.to_snake_case())
-}
-
 fn loc(l: &Loc) -> String {
     format!("{}:{}", l.file, l.line)
 }
@@ -132,13 +119,12 @@ fn iid_u128(iid: &str) -> String {
 }
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
-pub fn build(api: &Api, header: &str, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
+pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
     let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
     let (callbacks, wrappers) = crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root))?;
     Ok(BindingsView {
         wrappers,
-        header: header.to_string(),
         root: root.to_string(),
         types: types.code,
         zeroables,
@@ -195,7 +181,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
     InterfaceView {
         // Only the families with a safe layer: the documented ones (not IMetaDataError, which a
         // client implements, nor the dispenser and table interfaces no wrapper reaches).
-        free_threaded: iface.safe && !iface.is_callback && is_free_threaded(family_root(api, &name)),
+        free_threaded: iface.gets_wrapper() && is_free_threaded(api.family_root(&name)),
         vtbl: format!("{name}_Vtbl"),
         iid_const: format!("IID_{name}"),
         iid_u128: iid_u128(&iface.ir.iid),
@@ -210,19 +196,11 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
 }
 
 fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
-    let family: Vec<&ApiInterface> = api.interfaces.iter().filter(|i| i.is_callback).collect();
-    // The newest version: the callback interface no other one derives from.
-    let Some(highest) =
-        family.iter().rev().find(|i| !family.iter().any(|j| j.ir.base.as_deref() == Some(i.ir.name.as_str())))
-    else {
+    // Vtable order: root first, then each derived version.
+    let chain = api.callback_chain();
+    let Some(highest) = chain.last().copied() else {
         return Ok(CallbacksView::default());
     };
-    // Vtable order: root first, then each derived version, following the base chain.
-    let mut chain = vec![*highest];
-    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
-        chain.push(base);
-    }
-    chain.reverse();
 
     let mut errors = Errors::default();
     let mut methods = Vec::new();
@@ -241,11 +219,13 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             let mut trait_params = Vec::new();
             let mut call_args = Vec::new();
             let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
-            for (p, kind) in m.params.iter().zip(&kinds) {
+            let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
+            let shown: Vec<bool> = kinds.iter().map(|k| *k != ParamKind::Length).collect();
+            for ((p, kind), rust) in m.params.iter().zip(&kinds).zip(names::param_names(&c_names, &shown)) {
                 let raw_name = ident(&p.ir.name);
                 thunk_params.push(format!("{raw_name}: {}", rust_type(&p.ir.ty)));
                 if let Some((ty, arg)) = safe_param(root, &raw_name, kind) {
-                    trait_params.push(format!("{}: {ty}", snake(&p.ir.name)));
+                    trait_params.push(format!("{rust}: {ty}"));
                     call_args.push(arg);
                 }
             }
@@ -253,12 +233,9 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             methods.push(CallbackMethodView {
                 iface: iface.ir.name.clone(),
                 name: m.ir.name.clone(),
-                snake: snake(&m.ir.name),
-                doc_url: format!(
-                    "https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/{}-{}-method",
-                    iface.ir.name.to_ascii_lowercase(),
-                    m.ir.name.to_ascii_lowercase()
-                ),
+                variant: names::pascal_fixed(&m.ir.name),
+                snake: names::method_name(&m.ir.name),
+                doc_url: doc_url(&iface.ir.name, &m.ir.name),
                 loc: loc(&m.ir.loc),
                 c_signature: format!("HRESULT {}({})", m.ir.name, c_params.join(", ")),
                 trait_params: trait_params.join(", "),
@@ -277,8 +254,8 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
         vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
     }
     errors.check()?;
-    let first = chain.first().map(|i| version_number(&i.ir.name)).unwrap_or(1);
-    let last = version_number(&highest.ir.name);
+    let first = chain.first().map(|i| version_from_name(&i.ir.name)).unwrap_or(1);
+    let last = version_from_name(&highest.ir.name);
     Ok(CallbacksView {
         versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
         highest: highest.ir.name.clone(),
@@ -287,12 +264,6 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
         methods,
         vtbls,
     })
-}
-
-/// `ICorProfilerCallback7` → 7; the unnumbered first version is 1.
-fn version_number(name: &str) -> u32 {
-    let digits = &name[name.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
-    digits.parse().unwrap_or(1)
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.

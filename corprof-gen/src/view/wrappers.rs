@@ -1,17 +1,18 @@
 //! View models of the calling side: one safe wrapper per interface family (ICorProfilerInfo 1–N
 //! → `ProfilerInfo`), with every statement of every method body precomputed as text.
 
-use super::{ident, loc, snake};
-use crate::classify::call::{
-    CallKind, CallReturn, FnContract, classify_call, family_root, is_free_threaded, wrapper_name,
-};
+use super::loc;
+use super::names::{self, ident};
+use crate::classify::call::{CallKind, CallReturn, FnContract, classify_call, is_free_threaded, wrapper_name};
 use crate::classify::rust_type;
 use crate::diag::Errors;
-use crate::resolve::{Api, ApiInterface, ApiMethod};
-use heck::ToSnakeCase;
+use crate::resolve::{Api, ApiMethod, doc_url};
 
 pub struct WrapperView {
     pub name: String,
+    /// The module holding the family's result structs (`profiler_info`), so that their names
+    /// depend on the family's methods only, never on another family's.
+    pub module: String,
     pub root: String,
     pub doc_range: String,
     pub iid_consts: Vec<String>,
@@ -65,15 +66,26 @@ pub struct CallMethodView {
     pub generics: String,
     pub params: String,
     pub ret_ty: String,
+    /// Statements before the call.
     pub setup: Vec<String>,
+    /// Statements after the HRESULT check, before the result is built.
+    pub finish: Vec<String>,
+    /// Out values the call writes (`let mut pClassId__: ClassID = zeroed();`).
     pub locals: Vec<String>,
     pub args: String,
     pub call_binding: String,
     pub check: String,
     pub result: String,
+    /// Has out buffers: the call runs inside `wrap::ask_then_fill`.
     pub has_buffers: bool,
-    pub all_fit: String,
-    pub grow: Vec<String>,
+    /// The buffers' tuple: `(Buffer::<u16>::new(),)`.
+    pub buffers: String,
+    /// Their names, as a pattern: `(szName__,)`.
+    pub buffer_names: String,
+    /// The needed counts, one per buffer: `pcchName__ as usize`.
+    pub needed: String,
+    /// What the call's closure hands back: `(hr__, pcchName__, pClassId__,)`.
+    pub returned: String,
     pub is_enum: bool,
     pub enum_item: String,
     pub close_iface: String,
@@ -84,68 +96,14 @@ pub struct CallMethodView {
 const RESERVED: &[&str] =
     &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
 
-fn doc_url(iface: &str, method: &str) -> String {
-    let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
-    format!(
-        "https://learn.microsoft.com/dotnet/core/unmanaged-api/{area}/{}-{}-method",
-        iface.to_ascii_lowercase(),
-        method.to_ascii_lowercase()
-    )
-}
-
-/// `pClassId` → `class_id`: a result field named without its Hungarian prefix; count prefixes
-/// become suffixes so `pcbSigBlob` (`sig_blob_size`) does not collide with `ppvSigBlob` (`sig_blob`).
-fn field_name(c_name: &str) -> String {
-    let stem = c_name.trim_start_matches(|c: char| c.is_ascii_lowercase());
-    if stem.is_empty() {
-        return snake(c_name);
-    }
-    let suffix = match &c_name[..c_name.len() - stem.len()] {
-        "pcb" => "_size",
-        "pcch" | "pch" => "_len",
-        "pc" => "_count",
-        _ => "",
-    };
-    ident(&format!("{}{suffix}", stem.to_snake_case()))
-}
-
-/// The chain of safe interfaces of one family, root first.
-fn family_chain<'a>(api: &'a Api, root: &str) -> Vec<&'a ApiInterface> {
-    let members: Vec<&ApiInterface> =
-        api.interfaces.iter().filter(|i| i.safe && !i.is_callback && family_root(api, &i.ir.name) == root).collect();
-    let highest = members.iter().copied().max_by_key(|i| chain_len(api, &i.ir.name)).expect("a family has its root");
-    let mut chain = vec![highest];
-    while let Some(base) = chain.last().and_then(|i| i.ir.base.as_deref()).and_then(|b| api.interface(b)) {
-        chain.push(base);
-    }
-    chain.reverse();
-    chain
-}
-
-fn chain_len(api: &Api, name: &str) -> usize {
-    let mut n = 0;
-    let mut cur = api.interface(name);
-    while let Some(i) = cur {
-        n += 1;
-        cur = i.ir.base.as_deref().and_then(|b| api.interface(b));
-    }
-    n
-}
-
 pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> {
     let mut errors = Errors::default();
-    let mut roots: Vec<&str> = Vec::new();
-    for i in api.interfaces.iter().filter(|i| i.safe && !i.is_callback) {
-        let r = family_root(api, &i.ir.name);
-        if !roots.contains(&r) {
-            roots.push(r);
-        }
-    }
     let mut out = Vec::new();
-    let mut result_names: Vec<String> = Vec::new();
-    for family in roots {
-        let chain = family_chain(api, family);
+    for chain in api.wrapper_families() {
+        let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = wrapper_name(family);
+        let module = names::snake_case(&name);
+        let cx = FamilyCx { root, wrapper: &name, module: &module };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -171,8 +129,16 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
                     iterator = Some(it);
                     continue;
                 }
-                let mut mv =
-                    method_view(root, &iface.ir.name, version, m, &kinds, &ret, &mut results, &mut result_names, &name);
+                let (mut mv, result) = method_view(&cx, &iface.ir.name, version, m, &kinds, &ret);
+                if let Some(r) = result {
+                    if results.iter().any(|o: &ResultView| o.name == r.name) {
+                        errors.push(crate::diag::Diagnostic::error(format!(
+                            "{}::{} would return `{module}::{}`, which another method of the family returns",
+                            iface.ir.name, m.ir.name, r.name
+                        )));
+                    }
+                    results.push(r);
+                }
                 if mv.is_enum {
                     match &close {
                         Some((ci, cv)) => {
@@ -194,6 +160,7 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
         let first = chain.first().map(|i| i.ir.name.clone()).unwrap_or_default();
         let last = chain.last().map(|i| i.ir.name.clone()).unwrap_or_default();
         out.push(WrapperView {
+            module,
             doc_range: if first == last { format!("`{first}`") } else { format!("`{first}` … `{last}`") },
             name,
             root: family.to_string(),
@@ -234,255 +201,338 @@ fn iterator_view(iface: &str, version: u32, m: &ApiMethod, kinds: &[CallKind]) -
     Some(IteratorView { item, iface: iface.to_string(), version, args: args.join(", ") })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One method's lowering: what each parameter contributes, filled in by the per-concern
+/// functions below ([`lower_input`], [`lower_output`], [`lower_buffer`]) and read by
+/// [`result_of`] and [`method_view`].
+struct Lowering<'a> {
+    root: &'a str,
+    m: &'a ApiMethod,
+    is_enum: bool,
+    /// Rust parameters of the wrapper (`name: Type`).
+    params: Vec<String>,
+    /// Argument text per C parameter; counts and IIDs are set by the parameter that uses them.
+    args: Vec<String>,
+    /// Statements before the call (UTF-16 conversions, slice-length checks).
+    setup: Vec<String>,
+    /// Statements after the HRESULT check (taking over returned interfaces).
+    finish: Vec<String>,
+    /// Out values the call writes, declared right before it.
+    locals: Vec<Local>,
+    /// Out buffers, grown by `wrap::ask_then_fill`.
+    buffers: Vec<BufferUse>,
+    /// What the method returns, in parameter order.
+    outputs: Vec<Output<'a>>,
+    generics: String,
+    safety: Vec<String>,
+    enum_item: String,
+    /// Slice counts already given by a slice: (count parameter, the first slice's length).
+    slice_lens: Vec<(String, String)>,
+}
+
+struct Local {
+    name: String,
+    decl: String,
+}
+
+struct BufferUse {
+    /// `szName__`
+    name: String,
+    /// `::corprof::wrap::Buffer::<u16>::new()`
+    new: String,
+    /// The local holding the needed count (`pchName__`).
+    needed: String,
+}
+
+struct Output<'a> {
+    c_name: &'a str,
+    is_text: bool,
+    ty: String,
+    value: String,
+}
+
+impl<'a> Lowering<'a> {
+    fn index(&self, name: &str) -> Option<usize> {
+        self.m.params.iter().position(|p| p.ir.name == name)
+    }
+
+    /// Sets the argument of parameter `name`, if the method has it.
+    fn set_arg(&mut self, name: &str, text: String) {
+        if let Some(i) = self.index(name) {
+            self.args[i] = text;
+        }
+    }
+
+    fn local(&mut self, c_name: &str, ty: &str, init: &str) -> String {
+        let name = format!("{c_name}__");
+        self.locals.push(Local { decl: format!("let mut {name}: {ty} = {init};"), name: name.clone() });
+        name
+    }
+
+    fn output(&mut self, c_name: &'a str, ty: String, value: String) {
+        self.outputs.push(Output { c_name, is_text: false, ty, value });
+    }
+}
+
+/// Inputs: how a value, reference, slice, text or function pointer is taken and passed.
+fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
+    let root = l.root;
+    let (param, arg) = match kind {
+        CallKind::Value { ty } | CallKind::Raw { ty } => (format!("{rust}: {ty}"), rust.clone()),
+        CallKind::HResult => (format!("{rust}: {root}::HResult"), format!("{rust}.0")),
+        CallKind::Bool => (format!("{rust}: bool"), format!("BOOL::from({rust})")),
+        CallKind::Flags { ty } => (format!("{rust}: {ty}"), format!("{rust}.0 as _")),
+        CallKind::FnPtr { ty, contract } => {
+            l.safety.push(fn_safety(&rust, ty, *contract));
+            (format!("{rust}: {ty}"), rust.clone())
+        }
+        CallKind::InRef { ty, optional: true } => (
+            format!("{rust}: Option<&{ty}>"),
+            format!("{rust}.map_or(::core::ptr::null(), ::core::ptr::from_ref) as _"),
+        ),
+        CallKind::InRef { ty, optional: false } => {
+            (format!("{rust}: &{ty}"), format!("::core::ptr::from_ref({rust}) as _"))
+        }
+        CallKind::Ref { ty, optional: true } => (
+            format!("{rust}: Option<&mut {ty}>"),
+            format!("{rust}.map_or(::core::ptr::null_mut(), ::core::ptr::from_mut) as _"),
+        ),
+        CallKind::Ref { ty, optional: false } => {
+            (format!("{rust}: &mut {ty}"), format!("::core::ptr::from_mut({rust}) as _"))
+        }
+        CallKind::InSlice { ty, len, optional } => {
+            let (param, ptr, count) = if *optional {
+                (
+                    format!("{rust}: Option<&[{ty}]>"),
+                    format!("{rust}.map_or(::core::ptr::null(), <[_]>::as_ptr) as _"),
+                    format!("{rust}.map_or(0, <[_]>::len)"),
+                )
+            } else {
+                (format!("{rust}: &[{ty}]"), format!("{rust}.as_ptr() as _"), format!("{rust}.len()"))
+            };
+            // Slices sharing one count must agree on it; the first one passes it.
+            match l.slice_lens.iter().find(|(c, _)| c == len) {
+                Some((_, first)) => {
+                    l.setup.push(format!("if {count} != {first} {{ return Err({root}::HResult::E_INVALIDARG); }}"))
+                }
+                None => {
+                    l.set_arg(len, format!("{count} as _"));
+                    l.slice_lens.push((len.clone(), count));
+                }
+            }
+            (param, ptr)
+        }
+        CallKind::InStr { len, optional } => {
+            let w = format!("{}__", l.m.params[i].ir.name);
+            let conv = if len.is_some() { "wide_counted" } else { "wide" };
+            let (param, ptr, count) = if *optional {
+                l.setup.push(format!("let {w} = {rust}.map({root}::wrap::{conv});"));
+                (
+                    format!("{rust}: Option<&str>"),
+                    format!("{w}.as_ref().map_or(::core::ptr::null(), |w| w.as_ptr()) as _"),
+                    format!("{w}.as_ref().map_or(0, |w| w.len()) as _"),
+                )
+            } else {
+                l.setup.push(format!("let {w} = {root}::wrap::{conv}({rust});"));
+                (format!("{rust}: &str"), format!("{w}.as_ptr() as _"), format!("{w}.len() as _"))
+            };
+            if let Some(len) = len {
+                l.set_arg(len, count);
+            }
+            (param, ptr)
+        }
+        _ => unreachable!("lower_input takes inputs only"),
+    };
+    l.params.push(param);
+    l.args[i] = arg;
+}
+
+/// Single outputs: a value, an interface (wrapped or as a `ComPtr`), or an interface the caller
+/// names by type (`W__: Wrapper`, passing `W__::ROOT_IID`).
+fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
+    let root = l.root;
+    let c_name = l.m.params[i].ir.name.as_str();
+    match kind {
+        CallKind::Out { ty } => {
+            let v = l.local(c_name, ty, &format!("{root}::wrap::zeroed()"));
+            l.args[i] = format!("&mut {v}");
+            l.output(c_name, ty.clone(), v);
+        }
+        CallKind::OutBool => {
+            let v = l.local(c_name, "BOOL", "0");
+            l.args[i] = format!("&mut {v}");
+            l.output(c_name, "bool".to_string(), format!("{v} != 0"));
+        }
+        CallKind::OutFlags { ty, raw } => {
+            let v = l.local(c_name, raw, &format!("{root}::wrap::zeroed()"));
+            l.args[i] = format!("&mut {v}");
+            l.output(c_name, ty.clone(), format!("{ty}({v} as _)"));
+        }
+        CallKind::OutInterface { iface, wrapper } => {
+            let v = l.local(c_name, &format!("*mut {iface}"), "::core::ptr::null_mut()");
+            l.args[i] = format!("&mut {v}");
+            let (ty, value) = match wrapper {
+                Some(w) => (w.clone(), format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({v}.cast()) }}?")),
+                None => (
+                    format!("{root}::ComPtr<{iface}>"),
+                    format!("unsafe {{ {root}::ComPtr::from_raw({v}) }}.ok_or({root}::HResult::E_POINTER)?"),
+                ),
+            };
+            let value = take_over(l, &v, value);
+            l.output(c_name, ty, value);
+        }
+        CallKind::OutIid { iid } => {
+            l.generics = format!("<W__: {root}::wrap::Wrapper>");
+            let v = l.local(c_name, "*mut ::core::ffi::c_void", "::core::ptr::null_mut()");
+            l.args[i] = format!("(&mut {v}) as *mut *mut ::core::ffi::c_void as _");
+            l.set_arg(iid, "&W__::ROOT_IID as *const GUID as _".to_string());
+            let value = take_over(l, &v, format!("unsafe {{ {root}::wrap::wrap_out::<W__>({v}.cast()) }}?"));
+            l.output(c_name, "W__".to_string(), value);
+        }
+        _ => unreachable!("lower_output takes single outputs only"),
+    }
+}
+
+/// Takes over the reference a successful call returned in `local`, after the HRESULT check, in
+/// a statement of its own (so its `// SAFETY:` line sits right above its `unsafe`).
+fn take_over(l: &mut Lowering<'_>, local: &str, expr: String) -> String {
+    let owned = format!("{local}owned");
+    l.finish.push(format!(
+        "__safety__!(\"the call succeeded, so `{local}` is null or an interface reference it handed over, released by nothing else.\");"
+    ));
+    l.finish.push(format!("let {owned} = {expr};"));
+    owned
+}
+
+/// Sized outputs (text or array, with capacity and written-count parameters): a `Buffer` grown by
+/// `wrap::ask_then_fill`, or, in an HCORENUM method, the batch `CorEnum` hands the call.
+fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
+    let root = l.root;
+    let p = &l.m.params[i];
+    let (elem, conv, out_ty, cap, len) = match kind {
+        CallKind::OutArray { ty, cap, len } => (ty.clone(), "to_vec", format!("Vec<{ty}>"), cap, len),
+        CallKind::OutString { cap, len } => ("u16".to_string(), "to_string", "String".to_string(), cap, len),
+        _ => unreachable!("lower_buffer takes buffers only"),
+    };
+    if l.is_enum {
+        l.enum_item = elem;
+        l.args[i] = "buf__.as_mut_ptr() as _".to_string();
+        l.set_arg(cap, "buf__.len() as _".to_string());
+        l.set_arg(len, "n__".to_string());
+        return;
+    }
+    let c_name = p.ir.name.as_str();
+    let len_ty =
+        l.index(len).and_then(|li| l.m.params[li].ir.ty.pointee().map(rust_type)).unwrap_or_else(|| "u32".to_string());
+    let n = l.local(len, &len_ty, "0");
+    let b = format!("{c_name}__");
+    l.args[i] = format!("{b}.ptr() as _");
+    l.set_arg(cap, format!("{b}.cap() as _"));
+    l.set_arg(len, format!("&mut {n}"));
+    l.buffers.push(BufferUse {
+        name: b.clone(),
+        new: format!("{root}::wrap::Buffer::<{elem}>::new()"),
+        needed: n.clone(),
+    });
+    let is_text = matches!(kind, CallKind::OutString { .. });
+    l.outputs.push(Output { c_name, is_text, ty: out_ty, value: format!("{b}.{conv}({n} as usize)") });
+}
+
+/// What the method returns: `()`, the return value, the one output, or a struct of the outputs
+/// named after the method (in the family's module, so no other method renames it).
+fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) -> (String, String, Option<ResultView>) {
+    let m = l.m;
+    match (ret, l.outputs.as_slice()) {
+        (CallReturn::Void, _) => ("()".to_string(), "()".to_string(), None),
+        (CallReturn::Value { ty }, _) => (ty.clone(), "hr__".to_string(), None),
+        (_, []) => ("()".to_string(), "()".to_string(), None),
+        (_, [one]) => (one.ty.clone(), one.value.clone(), None),
+        (_, outputs) => {
+            let struct_name = names::pascal_fixed(m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name));
+            let outs: Vec<names::Output<'_>> =
+                outputs.iter().map(|o| names::Output { c_name: o.c_name, is_text: o.is_text }).collect();
+            let fields: Vec<FieldView> = names::field_names(&m.ir.name, &outs)
+                .into_iter()
+                .zip(outputs)
+                .map(|(name, o)| FieldView { name, ty: o.ty.clone(), doc: String::new() })
+                .collect();
+            let inits: Vec<String> =
+                fields.iter().zip(outputs).map(|(f, o)| format!("{}: {}", f.name, o.value)).collect();
+            let generics = if outputs.iter().any(|o| o.ty == "W__") { "<W__>" } else { "" }.to_string();
+            let view = ResultView {
+                generics: generics.clone(),
+                name: struct_name.clone(),
+                doc: format!("What [`super::{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
+                fields,
+            };
+            (
+                format!("{module}::{struct_name}{generics}"),
+                format!("{module}::{struct_name} {{ {} }}", inits.join(", ")),
+                Some(view),
+            )
+        }
+    }
+}
+
+/// What every method of one family shares.
+struct FamilyCx<'a> {
+    /// The runtime crate's path in generated code.
+    root: &'a str,
+    /// `ProfilerInfo`
+    wrapper: &'a str,
+    /// `profiler_info`: where the result structs go.
+    module: &'a str,
+}
+
+/// The view of one method and, when it returns several values, its result struct.
 fn method_view(
-    root: &str,
+    cx: &FamilyCx<'_>,
     iface: &str,
     version: u32,
     m: &ApiMethod,
     kinds: &[CallKind],
     ret: &CallReturn,
-    results: &mut Vec<ResultView>,
-    result_names: &mut Vec<String>,
-    wrapper: &str,
-) -> CallMethodView {
-    let mut params = Vec::new();
-    let mut setup = Vec::new();
-    let mut locals = Vec::new();
-    let mut grow = Vec::new();
-    let mut fits = Vec::new();
-    let mut outputs: Vec<(String, String, String)> = Vec::new(); // (field, type, value)
-    let mut generics = String::new();
-    let mut safety = Vec::new();
-    let is_enum = kinds.contains(&CallKind::CorEnum);
-    let mut enum_item = String::new();
-    // Argument text per parameter; counts and IIDs are filled in by the parameter that uses them.
-    let mut args: Vec<String> = m.params.iter().map(|p| ident(&p.ir.name)).collect();
-    let index = |name: &str| m.params.iter().position(|p| p.ir.name == name);
-    let local = |name: &str| format!("{}__", name);
-    let mut slice_len_owner: Vec<(String, String)> = Vec::new();
-
-    for (i, (p, kind)) in m.params.iter().zip(kinds).enumerate() {
-        let rust = snake(&p.ir.name);
+) -> (CallMethodView, Option<ResultView>) {
+    let FamilyCx { root, wrapper, module } = *cx;
+    let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
+    let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
+    let rust_names = names::param_names(&c_names, &shown);
+    let mut l = Lowering {
+        root,
+        m,
+        is_enum: kinds.contains(&CallKind::CorEnum),
+        params: Vec::new(),
+        args: m.params.iter().map(|p| ident(&p.ir.name)).collect(),
+        setup: Vec::new(),
+        finish: Vec::new(),
+        locals: Vec::new(),
+        buffers: Vec::new(),
+        outputs: Vec::new(),
+        generics: String::new(),
+        safety: Vec::new(),
+        enum_item: String::new(),
+        slice_lens: Vec::new(),
+    };
+    for (i, (kind, rust)) in kinds.iter().zip(rust_names).enumerate() {
         match kind {
             CallKind::Consumed => {}
-            CallKind::Value { ty } => {
-                params.push(format!("{rust}: {ty}"));
-                args[i] = rust;
-            }
-            CallKind::Bool => {
-                params.push(format!("{rust}: bool"));
-                args[i] = format!("BOOL::from({rust})");
-            }
-            CallKind::Flags { ty } => {
-                params.push(format!("{rust}: {ty}"));
-                args[i] = format!("{rust}.0 as _");
-            }
-            CallKind::OutBool => {
-                let l = local(&p.ir.name);
-                locals.push(format!("let mut {l}: BOOL = 0;"));
-                args[i] = format!("&mut {l}");
-                outputs.push((field_name(&p.ir.name), "bool".to_string(), format!("{l} != 0")));
-            }
-            CallKind::OutFlags { ty, raw } => {
-                let l = local(&p.ir.name);
-                locals.push(format!("let mut {l}: {raw} = {root}::wrap::zeroed();"));
-                args[i] = format!("&mut {l}");
-                outputs.push((field_name(&p.ir.name), ty.clone(), format!("{ty}({l} as _)")));
-            }
-            CallKind::HResult => {
-                params.push(format!("{rust}: {root}::HResult"));
-                args[i] = format!("{rust}.0");
-            }
-            CallKind::Raw { ty } => {
-                params.push(format!("{rust}: {ty}"));
-                args[i] = rust;
-            }
-            CallKind::FnPtr { ty, contract } => {
-                safety.push(fn_safety(&rust, ty, *contract));
-                params.push(format!("{rust}: {ty}"));
-                args[i] = rust;
-            }
-            CallKind::InRef { ty, optional } => {
-                if *optional {
-                    params.push(format!("{rust}: Option<&{ty}>"));
-                    args[i] = format!("{rust}.map_or(::core::ptr::null(), ::core::ptr::from_ref) as _");
-                } else {
-                    params.push(format!("{rust}: &{ty}"));
-                    args[i] = format!("::core::ptr::from_ref({rust}) as _");
-                }
-            }
-            CallKind::Ref { ty, optional } => {
-                if *optional {
-                    params.push(format!("{rust}: Option<&mut {ty}>"));
-                    args[i] = format!("{rust}.map_or(::core::ptr::null_mut(), ::core::ptr::from_mut) as _");
-                } else {
-                    params.push(format!("{rust}: &mut {ty}"));
-                    args[i] = format!("::core::ptr::from_mut({rust}) as _");
-                }
-            }
-            CallKind::InSlice { ty, len, optional } => {
-                let (ptr, count) = if *optional {
-                    params.push(format!("{rust}: Option<&[{ty}]>"));
-                    (
-                        format!("{rust}.map_or(::core::ptr::null(), <[_]>::as_ptr) as _"),
-                        format!("{rust}.map_or(0, <[_]>::len)"),
-                    )
-                } else {
-                    params.push(format!("{rust}: &[{ty}]"));
-                    (format!("{rust}.as_ptr() as _"), format!("{rust}.len()"))
-                };
-                args[i] = ptr;
-                match slice_len_owner.iter().find(|(l, _)| l == len) {
-                    Some((_, first)) => {
-                        setup.push(format!("if {count} != {first} {{ return Err({root}::HResult::E_INVALIDARG); }}"))
-                    }
-                    None => {
-                        if let Some(li) = index(len) {
-                            args[li] = format!("{count} as _");
-                        }
-                        slice_len_owner.push((len.clone(), count));
-                    }
-                }
-            }
-            CallKind::InStr { len, optional } => {
-                let w = local(&p.ir.name);
-                let conv = if len.is_some() { "wide_counted" } else { "wide" };
-                if *optional {
-                    params.push(format!("{rust}: Option<&str>"));
-                    setup.push(format!("let {w} = {rust}.map({root}::wrap::{conv});"));
-                    args[i] = format!("{w}.as_ref().map_or(::core::ptr::null(), |w| w.as_ptr()) as _");
-                    if let Some(li) = len.as_deref().and_then(index) {
-                        args[li] = format!("{w}.as_ref().map_or(0, |w| w.len()) as _");
-                    }
-                } else {
-                    params.push(format!("{rust}: &str"));
-                    setup.push(format!("let {w} = {root}::wrap::{conv}({rust});"));
-                    args[i] = format!("{w}.as_ptr() as _");
-                    if let Some(li) = len.as_deref().and_then(index) {
-                        args[li] = format!("{w}.len() as _");
-                    }
-                }
-            }
-            CallKind::Out { ty } => {
-                let l = local(&p.ir.name);
-                locals.push(format!("let mut {l}: {ty} = {root}::wrap::zeroed();"));
-                args[i] = format!("&mut {l}");
-                outputs.push((field_name(&p.ir.name), ty.clone(), l));
-            }
-            CallKind::OutInterface { iface: target, wrapper: w } => {
-                let l = local(&p.ir.name);
-                locals.push(format!("let mut {l}: *mut {target} = ::core::ptr::null_mut();"));
-                args[i] = format!("&mut {l}");
-                match w {
-                    Some(w) => outputs.push((
-                        field_name(&p.ir.name),
-                        w.clone(),
-                        format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({l}.cast()) }}?"),
-                    )),
-                    None => outputs.push((
-                        field_name(&p.ir.name),
-                        format!("{root}::ComPtr<{target}>"),
-                        format!("unsafe {{ {root}::ComPtr::from_raw({l}) }}.ok_or({root}::HResult::E_POINTER)?"),
-                    )),
-                }
-            }
-            CallKind::OutIid { iid } => {
-                let l = local(&p.ir.name);
-                generics = format!("<W__: {root}::wrap::Wrapper>");
-                locals.push(format!("let mut {l}: *mut ::core::ffi::c_void = ::core::ptr::null_mut();"));
-                args[i] = format!("(&mut {l}) as *mut *mut ::core::ffi::c_void as _");
-                if let Some(ii) = index(iid) {
-                    args[ii] = "&W__::ROOT_IID as *const GUID as _".to_string();
-                }
-                outputs.push((
-                    field_name(&p.ir.name),
-                    "W__".to_string(),
-                    format!("unsafe {{ {root}::wrap::wrap_out::<W__>({l}.cast()) }}?"),
-                ));
-            }
-            CallKind::OutString { cap, len } | CallKind::OutArray { cap, len, .. } => {
-                let (elem, conv, out_ty) = match kind {
-                    CallKind::OutArray { ty, .. } => (ty.clone(), "to_vec", format!("Vec<{ty}>")),
-                    _ => ("u16".to_string(), "to_string", "String".to_string()),
-                };
-                let b = local(&p.ir.name);
-                let n = local(len);
-                let len_ty = index(len)
-                    .and_then(|li| m.params[li].ir.ty.pointee().map(rust_type))
-                    .unwrap_or_else(|| "u32".to_string());
-                setup.push(format!("let mut {b} = {root}::wrap::Buffer::<{elem}>::new();"));
-                locals.push(format!("let mut {n}: {len_ty} = 0;"));
-                args[i] = format!("{b}.ptr() as _");
-                if let Some(ci) = index(cap) {
-                    args[ci] = format!("{b}.cap() as _");
-                }
-                if let Some(li) = index(len) {
-                    args[li] = format!("&mut {n}");
-                }
-                fits.push(format!("{b}.fits({n} as usize)"));
-                grow.push(format!("{b}.grow({n} as usize);"));
-                if is_enum {
-                    enum_item = elem;
-                    args[i] = "buf__.as_mut_ptr() as _".to_string();
-                    if let Some(ci) = index(cap) {
-                        args[ci] = "buf__.len() as _".to_string();
-                    }
-                    if let Some(li) = index(len) {
-                        args[li] = "n__".to_string();
-                    }
-                } else {
-                    outputs.push((field_name(&p.ir.name), out_ty, format!("{b}.{conv}({n} as usize)")));
-                }
-            }
-            CallKind::CorEnum => args[i] = "h__".to_string(),
+            CallKind::CorEnum => l.args[i] = "h__".to_string(),
+            CallKind::Out { .. }
+            | CallKind::OutBool
+            | CallKind::OutFlags { .. }
+            | CallKind::OutInterface { .. }
+            | CallKind::OutIid { .. } => lower_output(&mut l, i, kind),
+            CallKind::OutString { .. } | CallKind::OutArray { .. } => lower_buffer(&mut l, i, kind),
+            _ => lower_input(&mut l, i, rust, kind),
         }
     }
-
-    let (ret_ty, result) = match (ret, outputs.len()) {
-        (CallReturn::Void, _) => ("()".to_string(), "()".to_string()),
-        (CallReturn::Value { ty }, _) => (ty.clone(), "hr__".to_string()),
-        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 0) => ("()".to_string(), "()".to_string()),
-        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, 1) => (outputs[0].1.clone(), outputs[0].2.clone()),
-        (CallReturn::HResult | CallReturn::HResultOrFalse { .. }, _) => {
-            let base = m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name).to_string();
-            let struct_name =
-                if result_names.contains(&base) || base == wrapper { format!("{wrapper}{base}") } else { base };
-            result_names.push(struct_name.clone());
-            let mut seen: Vec<String> = Vec::new();
-            let fields: Vec<FieldView> = outputs
-                .iter()
-                .map(|(f, ty, _)| {
-                    let mut name = f.clone();
-                    while seen.contains(&name) {
-                        name.push('_');
-                    }
-                    seen.push(name.clone());
-                    FieldView { name, ty: ty.clone(), doc: String::new() }
-                })
-                .collect();
-            let value = format!(
-                "{struct_name} {{ {} }}",
-                fields
-                    .iter()
-                    .zip(&outputs)
-                    .map(|(f, (_, _, v))| format!("{}: {v}", f.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let generics = if outputs.iter().any(|(_, ty, _)| ty == "W__") { "<W__>" } else { "" }.to_string();
-            results.push(ResultView {
-                generics: generics.clone(),
-                name: struct_name.clone(),
-                doc: format!("What [`{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
-                fields,
-            });
-            (format!("{struct_name}{generics}"), value)
-        }
-    };
+    if kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })) {
+        l.safety
+            .insert(0, "- The raw pointer arguments must be valid as the method's documentation requires.".to_string());
+    }
+    let (ret_ty, result, result_view) = result_of(&l, ret, wrapper, module);
     // S_FALSE as "no": `false` for a method without outputs, `None` instead of them otherwise.
     let (ret_ty, result, s_false_doc, no) = match ret {
-        CallReturn::HResultOrFalse { meaning } if outputs.is_empty() => (
+        CallReturn::HResultOrFalse { meaning } if l.outputs.is_empty() => (
             "bool".to_string(),
             "true".to_string(),
             format!("Returns `false` when the runtime answers S_FALSE: {meaning}."),
@@ -505,38 +555,40 @@ fn method_view(
         CallReturn::Value { .. } => ("let hr__ =".to_string(), String::new()),
         CallReturn::Void => (String::new(), String::new()),
     };
-    let has_buffers = !fits.is_empty() && !is_enum;
-    if kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })) {
-        safety
-            .insert(0, "- The raw pointer arguments must be valid as the method's documentation requires.".to_string());
-    }
-    CallMethodView {
+    let tuple = |items: Vec<String>| format!("({},)", items.join(", "));
+    let mut returned = vec!["hr__".to_string()];
+    returned.extend(l.locals.iter().map(|v| v.name.clone()));
+    let view = CallMethodView {
         s_false_doc,
-        is_unsafe: !safety.is_empty(),
-        safety,
+        is_unsafe: !l.safety.is_empty(),
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
         version,
         doc_url: doc_url(iface, &m.ir.name),
         loc: loc(&m.ir.loc),
-        generics,
-        params: params.join(", "),
-        ret_ty: if is_enum { format!("{root}::wrap::CorEnum<'_, {enum_item}>") } else { ret_ty },
-        setup: if is_enum { setup.into_iter().filter(|s| !s.contains("Buffer::")).collect() } else { setup },
-        locals,
-        args: args.join(", "),
+        params: l.params.join(", "),
+        ret_ty: if l.is_enum { format!("{root}::wrap::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
+        setup: l.setup,
+        finish: l.finish,
+        locals: l.locals.iter().map(|v| v.decl.clone()).collect(),
+        args: l.args.join(", "),
         call_binding,
         check,
         result,
-        has_buffers,
-        all_fit: if fits.is_empty() { "true".to_string() } else { fits.join(" && ") },
-        grow,
-        is_enum,
-        enum_item,
+        has_buffers: !l.buffers.is_empty(),
+        buffers: tuple(l.buffers.iter().map(|b| b.new.clone()).collect()),
+        buffer_names: tuple(l.buffers.iter().map(|b| b.name.clone()).collect()),
+        needed: l.buffers.iter().map(|b| format!("{} as usize", b.needed)).collect::<Vec<_>>().join(", "),
+        returned: tuple(returned),
+        is_enum: l.is_enum,
+        enum_item: l.enum_item,
+        generics: l.generics,
+        safety: l.safety,
         close_iface: String::new(),
         close_version: 0,
-    }
+    };
+    (view, result_view)
 }
 
 /// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
@@ -567,6 +619,6 @@ fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
 }
 
 fn snake_method(name: &str) -> String {
-    let s = snake(name);
+    let s = names::method_name(name);
     if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
 }

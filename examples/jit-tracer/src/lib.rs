@@ -40,8 +40,8 @@ pub fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
     let props = import.get_type_def_props(td)?;
     // Nested types have an enclosing class; top-level ones answer "record not found".
     match import.get_nested_class_props(td) {
-        Ok(outer) if outer != 0 => Ok(format!("{}+{}", type_name(import, outer)?, props.type_def)),
-        _ => Ok(props.type_def),
+        Ok(outer) if outer != 0 => Ok(format!("{}+{}", type_name(import, outer)?, props.name)),
+        _ => Ok(props.name),
     }
 }
 
@@ -57,7 +57,7 @@ impl Tracer {
     }
 
     fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
-        self.info()?.get_module_meta_data::<MetaDataImport>(module, CorOpenFlags::ofRead)
+        self.info()?.get_module_metadata::<MetaDataImport>(module, CorOpenFlags::ofRead)
     }
 
     /// `Namespace.Type::Method` for a function.
@@ -65,7 +65,7 @@ impl Tracer {
         let f = self.info()?.get_function_info(function)?;
         let import = self.import(f.module_id)?;
         let method = import.get_method_props(f.token)?;
-        Ok(format!("{}::{}", type_name(&import, method.class)?, method.method))
+        Ok(format!("{}::{}", type_name(&import, method.class)?, method.name))
     }
 
     /// `Namespace.Type` for a class.

@@ -18,7 +18,7 @@ pub struct Probe {
 }
 
 fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
-    Ok(import.get_type_def_props(td)?.type_def)
+    Ok(import.get_type_def_props(td)?.name)
 }
 
 impl Probe {
@@ -47,14 +47,14 @@ impl Probe {
         self.say(format!("enum_modules has app module: {}", loaded.contains(&module)));
 
         // HCORENUM iterators over the metadata: types, then the methods of each app type.
-        let import = info.get_module_meta_data::<MetaDataImport>(module, CorOpenFlags::ofRead)?;
+        let import = info.get_module_metadata::<MetaDataImport>(module, CorOpenFlags::ofRead)?;
         let mut types = Vec::new();
         for td in import.enum_type_defs()? {
             let name = type_name(&import, td)?;
             if name.starts_with("TracerApp.") {
                 let mut methods: Vec<String> = Vec::new();
                 for md in import.enum_methods(td)? {
-                    methods.push(import.get_method_props(md)?.method);
+                    methods.push(import.get_method_props(md)?.name);
                 }
                 methods.sort();
                 types.push(format!("type {name}: {}", methods.join(" ")));
@@ -68,7 +68,7 @@ impl Probe {
         // S_FALSE answers "no": a class that is not an array, an attribute that is not there.
         let program = import.find_type_def_by_name("TracerApp.Program", 0)?;
         let class = info.get_class_from_token(module, program)?;
-        self.say(format!("is_array_class TracerApp.Program: {:?}", info.is_array_class(class)?.map(|a| a.rank_count)));
+        self.say(format!("is_array_class TracerApp.Program: {:?}", info.is_array_class(class)?.map(|a| a.rank)));
         let attr = import.get_custom_attribute_by_name(program, "NoSuchAttribute")?;
         self.say(format!("custom attribute NoSuchAttribute: {:?}", attr.map(|a| a.data_size)));
         Ok(())
@@ -85,9 +85,9 @@ impl CorProfilerCallback for Probe {
 
     fn jit_compilation_started(&self, function_id: FunctionID, _safe: bool) -> Result<()> {
         let f = self.info()?.get_function_info(function_id)?;
-        let import = self.info()?.get_module_meta_data::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
+        let import = self.info()?.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
         let method = import.get_method_props(f.token)?;
-        if method.method != "Main" || type_name(&import, method.class)? != "TracerApp.Program" {
+        if method.name != "Main" || type_name(&import, method.class)? != "TracerApp.Program" {
             return Ok(());
         }
         let mut done = self.done.lock().unwrap();

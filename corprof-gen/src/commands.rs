@@ -1,0 +1,223 @@
+//! The `corprof-gen` commands as library functions: each takes its inputs and returns what to
+//! print ([`Output`]) or the diagnostics, so the CLI (`main.rs`) only parses arguments and prints,
+//! and tests call the commands directly.
+
+use crate::annotations::Annotations;
+use crate::diag::{self, Diagnostic, Errors, Level};
+use crate::{Config, bootstrap, build::entry_headers, infer, ir};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What a command prints: `stdout` (generated Rust, drafts, a diff) and `messages` for stderr.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub stdout: String,
+    pub messages: Vec<String>,
+}
+
+impl Output {
+    fn say(&mut self, text: impl Into<String>) {
+        self.messages.push(text.into());
+    }
+}
+
+/// `check`: the whole pipeline; reports every warning and note, and counts them.
+pub fn check(cfg: &Config) -> Result<Output, Errors> {
+    let g = crate::generate(cfg)?;
+    let mut out = Output::default();
+    for d in &g.warnings {
+        out.say(format!("{d}\n"));
+    }
+    let notes = g.warnings.iter().filter(|d| d.level == Level::Note).count();
+    let warnings = g.warnings.len() - notes;
+    out.say(format!("corprof-gen: ok ({warnings} warning(s), {notes} note(s))"));
+    Ok(out)
+}
+
+/// `expand`: the generated Rust; notes (overrides, interfaces this header lacks) are `check`'s
+/// to list, as in a build.
+pub fn expand(cfg: &Config) -> Result<Output, Errors> {
+    let g = crate::generate(cfg)?;
+    let messages = g.warnings.iter().filter(|d| d.level != Level::Note).map(|d| format!("{d}\n")).collect();
+    Ok(Output { stdout: g.code, messages })
+}
+
+pub fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
+    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
+    let headers = entry_headers(&dirs);
+    for h in &headers {
+        crate::check_include_dirs(&dirs, h)?;
+    }
+    crate::extract::parse_header(&dirs, &headers)
+}
+
+/// Every annotation folder named, merged; a missing one is an error, as in the build.
+fn load_annotations(dirs: &[PathBuf]) -> Result<Annotations, Errors> {
+    Annotations::load_dirs(dirs, &std::env::current_dir().unwrap_or_default())
+}
+
+/// The file `bootstrap --write` names, as it is now.
+struct Target {
+    path: PathBuf,
+    shown: String,
+    text: String,
+    ann: Annotations,
+    /// In one of the annotation folders: its entries are among the loaded ones already.
+    in_folders: bool,
+}
+
+/// Reads the `--write` file, refusing one that is not annotation YAML: drafts are placed into
+/// the user's text, so a file that does not load would lose its content.
+fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
+    let shown = path.display().to_string();
+    let refuse = |why: String| -> Errors {
+        Diagnostic::error(format!("refusing to write drafts into {shown}: {why}"))
+            .note("the file is left as it was")
+            .into()
+    };
+    let canonical = |p: &Path| p.canonicalize().ok();
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let in_folders = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+        && canonical(parent).is_some_and(|p| folders.iter().any(|f| canonical(f).as_ref() == Some(&p)));
+    let text = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+        Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
+        Ok(_) => match std::fs::read(path).map(String::from_utf8) {
+            Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+            Ok(Err(e)) => {
+                let at = e.utf8_error().valid_up_to();
+                return Err(refuse(format!("it is not UTF-8 text (invalid byte at offset {at})")));
+            }
+            Ok(Ok(text)) => text,
+        },
+    };
+    match Annotations::parse(&shown, &text) {
+        Ok(ann) => Ok(Target { path: path.to_path_buf(), shown, text, ann, in_folders }),
+        Err(mut errors) => {
+            // The folder's loading reports the same errors.
+            if in_folders {
+                errors.items.clear();
+            }
+            errors.extend(refuse("it is not valid annotation YAML".into()));
+            Err(errors)
+        }
+    }
+}
+
+/// Replaces the file in one step (write beside it, then rename), so a full disk or a crash
+/// leaves the old content, never half of the new. A symbolic link keeps pointing at the file.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let path = &path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.corprof-gen-tmp"));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        if let Ok(m) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, m.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `bootstrap`: drafts annotations for every pointer parameter not annotated yet, into the
+/// `write` file when given (see [`crate::bootstrap::place`]) and the rest onto stdout.
+pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result<Output, Errors> {
+    let mut out = Output::default();
+    let header = parse(&cfg.include_dirs);
+    let named = header.as_ref().map_or(Ok(()), |h| bootstrap::check_interfaces(h, extra));
+    let target = write.map(|w| read_target(w, &cfg.annotations_dirs)).transpose();
+    let inputs = diag::both(load_annotations(&cfg.annotations_dirs), diag::both(target, named));
+    let (header, (ann, (target, ()))) = diag::both(header, inputs)?;
+    let mut written = vec![&ann];
+    written.extend(target.as_ref().filter(|t| !t.in_folders).map(|t| &t.ann));
+    let all = bootstrap::drafts(&header, &written, extra);
+    if all.is_empty() {
+        out.say("corprof-gen: every pointer parameter is annotated; nothing to draft");
+        return Ok(out);
+    }
+    let left = match &target {
+        None => all,
+        Some(t) => {
+            let placed = bootstrap::place(&t.text, all);
+            if placed.written > 0 {
+                // `place` checked that the new text loads and keeps every entry of the old.
+                write_atomically(&t.path, &placed.text).map_err(|e| {
+                    Errors::from(
+                        Diagnostic::error(format!("cannot write {}: {e}", t.shown)).note("the file is left as it was"),
+                    )
+                })?;
+                out.say(format!("corprof-gen: wrote {} draft entries into {}", placed.written, t.shown));
+            }
+            placed.left
+        }
+    };
+    if left.is_empty() {
+        return Ok(out);
+    }
+    out.say("corprof-gen: drafts to merge by hand (entries in other files are never rewritten):");
+    out.stdout = left.iter().map(|d| infer::draft_yaml(&d.interface, &d.methods)).collect();
+    Ok(out)
+}
+
+fn signature(m: &ir::Method) -> String {
+    let params: Vec<String> = m.params.iter().map(|p| format!("{} {}", p.ty, p.name)).collect();
+    format!("{} {}({})", m.ret, m.name, params.join(", "))
+}
+
+/// `diff`: interfaces and methods added, removed or changed from the `old` header folders to the
+/// `new` ones, and the annotations the new header needs.
+pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<Output, Errors> {
+    let (old_h, (new_h, ann)) = diag::both(parse(old), diag::both(parse(new), load_annotations(annotations)))?;
+    let mut out = String::new();
+    for i in &new_h.interfaces {
+        match old_h.interface(&i.name) {
+            None => {
+                let base = i.base.as_deref().unwrap_or("-");
+                let _ = writeln!(out, "+ interface {} ({} methods, base {base})", i.name, i.methods.len());
+            }
+            Some(o) => {
+                for m in &i.methods {
+                    match o.methods.iter().find(|om| om.name == m.name) {
+                        None => {
+                            let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
+                        }
+                        Some(om) if signature(om) != signature(m) => {
+                            let _ = writeln!(out, "~ method {}::{}\n    was {}", i.name, signature(m), signature(om));
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for om in o.methods.iter().filter(|om| !i.methods.iter().any(|m| m.name == om.name)) {
+                    let _ = writeln!(out, "- method {}::{}", i.name, om.name);
+                }
+            }
+        }
+    }
+    for o in old_h.interfaces.iter().filter(|o| new_h.interface(&o.name).is_none()) {
+        let _ = writeln!(out, "- interface {}", o.name);
+    }
+    let needed = bootstrap::drafts(&new_h, &[&ann], &[]);
+    let count: usize = needed.iter().flat_map(|d| d.methods.iter().map(|(_, ps)| ps.len())).sum();
+    if count == 0 {
+        out.push_str("annotations: complete for the new header\n");
+    } else {
+        let shown: Vec<String> = new.iter().map(|d| d.display().to_string()).collect();
+        let _ = writeln!(
+            out,
+            "annotations: the new header needs {count} more (run `corprof-gen bootstrap --include {}`):",
+            shown.join(":")
+        );
+        for d in &needed {
+            out.push_str(&infer::draft_yaml(&d.interface, &d.methods));
+        }
+    }
+    Ok(Output { stdout: out, messages: Vec::new() })
+}
