@@ -1,5 +1,6 @@
 //! A profiler crate built as a user would build it: outside this workspace, with a path
-//! dependency on corprof, the README's "A profiler in a dozen lines" as its whole source, and its
+//! dependency on corprof, the README's "A profiler in a dozen lines" as its whole source, the
+//! README's `.cargo/config.toml` naming the header folder (relative), and its
 //! own target directory (kept in `target/outside-crate/` so that later runs only rebuild what
 //! changed). The library it makes is then loaded by CoreCLR 8.0.4 and must log JIT compilations.
 
@@ -18,6 +19,36 @@ fn readme_profiler() -> String {
     block.split("\n```").next().expect("the block's end").to_string() + "\n"
 }
 
+/// The README's `.cargo/config.toml` (the ```toml block that sets `CORPROF_INCLUDE_DIR`), with its
+/// path replaced by the header folder this test run uses, written relative as the README says.
+fn readme_cargo_config(crate_dir: &Path) -> String {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let block = readme
+        .split("```toml\n")
+        .filter_map(|b| b.split("\n```").next())
+        .find(|b| b.contains("CORPROF_INCLUDE_DIR"))
+        .expect("the README's .cargo/config.toml block");
+    let value = block.split("value = \"").nth(1).and_then(|v| v.split('"').next()).expect("a `value = \"…\"`");
+    assert!(block.contains("relative = true"), "the README's block reads the path relative to the crate");
+    let headers = std::env::var("CORPROF_INCLUDE_DIR").expect("the test command sets CORPROF_INCLUDE_DIR");
+    let headers = Path::new(&headers).canonicalize().expect("the header folder");
+    format!("{}\n", block.replace(value, &relative(&headers, &crate_dir.canonicalize().unwrap())))
+}
+
+/// `path` from `base` (`../../x`), both absolute.
+fn relative(path: &Path, base: &Path) -> String {
+    let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out.display().to_string()
+}
+
 /// Writes `text` to `path` unless it already holds it, so that cargo sees no change.
 fn write_if_changed(path: &Path, text: &str) {
     if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
@@ -32,7 +63,9 @@ fn cargo(dir: &Path) -> Command {
         // Settings cargo gives this test that would leak into a user's build.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET_DIR");
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        // The header folder comes from the crate's `.cargo/config.toml`, as in the README.
+        .env_remove("CORPROF_INCLUDE_DIR");
     c
 }
 
@@ -47,6 +80,8 @@ fn build_outside_crate() -> PathBuf {
     let root = repo_root();
     let dir = root.join("target/outside-crate");
     std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join(".cargo")).unwrap();
+    write_if_changed(&dir.join(".cargo/config.toml"), &readme_cargo_config(&dir));
     let manifest = std::fs::read_to_string(root.join("tests/outside-crate/Cargo.toml.in")).unwrap();
     write_if_changed(&dir.join("Cargo.toml"), &manifest.replace("@CORPROF@", root.to_str().unwrap()));
     write_if_changed(&dir.join("src/lib.rs"), &readme_profiler());
