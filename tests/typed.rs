@@ -28,6 +28,12 @@ fn flag_enums_combine_and_print_their_flags() {
     assert!(!mask.contains(COR_PRF_MONITOR::COR_PRF_MONITOR_GC));
     assert_eq!(mask.to_string(), "COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_EXCEPTIONS");
     assert_eq!(COR_PRF_MONITOR::COR_PRF_MONITOR_NONE.to_string(), "COR_PRF_MONITOR_NONE");
+    // Short names: the enumerators without their type's name, same values, header names shown.
+    assert_eq!(COR_PRF_MONITOR::JIT_COMPILATION, COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION);
+    assert_eq!(
+        (COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::EXCEPTIONS).to_string(),
+        "COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_EXCEPTIONS"
+    );
     assert_eq!((CorOpenFlags::ofWrite | CorOpenFlags::ofReadOnly).to_string(), "ofWrite | ofReadOnly");
     assert_eq!(
         COR_PRF_SNAPSHOT_INFO::COR_PRF_SNAPSHOT_REGISTER_CONTEXT.to_string(),

@@ -27,6 +27,9 @@ pub struct EnumType {
     pub flags: bool,
     /// The enumerators' names, in header order.
     pub consts: Vec<String>,
+    /// (short, full): `COR_PRF_MONITOR::JIT_COMPILATION` for `COR_PRF_MONITOR_JIT_COMPILATION`,
+    /// the enumerators that repeat the type's name as a prefix, without it.
+    pub short: Vec<(String, String)>,
 }
 
 /// A plain-data struct or union whose every field is zeroable: it gets an `unsafe impl Zeroable`,
@@ -110,7 +113,8 @@ fn enum_types(items: &[syn::Item], header: &Header) -> Vec<EnumType> {
                 }
             }
         }
-        out.push(EnumType { name: e.name.clone(), flags: e.flags, consts });
+        let short = short_names(&e.name, &consts);
+        out.push(EnumType { name: e.name.clone(), flags: e.flags, consts, short });
     }
     out
 }
@@ -122,6 +126,22 @@ fn hidden_artifact(s: &syn::ItemStruct) -> bool {
     s.ident.to_string().starts_with("__Bindgen")
         || matches!(&s.fields, syn::Fields::Named(f) if f.named.len() == 1
             && f.named.first().and_then(|f| f.ident.as_ref()).is_some_and(|i| i == "_unused"))
+}
+
+/// `TYPE_NAME_REST` → `REST` for enumerators that repeat their type's name, when the rest is an
+/// identifier and no other enumerator (or short name) is spelled that way.
+fn short_names(ty: &str, consts: &[String]) -> Vec<(String, String)> {
+    let prefix = format!("{ty}_");
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in consts {
+        let Some(rest) = c.strip_prefix(&prefix) else { continue };
+        let starts_well = rest.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_');
+        let taken = consts.iter().any(|o| o == rest) || out.iter().any(|(s, _)| s == rest);
+        if starts_well && !taken && syn::parse_str::<syn::Ident>(rest).is_ok() {
+            out.push((rest.to_string(), c.clone()));
+        }
+    }
+    out
 }
 
 /// Names of types every value of which may be all-zero bytes, as bindgen spells them; corprof

@@ -12,15 +12,15 @@ use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
 
 /// Loads, JIT, exceptions, GC, threads and runtime suspensions.
-pub const DEFAULT_MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_APPDOMAIN_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_GC)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_SUSPENDS);
+pub const DEFAULT_MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::CLASS_LOADS
+    .union(COR_PRF_MONITOR::MODULE_LOADS)
+    .union(COR_PRF_MONITOR::ASSEMBLY_LOADS)
+    .union(COR_PRF_MONITOR::APPDOMAIN_LOADS)
+    .union(COR_PRF_MONITOR::JIT_COMPILATION)
+    .union(COR_PRF_MONITOR::EXCEPTIONS)
+    .union(COR_PRF_MONITOR::GC)
+    .union(COR_PRF_MONITOR::THREADS)
+    .union(COR_PRF_MONITOR::SUSPENDS);
 
 /// Parses `123` or `0x7b`.
 pub fn parse_mask(text: &str) -> Option<COR_PRF_MONITOR> {
@@ -77,9 +77,9 @@ mod tests {
 
     #[test]
     fn masks_parse_in_decimal_and_hex() {
-        let jit = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION;
+        let jit = COR_PRF_MONITOR::JIT_COMPILATION;
         assert_eq!(parse_mask("0x20"), Some(jit));
-        assert_eq!(parse_mask(" 96 "), Some(jit | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS));
+        assert_eq!(parse_mask(" 96 "), Some(jit | COR_PRF_MONITOR::EXCEPTIONS));
         assert_eq!(parse_mask("0xZZ"), None);
         assert_eq!(parse_mask("ten"), None);
     }

@@ -78,9 +78,7 @@ impl Tracer {
 impl CorProfilerCallback for Tracer {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask(
-            COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS,
-        )?;
+        info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::EXCEPTIONS)?;
         self.line(&format!("# info {} (version {})", info.interface_name(), info.version()));
         let _ = self.info.set(info);
         Ok(())

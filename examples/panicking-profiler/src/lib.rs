@@ -31,13 +31,13 @@ use std::sync::Once;
 pub const CLSID: corprof::GUID = corprof::GUID::parse("A3ACAAE4-6124-487E-9CF5-68F88E605DFA");
 
 /// JIT compilation, exceptions, class, module and assembly loads, threads and GC.
-pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_EXCEPTIONS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_CLASS_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_MODULE_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_ASSEMBLY_LOADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_THREADS)
-    .union(COR_PRF_MONITOR::COR_PRF_MONITOR_GC);
+pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::JIT_COMPILATION
+    .union(COR_PRF_MONITOR::EXCEPTIONS)
+    .union(COR_PRF_MONITOR::CLASS_LOADS)
+    .union(COR_PRF_MONITOR::MODULE_LOADS)
+    .union(COR_PRF_MONITOR::ASSEMBLY_LOADS)
+    .union(COR_PRF_MONITOR::THREADS)
+    .union(COR_PRF_MONITOR::GC);
 
 /// The callbacks this profiler panics in, every time the runtime calls them.
 pub const PANICKING: &[Callback] = &[

@@ -78,7 +78,7 @@ impl Probe {
 impl CorProfilerCallback for Probe {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask(COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION)?;
+        info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION)?;
         let _ = self.info.set(info);
         Ok(())
     }
