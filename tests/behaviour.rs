@@ -121,7 +121,7 @@ fn v1(p: *mut Newest) -> &'static ICorProfilerCallback_Vtbl {
 fn query_interface_answers_iunknown_and_every_callback_version() {
     let p = create();
     let unk = unknown(p.cast());
-    assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-main declares ICorProfilerCallback 1-11");
+    assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-net8 declares ICorProfilerCallback 1-11");
     for iid in CALLBACK_IIDS.iter().chain([&IUnknown::IID]) {
         let mut out: *mut c_void = null_mut();
         assert_eq!(unsafe { unk.QueryInterface(iid, &mut out) }, 0, "{iid}");
@@ -180,7 +180,7 @@ fn callbacks_of_each_shape_reach_the_profiler() {
         assert_eq!((v2.ThreadNameChanged)(p.cast(), ThreadID::NULL, name.len() as u32, name.as_ptr().cast_mut()), 0);
         assert_eq!(HResult((v2.ThreadNameChanged)(p.cast(), ThreadID::NULL, 0, null_mut())), HResult::E_INVALIDARG);
         // Slots the profiler does not implement answer S_OK.
-        assert_eq!((vtbl(p).LoadAsNotficationOnly)(p.cast(), &mut inline), 0);
+        assert_eq!((vtbl(p).LoadAsNotificationOnly)(p.cast(), &mut inline), 0);
         assert_eq!((v.Shutdown)(p.cast()), 0);
         unknown(p.cast()).Release();
     }

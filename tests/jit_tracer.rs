@@ -40,7 +40,7 @@ fn trace(runtime: &'static str, test: &str, info: &str) {
 
 #[test]
 fn jit_tracer_on_coreclr_8() {
-    trace("8", "jit_tracer_on_coreclr_8", "# info ICorProfilerInfo12 (version 12)");
+    trace("8", "jit_tracer_on_coreclr_8", "# info ICorProfilerInfo14 (version 14)");
 }
 
 #[test]

@@ -14,7 +14,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$ROOT/target/bench/libreference_profiler.so}"
 include="${CORPROF_INCLUDE_DIR:-}"
 if [ -z "$include" ]; then
-    if [ -f "$ROOT/../shared/clr-headers/runtime-main/corprof.h" ]; then
+    if [ -f "$ROOT/../shared/clr-headers/runtime-net8/corprof.h" ]; then
+        include="$ROOT/../shared/clr-headers/runtime-net8"
+    elif [ -f "$ROOT/../shared/clr-headers/runtime-main/corprof.h" ]; then
         include="$ROOT/../shared/clr-headers/runtime-main"
     else
         include="$ROOT/headers"
@@ -44,13 +46,20 @@ if [ -z "$cc" ] || ! command -v "$cc" >/dev/null 2>&1; then
     exit 1
 fi
 
+# .NET 8's header fixed ICorProfilerCallback11's `LoadAsNotficationOnly`: the vtable field follows
+# the header, while reference.c keeps the old spelling for its function and its count label.
+renamed=()
+if grep -q 'LoadAsNotificationOnly' "$header_dir/corprof.h"; then
+    renamed=(-DLoadAsNotficationOnly=LoadAsNotificationOnly)
+fi
+
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
 "$cc" -O2 -shared -fPIC -std=gnu11 -fvisibility=hidden \
     -Wall -Werror -Wno-attributes -Wno-unknown-pragmas \
     -I "$ROOT/corprof-gen/prelude" -include corprof_prelude.h -include corprof_mdtypes.h \
-    -I "$header_dir" \
+    -I "$header_dir" "${renamed[@]}" \
     -o "$tmp" "$ROOT/bench/reference/reference.c"
 mv -f "$tmp" "$out"
 trap - EXIT

@@ -217,13 +217,14 @@ static Profiler *profiler_of(ICorProfilerCallback11 *This)
 }
 
 /* The per-callback work: exactly the Rust counter's `fetch_add(1, Ordering::Relaxed)`. */
-#define COUNT(name) atomic_fetch_add_explicit(&profiler_of(This)->counts[CB_##name], 1, memory_order_relaxed)
+#define COUNT_AT(index) atomic_fetch_add_explicit(&profiler_of(This)->counts[index], 1, memory_order_relaxed)
+#define COUNT(name) COUNT_AT(CB_##name)
 
 /* Every ordinary callback: `static HRESULT cb_<Name>(ICorProfilerCallback11 *This, <params>)`. */
 #define DEFINE_COUNTING_CALLBACK(name, ...)                                                      \
     static HRESULT STDMETHODCALLTYPE cb_##name(ICorProfilerCallback11 *This, ##__VA_ARGS__)      \
     {                                                                                            \
-        COUNT(name);                                                                             \
+        COUNT_AT(CB_##name); /* `name` unexpanded: see the renamed slot in build.sh */           \
         return S_OK;                                                                             \
     }
 #define DEFINED_BY_HAND(name, ...)

@@ -51,7 +51,7 @@ pub fn drafts(header: &Header, written: &[&Annotations], extra: &[String]) -> Ve
         }
         let mut methods = Vec::new();
         for m in &iface.methods {
-            let written: Vec<_> = named.iter().flat_map(|n| &n.methods).filter(|w| w.name == m.name).collect();
+            let written: Vec<_> = named.iter().flat_map(|n| &n.methods).filter(|w| w.is_for(&m.name)).collect();
             let params = || written.iter().flat_map(|w| &w.params);
             let consumed: Vec<&str> = params().flat_map(|p| p.spec.consumes()).collect();
             let inferred: Vec<_> = m

@@ -157,10 +157,7 @@ impl<'tu> Walker<'_> {
                     if matches!(tagged.kind(), TypeKind::Record | TypeKind::Enum) && tag.starts_with("__MIDL") {
                         self.tag_names.push((tag, c.spelling()));
                     }
-                    let canonical = under.canonical();
-                    let void_pointer =
-                        canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() == TypeKind::Void;
-                    if let Some(id) = id_typedef(&c.spelling(), &under.spelling(), void_pointer)
+                    if let Some(id) = id_typedef(&c.spelling(), &under.spelling(), void_depth(under))
                         && !self.id_types.contains(&id)
                     {
                         self.id_types.push(id);
@@ -365,7 +362,12 @@ fn ctype(t: Type<'_>) -> CType {
             if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() == TypeKind::FunctionProto {
                 return CType::FnPtr { typedef: t.typedef_name(), star: false };
             }
-            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void {
+            // An opaque handle ID (`typedef void **ObjectHandleID`) stays a value by its name.
+            let handle = || {
+                let under = t.declaration().typedef_underlying();
+                id_typedef(&t.typedef_name(), &under.spelling(), void_depth(under)).is_some_and(|i| i.handle)
+            };
+            if canonical.kind() == TypeKind::Pointer && canonical.pointee().kind() != TypeKind::Void && !handle() {
                 ctype(t.declaration().typedef_underlying())
             } else {
                 CType::Named(t.typedef_name())
@@ -383,6 +385,17 @@ fn ctype(t: Type<'_>) -> CType {
         TypeKind::Builtin => CType::Builtin(t.canonical().spelling().replace("const ", "")),
         _ => CType::Named(t.declaration().spelling()),
     }
+}
+
+/// How many pointers deep a pointer to `void` is (`void *` → 1, `void **` → 2; 0: not one).
+fn void_depth(t: Type<'_>) -> usize {
+    let mut depth = 0;
+    let mut cur = t.canonical();
+    while cur.kind() == TypeKind::Pointer {
+        depth += 1;
+        cur = cur.pointee().canonical();
+    }
+    if cur.kind() == TypeKind::Void { depth } else { 0 }
 }
 
 /// An integer, or a pointer or reference to one (through typedefs).

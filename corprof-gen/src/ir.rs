@@ -167,18 +167,21 @@ impl EnumDecl {
 
 /// An ID typedef, which becomes a `#[repr(transparent)]` newtype: a typedef whose underlying type
 /// is spelled `UINT_PTR`, `ULONG_PTR` or `uintptr_t` (an integer ID: `FunctionID`, `ClassID`, …)
-/// or is `void *` (a handle: `ObjectHandleID`), and whose name ends in `ID` or `Id` (not `VOID`).
+/// or is a pointer to `void` (`void *`, or `void **` as .NET 8's `ObjectHandleID`: an opaque
+/// handle), and whose name ends in `ID` or `Id` (not `VOID`). `void_depth`: how many pointers
+/// deep the underlying type points to `void` (0: it does not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdType {
     pub name: String,
-    /// The underlying type as Rust spells it: the header's `UINT_PTR`, or `*mut c_void`.
+    /// The underlying type as Rust spells it: the header's `UINT_PTR`, or `*mut c_void`
+    /// (`*mut *mut c_void` for `void **`).
     pub raw: String,
-    /// `void *` underneath: a handle, held as a raw pointer.
+    /// A pointer to `void` underneath: an opaque handle, held as a raw pointer.
     pub handle: bool,
 }
 
 /// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
-pub fn id_typedef(name: &str, underlying: &str, void_pointer: bool) -> Option<IdType> {
+pub fn id_typedef(name: &str, underlying: &str, void_depth: usize) -> Option<IdType> {
     // `LPVOID` ends in `ID` too, but names no ID.
     if !(name.ends_with("ID") || name.ends_with("Id")) || name.ends_with("VOID") {
         return None;
@@ -187,8 +190,9 @@ pub fn id_typedef(name: &str, underlying: &str, void_pointer: bool) -> Option<Id
         "UINT_PTR" | "ULONG_PTR" | "uintptr_t" => {
             Some(IdType { name: name.to_string(), raw: underlying.to_string(), handle: false })
         }
-        _ if void_pointer => {
-            Some(IdType { name: name.to_string(), raw: "*mut ::core::ffi::c_void".to_string(), handle: true })
+        _ if void_depth > 0 => {
+            let raw = format!("{}::core::ffi::c_void", "*mut ".repeat(void_depth));
+            Some(IdType { name: name.to_string(), raw, handle: true })
         }
         _ => None,
     }

@@ -143,7 +143,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         let safe = is_callback || iface.loc.file == header.main_header || iface_ann.is_some();
         let mut methods = Vec::new();
         for m in &iface.methods {
-            let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.name == m.name));
+            let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.is_for(&m.name)));
             let find = |name: &str| method_ann.and_then(|ma| ma.params.iter().find(|pa| pa.name == name));
             let params: Vec<ApiParam> = m
                 .params
@@ -310,7 +310,21 @@ fn check_interface_known<'a>(cx: &mut Cx<'a>, ia: &InterfaceAnn) -> Option<&'a I
 
 /// The method is declared by this interface (not a base: say which one declares it).
 fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn) -> Option<&'a Method> {
-    if let Some(m) = iface.methods.iter().find(|m| m.name == ma.name) {
+    let matching: Vec<&Method> = iface.methods.iter().filter(|m| ma.is_for(&m.name)).collect();
+    if let [m, other, ..] = matching[..] {
+        let (_, loc) = ma.aka.iter().find(|(a, _)| *a == other.name || *a == m.name).expect("an aka matched");
+        cx.errors.push(
+            Diagnostic::error(format!(
+                "`aka` makes the entry `{}` match two methods of `{}`: `{}` and `{}`",
+                ma.name, iface.name, m.name, other.name
+            ))
+            .at(loc.clone())
+            .declared_at(&other.loc)
+            .help("`aka` is for one method the header renamed (same slot); annotate the two methods separately"),
+        );
+        return None;
+    }
+    if let [m] = matching[..] {
         return Some(m);
     }
     let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))

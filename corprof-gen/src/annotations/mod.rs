@@ -125,11 +125,25 @@ pub struct MethodAnn {
     pub params: Vec<ParamAnn>,
     /// The `return:` entry, with where it was written.
     pub ret: Option<(ReturnSpec, Loc)>,
+    /// Other header spellings of this method, from the reserved key `aka:`: a header that
+    /// renamed the method (fixing a typo, same slot) matches the entry under either name.
+    pub aka: Vec<(String, Loc)>,
     pub loc: Loc,
+}
+
+impl MethodAnn {
+    /// Whether this entry is for the header's method `name` (its own name or an `aka:`).
+    pub fn is_for(&self, name: &str) -> bool {
+        self.name == name || self.aka.iter().any(|(a, _)| a == name)
+    }
 }
 
 /// The key of a method's [`ReturnSpec`].
 pub const RETURN_KEY: &str = "return";
+
+/// The key of a method's other header spellings ([`MethodAnn::aka`]): `aka: LoadAsNotficationOnly`
+/// or a list. Reserved: a parameter of that name cannot be annotated.
+pub const AKA_KEY: &str = "aka";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceAnn {

@@ -3,7 +3,7 @@
 //! [`Outline`] of the text maps each key path to the line:col where it is written.
 
 use super::outline::Outline;
-use super::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec};
+use super::{AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec};
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::Value;
@@ -37,8 +37,13 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 continue;
             };
             let method_loc = pos(&[&iface, &method]);
-            let mut method_ann =
-                MethodAnn { name: method.clone(), params: Vec::new(), ret: None, loc: method_loc.clone() };
+            let mut method_ann = MethodAnn {
+                name: method.clone(),
+                params: Vec::new(),
+                ret: None,
+                aka: Vec::new(),
+                loc: method_loc.clone(),
+            };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
                 let Some(param) = key_str(&param_key, &method_loc, &mut errors) else {
                     continue;
@@ -51,6 +56,26 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                             Diagnostic::error(format!("invalid `{RETURN_KEY}` annotation: {e}"))
                                 .at(loc)
                                 .help("write `return: { s_false: \"<what S_FALSE means>\" }`"),
+                        ),
+                    }
+                    continue;
+                }
+                if param == AKA_KEY {
+                    let names = match spec {
+                        Value::String(one) => Some(vec![one]),
+                        Value::Sequence(many) => {
+                            many.into_iter().map(|v| if let Value::String(s) = v { Some(s) } else { None }).collect()
+                        }
+                        _ => None,
+                    };
+                    match names {
+                        Some(names) => method_ann.aka.extend(names.into_iter().map(|n| (n, loc.clone()))),
+                        None => errors.push(
+                            Diagnostic::error(format!(
+                                "invalid `{AKA_KEY}` annotation: expected a method name or a list of them"
+                            ))
+                            .at(loc)
+                            .help("write `aka: <the header's other spelling of this method>`"),
                         ),
                     }
                     continue;

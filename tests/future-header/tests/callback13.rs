@@ -77,13 +77,13 @@ fn callback13_is_reached_through_the_vtable() {
 #[test]
 fn a_void_pointer_id_is_a_handle_newtype() {
     fn send_sync<T: Send + Sync + Copy + Eq + std::hash::Hash + Ord + Default>() {}
-    send_sync::<ObjectHandleID>();
-    assert_eq!(std::mem::size_of::<ObjectHandleID>(), std::mem::size_of::<*mut c_void>());
+    send_sync::<FutureHandleID>();
+    assert_eq!(std::mem::size_of::<FutureHandleID>(), std::mem::size_of::<*mut c_void>());
     let mut slot = 0u8;
     let raw: *mut c_void = (&raw mut slot).cast();
     // SAFETY: the handle is only compared and printed here.
-    let h = unsafe { ObjectHandleID::from_raw(raw) };
+    let h = unsafe { FutureHandleID::from_raw(raw) };
     assert_eq!(h.as_raw(), raw);
-    assert!(ObjectHandleID::default().is_null() && !h.is_null());
+    assert!(FutureHandleID::default().is_null() && !h.is_null());
     assert_eq!(h.to_string(), format!("{:#x}", raw as usize));
 }
