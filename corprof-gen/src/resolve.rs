@@ -115,9 +115,16 @@ pub fn version_from_name(name: &str) -> u32 {
     name[family_name(name).len()..].parse().unwrap_or(1)
 }
 
+/// Whether an interface belongs to the metadata API (cor.h's `IMetaData*`), not the profiling
+/// API: its docs live elsewhere, its wrappers go to `corprof::metadata`, and the runtime documents
+/// it free-threaded. The one home of that rule.
+pub fn is_metadata(iface: &str) -> bool {
+    iface.starts_with("IMetaData")
+}
+
 /// The Microsoft Learn page of a method.
 pub fn doc_url(iface: &str, method: &str) -> String {
-    let area = if iface.starts_with("IMetaData") { "metadata/interfaces" } else { "profiling" };
+    let area = if is_metadata(iface) { "metadata/interfaces" } else { "profiling" };
     format!(
         "https://learn.microsoft.com/dotnet/core/unmanaged-api/{area}/{}-{}-method",
         iface.to_ascii_lowercase(),

@@ -89,7 +89,7 @@ impl FnContract {
 /// once): ICorProfilerInfo and the metadata interfaces. Others (enumerators, IMethodMalloc, …) are
 /// neither `Send` nor `Sync`.
 pub fn is_free_threaded(family_root: &str) -> bool {
-    family_root == "ICorProfilerInfo" || family_root.starts_with("IMetaData")
+    family_root == "ICorProfilerInfo" || crate::resolve::is_metadata(family_root)
 }
 
 impl CallKind {

@@ -25,6 +25,8 @@ pub struct WrapperView {
     pub free_threaded: bool,
     /// `#[derive(Clone)]`: not for enumerators, whose clones would share one cursor.
     pub cloneable: bool,
+    /// A metadata family (cor.h): re-exported from `corprof::metadata`, else `corprof::info`.
+    pub is_metadata: bool,
 }
 
 #[derive(Default)]
@@ -172,6 +174,7 @@ pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> 
             cloneable: iterator.is_none(),
             iterator: iterator.unwrap_or_default(),
             free_threaded: is_free_threaded(family),
+            is_metadata: crate::resolve::is_metadata(family),
         });
     }
     errors.check()?;
