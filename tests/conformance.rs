@@ -1,0 +1,161 @@
+//! The conformance suite: the runtime team's profiler test scenarios (dotnet/runtime
+//! `src/tests/profiler/`), re-expressed with corprof. Each scenario is a folder
+//! `tests/conformance/<scenario>/` holding a small profiler crate and its C# app; a run passes
+//! when the app exits 100 and the profiler's fact lines are exactly the expected ones.
+//!
+//! Every test records its outcome in `target/conformance/<scenario>.<runtime>` (`pass`, `fail:
+//! …` or `n/a: <reason>`) before asserting; `scripts/conformance-report` turns those records
+//! into CONFORMANCE.md.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+
+struct Scenario {
+    name: &'static str,
+    app: &'static str,
+    clsid: &'static str,
+}
+
+const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
+const EXCEPTIONS: Scenario =
+    Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
+
+fn record_path(scenario: &str, runtime: &str) -> PathBuf {
+    let dir = profile_dir().parent().expect("the target directory").join("conformance");
+    std::fs::create_dir_all(&dir).expect("cannot create target/conformance");
+    dir.join(format!("{scenario}.{runtime}"))
+}
+
+/// Runs `scenario` on `runtime`, records the outcome, and fails the test unless the app exited
+/// 100 and the profiler wrote exactly `expected`.
+fn check(scenario: &Scenario, runtime: &'static str, expected: &[&str]) {
+    let record = record_path(scenario.name, runtime);
+    let _ = std::fs::remove_file(&record);
+    let lib = profiler_lib(&format!("conformance_{}", scenario.name));
+    let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
+    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
+    let app = app.to_str().expect("UTF-8 path");
+    let run = run_profiled(runtime, app, scenario.clsid, &lib, &[("CORPROF_CONF_OUT", out.path())]);
+    let lines: Vec<String> = out.read().unwrap_or_default().lines().map(str::to_string).collect();
+    let outcome = if run.code != Some(100) {
+        Err(format!("the app exited {:?}, not 100", run.code))
+    } else if lines != expected {
+        Err("the profiler's facts differ from the expected ones".to_string())
+    } else {
+        Ok(())
+    };
+    let text = match &outcome {
+        Ok(()) => "pass".to_string(),
+        Err(why) => format!("fail: {why}"),
+    };
+    std::fs::write(&record, text).expect("cannot write the conformance record");
+    if let Err(why) = outcome {
+        panic!("{} on CoreCLR {runtime}: {why}\nfacts: {lines:#?}\n{}", scenario.name, run.describe());
+    }
+}
+
+/// Three full and one gen0 induced GC: every GC's Started pairs with a Finished, the
+/// generation arrays say what each collected (five generations on 8.0.4, with the pinned object
+/// heap; four on 3.1.23), GetGenerationBounds stays consistent, and the heap walk shows the app's
+/// live Marker referencing its Child and referenced from a root.
+fn gc_common(generations: &str) -> Vec<String> {
+    let full = format!("induced GC of {} generations collected {generations}", generations.split(',').count());
+    let n = generations.split(',').count();
+    vec![
+        full.clone(),
+        full.clone(),
+        full,
+        format!("induced GC of {n} generations collected 0"),
+        "started == finished: true".into(),
+        "never nested: true".into(),
+        "generation bounds consistent after every GC: true".into(),
+        format!("generations in bounds: {generations}"),
+        "Marker references its Child: true".into(),
+        "a root references the Marker: true".into(),
+    ]
+}
+
+/// ... and on 8.0.4 the high event mask alone reports the large and the pinned array, and no
+/// other allocation.
+#[test]
+fn gc_on_coreclr_8() {
+    let mut expected = gc_common("0,1,2,3,4");
+    expected.extend([
+        "large byte array reported: true".to_string(),
+        "pinned byte array reported: true".to_string(),
+        "other allocations reported: []".to_string(),
+    ]);
+    check(&GC, "8", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// 3.1.23 predates the high allocation events: with no allocation event asked for, none comes.
+#[test]
+fn gc_on_coreclr_3() {
+    let mut expected = gc_common("0,1,2,3");
+    expected.push("allocations reported without the high mask: 0".to_string());
+    check(&GC, "3", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The two-pass sequence, for the app's methods: search from the thrower up to the catcher
+/// (filters run in the search pass), then unwind up to the catching frame (finally blocks run
+/// during the unwind), then the catcher. A rethrow starts a new search from the rethrowing frame.
+const EXCEPTION_SEQUENCE: &[&str] = &[
+    // caught two frames up
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Middle",
+    "search CatchTwoUp",
+    "catcher found CatchTwoUp",
+    "unwind Thrower",
+    "unwind Middle",
+    "unwind CatchTwoUp",
+    "catch CatchTwoUp",
+    // a finally on the way out
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search WithFinally",
+    "search CatchFinally",
+    "catcher found CatchFinally",
+    "unwind Thrower",
+    "unwind WithFinally",
+    "finally WithFinally",
+    "unwind CatchFinally",
+    "catch CatchFinally",
+    // caught, rethrown, caught by the caller
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Rethrower",
+    "catcher found Rethrower",
+    "unwind Thrower",
+    "unwind Rethrower",
+    "catch Rethrower",
+    "thrown ConfExceptions.AppException",
+    "search Rethrower",
+    "search CatchRethrown",
+    "catcher found CatchRethrown",
+    "unwind Rethrower",
+    "unwind CatchRethrown",
+    "catch CatchRethrown",
+    // a filter that declines, then one that accepts, in the same method
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Filtered",
+    "filter Filtered",
+    "filter Filtered",
+    "catcher found Filtered",
+    "unwind Thrower",
+    "unwind Filtered",
+    "catch Filtered",
+];
+
+#[test]
+fn exceptions_on_coreclr_8() {
+    check(&EXCEPTIONS, "8", EXCEPTION_SEQUENCE);
+}
+
+#[test]
+fn exceptions_on_coreclr_3() {
+    check(&EXCEPTIONS, "3", EXCEPTION_SEQUENCE);
+}
