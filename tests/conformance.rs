@@ -19,6 +19,10 @@ struct Scenario {
 }
 
 const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
+const THREADS: Scenario =
+    Scenario { name: "threads", app: "ConfThreads", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E03" };
+const LOADING: Scenario =
+    Scenario { name: "loading", app: "ConfLoading", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E04" };
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
@@ -158,4 +162,60 @@ fn exceptions_on_coreclr_8() {
 #[test]
 fn exceptions_on_coreclr_3() {
     check(&EXCEPTIONS, "3", EXCEPTION_SEQUENCE);
+}
+
+const THREADS_FACTS: &[&str] = &[
+    "worker names: conf-worker-1, conf-worker-2, conf-worker-3",
+    "suspensions seen: true",
+    "EnumThreads != live threads at: []",
+    "a suspension enumerated all three workers: true",
+];
+
+#[test]
+fn threads_on_coreclr_8() {
+    check(&THREADS, "8", THREADS_FACTS);
+}
+
+#[test]
+fn threads_on_coreclr_3() {
+    check(&THREADS, "3", THREADS_FACTS);
+}
+
+/// Loads pair up; the collectible copy of the app unloads; the generic instantiations load with
+/// their type arguments, plus the shared-code instantiation over `System.__Canon`.
+fn loading_facts(assembly_unloads: &str, unloaded: Option<&str>) -> Vec<String> {
+    let mut facts: Vec<String> = vec![
+        "module loads: started == finished: true".into(),
+        "module unloads: started == finished: true".into(),
+        "assembly loads: started == finished: true".into(),
+        assembly_unloads.into(),
+        "assembly loaded: ConfDynamic x1".into(),
+        "assembly loaded: ConfLoading x2".into(),
+    ];
+    facts.extend(unloaded.map(String::from));
+    facts.extend(
+        [
+            "class loaded: ConfDynamic.Emitted x1",
+            "class loaded: ConfLoading.Box<ConfLoading.Box<System.Int32>> x1",
+            "class loaded: ConfLoading.Box<System.Int32> x1",
+            "class loaded: ConfLoading.Box<System.String> x1",
+            "class loaded: ConfLoading.Box<System.__Canon> x1",
+        ]
+        .map(String::from),
+    );
+    facts
+}
+
+#[test]
+fn loading_on_coreclr_8() {
+    let facts = loading_facts("assembly unloads: started 1, finished 1", Some("assembly unloaded: ConfLoading x1"));
+    check(&LOADING, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// CoreCLR 3.1.23 reports the collectible assembly's AssemblyUnloadFinished but never its
+/// AssemblyUnloadStarted (observed on every run; 8.0.4 reports both).
+#[test]
+fn loading_on_coreclr_3() {
+    let facts = loading_facts("assembly unloads: started 0, finished 1", None);
+    check(&LOADING, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
