@@ -65,8 +65,8 @@ impl<'walk> Frame<'walk> {
         (!self.function_id.is_null()).then_some(self.function_id)
     }
 
-    /// The instruction pointer in this frame (the return address for every frame but the
-    /// innermost). Zero for a run of native frames.
+    /// The instruction pointer in this frame: where it will resume (the return address) for every
+    /// frame but the innermost one.
     pub fn ip(&self) -> UINT_PTR {
         self.ip
     }
