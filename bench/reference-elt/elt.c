@@ -22,7 +22,8 @@
  *   mode <mode>
  *   mapped <functions the mapper saw>
  *   enters <total> / leaves <total> / tailcalls <total>  (one line each)
- *   app <token> <enters> <leaves> <tailcalls>   for each function of EltBench.dll, by token
+ *   app <token> <enters> <leaves> <tailcalls>   for each method of EltBench.dll, by token (summed
+ *                                               over the method's code versions)
  *
  * Every callback but Initialize and Shutdown is an asm `xor eax, eax; ret` (S_OK): the event mask
  * asks for none of them.
@@ -336,23 +337,30 @@ static HRESULT STDMETHODCALLTYPE cb_shutdown(ICorProfilerCallback3 *This)
     }
     fprintf(out, "mode %s\nmapped %u\nenters %llu\nleaves %llu\ntailcalls %llu\n", MODE_NAMES[MODE], mapped,
             (unsigned long long)enters, (unsigned long long)leaves, (unsigned long long)tailcalls);
-    /* The app's methods by token (a selection sort: a handful of them). */
+    /* The app's methods by token, each summed over its slots: the runtime asks the mapper again
+     * for each new code version of a function (tier 0, OSR, tier 1), so one method can have
+     * several. A selection sort: the app has a handful of methods. */
     mdToken last = 0;
     for (;;) {
-        uint32_t best = 0;
+        mdToken token = 0;
         for (uint32_t i = 1; i < used; i++) {
             mdToken t = COUNTERS[i].app_token;
-            if (t > last && (best == 0 || t < COUNTERS[best].app_token))
-                best = i;
+            if (t > last && (token == 0 || t < token))
+                token = t;
         }
-        if (best == 0)
+        if (token == 0)
             break;
-        const Counter *c = &COUNTERS[best];
-        fprintf(out, "app %08x %llu %llu %llu\n", (unsigned)c->app_token,
-                (unsigned long long)atomic_load_explicit(&c->enters, memory_order_relaxed),
-                (unsigned long long)atomic_load_explicit(&c->leaves, memory_order_relaxed),
-                (unsigned long long)atomic_load_explicit(&c->tailcalls, memory_order_relaxed));
-        last = c->app_token;
+        uint64_t e = 0, l = 0, tc = 0;
+        for (uint32_t i = 1; i < used; i++) {
+            if (COUNTERS[i].app_token != token)
+                continue;
+            e += atomic_load_explicit(&COUNTERS[i].enters, memory_order_relaxed);
+            l += atomic_load_explicit(&COUNTERS[i].leaves, memory_order_relaxed);
+            tc += atomic_load_explicit(&COUNTERS[i].tailcalls, memory_order_relaxed);
+        }
+        fprintf(out, "app %08x %llu %llu %llu\n", (unsigned)token, (unsigned long long)e, (unsigned long long)l,
+                (unsigned long long)tc);
+        last = token;
     }
     int failed = ferror(out);
     failed |= path != NULL ? fclose(out) : fflush(out);
