@@ -208,9 +208,7 @@ impl ProfilerInfo {
         // closure's panics) and reads its client data as the `Walk` passed here, which outlives
         // the call (the runtime calls back only before `DoStackSnapshot` returns); no seed
         // context is passed; `thread` is null or alive, as this function's caller vouches.
-        let result = unsafe {
-            self.do_stack_snapshot(thread, Some(trampoline), flags, (&raw mut walk).cast(), None)
-        };
+        let result = unsafe { self.do_stack_snapshot(thread, Some(trampoline), flags, (&raw mut walk).cast(), None) };
         if let Some(payload) = walk.panic {
             resume_unwind(payload);
         }

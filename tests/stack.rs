@@ -17,9 +17,8 @@ fn stacks(runtime: &'static str, test: &str, context_size: usize) {
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(run.stdout, "Stacks done 11\n", "{}", run.describe());
     let text = out.read().unwrap_or_else(|| panic!("no stack-profiler output: {}", run.describe()));
-    let context_line = format!(
-        "context Ok: 4/4 managed frames, sizes {{{context_size}}}, rip==ip 4, native frames with a context 1"
-    );
+    let context_line =
+        format!("context Ok: 4/4 managed frames, sizes {{{context_size}}}, rip==ip 4, native frames with a context 1");
     let expected = [
         // Walked from JITCompilationStarted of Marker.Hit: Hit itself is not running yet, and the
         // native frames below Main (the host) come last as one run.

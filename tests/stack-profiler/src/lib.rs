@@ -106,9 +106,9 @@ impl Stacks {
                     managed += 1;
                     with_context += 1;
                     sizes.insert(ctx.len());
-                    let rip = ctx.get(CONTEXT_RIP_OFFSET..CONTEXT_RIP_OFFSET + 8).map(|b| {
-                        usize::from_le_bytes(b.try_into().expect("8 bytes"))
-                    });
+                    let rip = ctx
+                        .get(CONTEXT_RIP_OFFSET..CONTEXT_RIP_OFFSET + 8)
+                        .map(|b| usize::from_le_bytes(b.try_into().expect("8 bytes")));
                     if rip == Some(frame.ip()) {
                         rip_is_ip += 1;
                     }
