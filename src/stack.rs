@@ -20,12 +20,14 @@
 //!   `E_NOTIMPL` (`proftoeeinterfaceimpl.cpp`, `DoStackSnapshot`, built without
 //!   `PLATFORM_SUPPORTS_SAFE_THREADSUSPEND`). A suspension the runtime started for a GC does not
 //!   count. Windows suspends the target thread for the walk instead.
-//! - Before the runtime has started, or while the target is in a region where walking could
-//!   deadlock, it refuses with `CORPROF_E_STACKSNAPSHOT_UNSAFE`.
+//! - Before the runtime has started, while the target is in a region where walking could
+//!   deadlock, or for a walk started inside the closure of another walk of the same thread, it
+//!   refuses with `CORPROF_E_STACKSNAPSHOT_UNSAFE`.
 //! - A seed context (the raw method's `context` argument) is not offered here: the runtime reads a
-//!   whole `CONTEXT` from it whatever size it is given, and on Linux it only ever uses it for a
-//!   thread in cooperative mode (it drops it for one in preemptive mode, as in every callback that
-//!   may block, and a cross-thread walk never gets that far). The raw method remains for it.
+//!   whole `CONTEXT` from it whatever size it is given. On Linux it could only matter for the
+//!   current thread in cooperative mode: the runtime drops the seed for a thread in preemptive
+//!   mode (a callback that may block, a thread stopped by a suspension), and refuses a cross-thread
+//!   walk of a thread in cooperative mode with `E_NOTIMPL`. The raw method remains for it.
 //!
 //! Every refusal is an `Err` with the runtime's code; none of them touches the closure.
 

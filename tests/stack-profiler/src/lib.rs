@@ -6,7 +6,8 @@
 //! to be JIT-compiled (Main → A → B → C → Hit on the main thread) it walks:
 //!
 //! - the current thread, whole, then stopped after two frames, then with register contexts, then
-//!   with a closure that panics on the first frame;
+//!   with a closure that panics on the first frame, then with a closure that starts a walk of its
+//!   own (the runtime refuses the inner one);
 //! - the Sleeper thread from this thread (the runtime refuses: no suspension);
 //! - from a thread of its own: its own stack (no managed frame), then the Sleeper thread while
 //!   it holds the runtime suspended (`suspend_runtime`).
@@ -142,6 +143,19 @@ impl Stacks {
                 .unwrap_or_default(),
         };
         self.say(format!("panic re-raised: {message:?} after {calls} call(s)"));
+
+        // A walk inside a walk's closure.
+        let mut inner = None;
+        let r = info.do_stack_snapshot_with(FrameContext::Without, |_| {
+            let mut frames = 0;
+            let r = info.do_stack_snapshot_with(FrameContext::Without, |_| {
+                frames += 1;
+                ControlFlow::Continue(())
+            });
+            inner = Some(format!("{} with {frames} frame(s)", outcome(r)));
+            ControlFlow::Break(())
+        });
+        self.say(format!("nested {}: inner {}", outcome(r), inner.unwrap_or_default()));
 
         // Another thread, not suspended: Linux refuses.
         if let Some(sleeper) = *self.sleeper.lock().unwrap() {
