@@ -119,6 +119,7 @@ const ROOT_ITEMS: &[&str] = &[
     "mod info",
     "mod interfaces",
     "mod metadata",
+    "mod stack",
     "mod types",
     "struct CallbackCounts",
     "struct ComPtr",
