@@ -42,9 +42,14 @@ pub const SERVER_OK: u8 = 0x00;
 /// Reply command ID: the command failed (payload: a `u32` HRESULT).
 pub const SERVER_ERROR: u8 = 0xFF;
 
-/// The diagnostics server's own failure codes (the protocol document's `CORDIAGIPC_E_*`), which
-/// the profiling API's list in `corprof::HResult` does not hold.
-const DIAGNOSTICS_CODES: &[(u32, &str, &str)] = &[
+/// Codes an attach meets that the profiling API's list in `corprof::HResult` does not hold: the
+/// diagnostics server's own (the protocol document's `CORDIAGIPC_E_*`) and the loader's.
+const ATTACH_CODES: &[(u32, &str, &str)] = &[
+    (
+        0x8007_007E,
+        "ERROR_MOD_NOT_FOUND",
+        "HRESULT_FROM_WIN32(ERROR_MOD_NOT_FOUND): the runtime could not load the profiler library (missing, or one of its dependencies is).",
+    ),
     (0x8013_1384, "CORDIAGIPC_E_BAD_ENCODING", "The diagnostics server could not parse the message."),
     (0x8013_1385, "CORDIAGIPC_E_UNKNOWN_COMMAND", "The diagnostics server does not know this command."),
     (0x8013_1386, "CORDIAGIPC_E_UNKNOWN_MAGIC", "The diagnostics server does not speak this protocol version."),
@@ -52,9 +57,9 @@ const DIAGNOSTICS_CODES: &[(u32, &str, &str)] = &[
 ];
 
 /// `NAME (0x…): meaning` for an HRESULT: the profiling API's codes (through
-/// [`corprof::HResult::describe`]) and the diagnostics server's.
+/// [`corprof::HResult::describe`]), the diagnostics server's and the library loader's.
 pub fn describe(hr: HResult) -> String {
-    match DIAGNOSTICS_CODES.iter().find(|(code, ..)| *code == hr.0 as u32) {
+    match ATTACH_CODES.iter().find(|(code, ..)| *code == hr.0 as u32) {
         Some((code, name, meaning)) => format!("{name} (0x{code:08X}): {meaning}"),
         None => hr.describe(),
     }
