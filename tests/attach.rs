@@ -202,7 +202,8 @@ fn text(bytes: &[u8]) -> &str {
 
 /// `corprof-attach` succeeded: exit 0 and its one line naming S_OK.
 fn assert_attached(out: &Output, app: &App, lib: &Path) {
-    let expected = format!("corprof-attach: process {} attached {}: S_OK (0x00000000): Success.\n", app.pid, lib.display());
+    let expected =
+        format!("corprof-attach: process {} attached {}: S_OK (0x00000000): Success.\n", app.pid, lib.display());
     assert_eq!((out.status.code(), text(&out.stdout), text(&out.stderr)), (Some(0), expected.as_str(), ""));
 }
 
@@ -255,7 +256,8 @@ fn counter_attaches(runtime: &'static str, test: &str) {
     );
     // Phase 1 JIT-compiles new methods, loads a generic instantiation, starts a thread, throws
     // and collects: the default mask, all allowed after attach, sees each.
-    for name in ["JITCompilationStarted", "ClassLoadStarted", "ThreadCreated", "ExceptionThrown", "GarbageCollectionStarted"]
+    for name in
+        ["JITCompilationStarted", "ClassLoadStarted", "ThreadCreated", "ExceptionThrown", "GarbageCollectionStarted"]
     {
         assert!(count(name) > 0, "no {name} counted after attach:\n{text}");
     }

@@ -361,15 +361,22 @@ mod tests {
         };
         let bytes = request.encode().unwrap();
         assert_eq!(&bytes[14..16], &[52, 0], "20 + 4 + 16 + 4 + 4 + 4");
-        assert_eq!(&bytes[24..40], &[0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]);
+        assert_eq!(
+            &bytes[24..40],
+            &[0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]
+        );
         assert_eq!(&bytes[40..52], &[2, 0, 0, 0, 0xE9, 0x00, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]
     fn a_message_over_64_kib_is_refused_before_sending() {
         let data = vec![0; 65536];
-        let request =
-            AttachRequest { clsid: GUID::parse(CLSID), profiler_path: Path::new("/p"), client_data: &data, timeout_ms: 1 };
+        let request = AttachRequest {
+            clsid: GUID::parse(CLSID),
+            profiler_path: Path::new("/p"),
+            client_data: &data,
+            timeout_ms: 1,
+        };
         let err = request.encode().unwrap_err();
         assert!(matches!(&err, AttachError::Request(m) if m.contains("65535")), "{err}");
     }

@@ -9,8 +9,7 @@ use corprof_attach::{AttachRequest, attach, describe};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str =
-    "usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]";
+const USAGE: &str = "usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]";
 
 /// The default attach timeout: what dotnet-trace and the runtime's own samples use.
 const DEFAULT_TIMEOUT_MS: u32 = 10_000;

@@ -6,10 +6,7 @@ use std::process::{Command, Output};
 const CLSID: &str = "{8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11}";
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corprof-attach"))
-        .args(args)
-        .output()
-        .expect("cannot run corprof-attach")
+    Command::new(env!("CARGO_BIN_EXE_corprof-attach")).args(args).output().expect("cannot run corprof-attach")
 }
 
 fn stderr(out: &Output) -> String {
