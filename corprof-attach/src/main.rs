@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]";
 
-/// The default attach timeout: what dotnet-trace and the runtime's own samples use.
+/// The default attach timeout: ample for a profiler's InitializeForAttach on a busy machine.
 const DEFAULT_TIMEOUT_MS: u32 = 10_000;
 
 struct Args {
