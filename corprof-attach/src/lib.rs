@@ -187,6 +187,8 @@ pub enum AttachError {
     /// The process has no diagnostics socket: not a .NET process, a runtime older than 3.0, or
     /// diagnostics disabled (`DOTNET_EnableDiagnostics=0`).
     NoSocket { pid: u32, dir: PathBuf },
+    /// Several sockets carry the process ID and none carries its start time.
+    AmbiguousSocket { pid: u32, candidates: Vec<PathBuf> },
     /// The request cannot be encoded (a path that is not Unicode, a message over 64 KiB).
     Request(String),
     /// Connecting, sending or receiving failed.
@@ -206,6 +208,11 @@ impl fmt::Display for AttachError {
                 "process {pid} has no diagnostics socket (no {}/dotnet-diagnostic-{pid}-*-socket): \
                  it is not a .NET Core 3.0+ process, or its diagnostics are disabled",
                 dir.display()
+            ),
+            AttachError::AmbiguousSocket { pid, candidates } => write!(
+                f,
+                "several diagnostics sockets for process {pid} and none has its start time: {}",
+                candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             ),
             AttachError::Request(why) => write!(f, "cannot make the request: {why}"),
             AttachError::Io { context, error } => write!(f, "{context}: {error}"),
@@ -255,34 +262,37 @@ pub fn find_socket(pid: u32) -> Result<PathBuf, AttachError> {
         return Err(AttachError::NoProcess(pid));
     }
     let dir = socket_dir(pid);
-    let prefix = format!("dotnet-diagnostic-{pid}-");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let names: Vec<String> = std::fs::read_dir(&dir)
         .map_err(|error| AttachError::Io { context: format!("cannot list {}", dir.display()), error })?
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    pick_socket(pid, &dir, &names, start_time(pid))
+}
+
+/// The socket of process `pid` among the file `names` of `dir`, given its start time if known.
+fn pick_socket(pid: u32, dir: &Path, names: &[String], start: Option<u64>) -> Result<PathBuf, AttachError> {
+    let prefix = format!("dotnet-diagnostic-{pid}-");
+    let mut found: Vec<&String> = names
+        .iter()
+        .filter(|name| {
             name.strip_prefix(&prefix)
                 .and_then(|r| r.strip_suffix("-socket"))
                 .is_some_and(|key| !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()))
         })
-        .map(|e| e.path())
         .collect();
-    if let Some(key) = start_time(pid) {
-        let exact = dir.join(format!("{prefix}{key}-socket"));
-        if found.contains(&exact) {
-            return Ok(exact);
+    if let Some(key) = start {
+        let exact = format!("{prefix}{key}-socket");
+        if found.contains(&&exact) {
+            return Ok(dir.join(exact));
         }
     }
     match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => Err(AttachError::NoSocket { pid, dir }),
+        0 => Err(AttachError::NoSocket { pid, dir: dir.to_path_buf() }),
+        1 => Ok(dir.join(found[0])),
         _ => {
             found.sort();
-            Err(AttachError::Protocol(format!(
-                "no single socket for process {pid}: {} match and none has its start time",
-                found.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            )))
+            Err(AttachError::AmbiguousSocket { pid, candidates: found.iter().map(|n| dir.join(n)).collect() })
         }
     }
 }
@@ -421,6 +431,29 @@ mod tests {
                 other => panic!("{other:?} for {bytes:02X?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_socket_is_the_one_with_the_pid_and_the_start_time() {
+        let dir = Path::new("/t");
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let two = names(&[
+            "dotnet-diagnostic-42-100-socket",
+            "dotnet-diagnostic-42-7-socket",
+            "dotnet-diagnostic-421-7-socket",
+        ]);
+        assert_eq!(pick_socket(42, dir, &two, Some(7)).unwrap(), dir.join("dotnet-diagnostic-42-7-socket"));
+        match pick_socket(42, dir, &two, Some(8)) {
+            Err(AttachError::AmbiguousSocket { pid: 42, candidates }) => assert_eq!(
+                candidates,
+                [dir.join("dotnet-diagnostic-42-100-socket"), dir.join("dotnet-diagnostic-42-7-socket")]
+            ),
+            other => panic!("{other:?}"),
+        }
+        let one = names(&["dotnet-diagnostic-42-100-socket", "dotnet-diagnostic-42-x-socket", "other"]);
+        assert_eq!(pick_socket(42, dir, &one, None).unwrap(), dir.join("dotnet-diagnostic-42-100-socket"));
+        let none = names(&["dotnet-diagnostic-4-1-socket", "dotnet-diagnostic-42--socket"]);
+        assert!(matches!(pick_socket(42, dir, &none, Some(1)), Err(AttachError::NoSocket { pid: 42, .. })));
     }
 
     #[test]

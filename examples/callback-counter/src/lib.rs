@@ -9,8 +9,8 @@
 //! …/libcallback_counter.so --data 'CORPROF_COUNTS_OUT=/tmp/counts.txt'`): the client data holds
 //! the same settings as `KEY=VALUE` pairs separated by `;` or newlines, and wins over the target's
 //! environment. Attached, the mask keeps only what the runtime allows after attach
-//! ([`COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]);
-//! the counts are written at Shutdown, or at ProfilerDetachSucceeded if the profiler is detached.
+//! ([`COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]),
+//! and the counts are written at Shutdown as at launch (the counter never asks to detach).
 
 use corprof::types::COR_PRF_MONITOR;
 use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
@@ -105,17 +105,6 @@ impl CorProfilerCallback for Counter {
     }
 
     fn shutdown(&self) -> Result<()> {
-        self.write_counts()
-    }
-
-    /// A detached profiler gets no Shutdown: this is its last callback.
-    fn profiler_detach_succeeded(&self) -> Result<()> {
-        self.write_counts()
-    }
-}
-
-impl Counter {
-    fn write_counts(&self) -> Result<()> {
         let written = match self.counts_out.get() {
             Some(path) => std::fs::write(path, self.counts.to_lines()),
             None => self.counts.write_to_env_file("CORPROF_COUNTS_OUT"),
