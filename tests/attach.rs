@@ -210,6 +210,11 @@ fn assert_attached(out: &Output, app: &App, lib: &Path) {
 /// The callback counter, attached to a running app: it counts `InitializeForAttach 1`, sees the
 /// app's work, and writes its counts at Shutdown; a second attach is refused by name.
 fn counter_attaches(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "attach",
+        runtime,
+        "corprof-attach attaches the callback-counter to a running app (InitializeForAttach 1, ProfilerAttachComplete 1, the app's callbacks, Shutdown 1); a second attach is refused with CORPROF_E_PROFILER_ALREADY_ACTIVE",
+    );
     let lib = profiler_lib("callback_counter");
     let dir = TempDir::new(test);
     let counts_file = dir.file("counts.txt");
@@ -282,6 +287,11 @@ fn log_lines(log: &Path) -> Vec<String> {
 /// callback, then the runtime releases the profiler (Drop); the app runs phase 2 without it and
 /// exits normally.
 fn attach_then_detach(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "detach",
+        runtime,
+        "an attached profiler requests detach: ProfilerDetachSucceeded, then Drop, no callback afterwards; the app goes on and exits 0",
+    );
     let lib = profiler_lib("attach_profiler");
     let dir = TempDir::new(test);
     let (log, trigger) = (dir.file("log"), dir.file("detach"));
@@ -324,6 +334,15 @@ fn attach_then_detach_on_coreclr_3() {
 /// The lifetime without a detach: loaded at launch or attached, the profiler sees Shutdown;
 /// CoreCLR 3.1.23 then releases it (Drop, exactly once), 8.0.4 never does at process exit.
 fn lifetime_to_shutdown(runtime: &'static str, test: &str) {
+    let what = "the profiler object, loaded at launch or attached, is dropped exactly once after Shutdown";
+    let row = ConformanceRow::new("lifetime", runtime, what);
+    let _row = if runtime == "8" {
+        row.not_applicable(
+            "8.0.4 never releases the profiler at exit; Shutdown is its last call, and the test checks that no Drop follows",
+        )
+    } else {
+        row
+    };
     let lib = profiler_lib("attach_profiler");
     let drop_at_exit: &[&str] = if runtime == "3" { &["Drop"] } else { &[] };
 

@@ -3,14 +3,13 @@
 //! `tests/conformance/<scenario>/` holding a small profiler crate and its C# app; a run passes
 //! when the app exits 100 and the profiler's fact lines are exactly the expected ones.
 //!
-//! Every test records its outcome in `target/conformance/<scenario>.<runtime>` (`pass`, `fail:
-//! …` or `n/a: <reason>`) before asserting; `scripts/conformance-report` turns those records
-//! into CONFORMANCE.md.
+//! Every test records its outcome in `target/conformance/<scenario>.<runtime>` (a
+//! `ConformanceRow`, as other tests do for their scenarios); `scripts/conformance-report` turns
+//! those records into CONFORMANCE.md.
 
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 
 struct Scenario {
     name: &'static str,
@@ -26,38 +25,24 @@ const LOADING: Scenario =
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
-fn record_path(scenario: &str, runtime: &str) -> PathBuf {
-    let dir = profile_dir().parent().expect("the target directory").join("conformance");
-    std::fs::create_dir_all(&dir).expect("cannot create target/conformance");
-    dir.join(format!("{scenario}.{runtime}"))
-}
-
 /// Runs `scenario` on `runtime`, records the outcome, and fails the test unless the app exited
 /// 100 and the profiler wrote exactly `expected`.
 fn check(scenario: &Scenario, runtime: &'static str, expected: &[&str]) {
-    let record = record_path(scenario.name, runtime);
-    let _ = std::fs::remove_file(&record);
+    let _row = ConformanceRow::new(scenario.name, runtime, "");
     let lib = profiler_lib(&format!("conformance_{}", scenario.name));
     let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
     let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
     let app = app.to_str().expect("UTF-8 path");
     let run = run_profiled(runtime, app, scenario.clsid, &lib, &[("CORPROF_CONF_OUT", out.path())]);
     let lines: Vec<String> = out.read().unwrap_or_default().lines().map(str::to_string).collect();
-    let outcome = if run.code != Some(100) {
-        Err(format!("the app exited {:?}, not 100", run.code))
-    } else if lines != expected {
-        Err("the profiler's facts differ from the expected ones".to_string())
-    } else {
-        Ok(())
-    };
-    let text = match &outcome {
-        Ok(()) => "pass".to_string(),
-        Err(why) => format!("fail: {why}"),
-    };
-    std::fs::write(&record, text).expect("cannot write the conformance record");
-    if let Err(why) = outcome {
-        panic!("{} on CoreCLR {runtime}: {why}\nfacts: {lines:#?}\n{}", scenario.name, run.describe());
-    }
+    assert_eq!(
+        run.code,
+        Some(100),
+        "{} on CoreCLR {runtime}: the app did not exit 100\n{}",
+        scenario.name,
+        run.describe()
+    );
+    assert_eq!(lines, expected, "{} on CoreCLR {runtime}: the profiler's facts\n{}", scenario.name, run.describe());
 }
 
 /// Three full and one gen0 induced GC: every GC's Started pairs with a Finished, the

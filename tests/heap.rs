@@ -6,6 +6,9 @@ mod common;
 
 use common::*;
 
+const HANDLES: &str = "ICorProfilerInfo13: weak, strong and pinned handles across five compacting GCs (the pinned target never moves, the weak one reads null once unreferenced), DestroyHandle on each";
+const NON_GC: &str = "ICorProfilerInfo14: the app's frozen string literals among EnumerateNonGCObjects, inside GetNonGCHeapBounds, GetObjectGeneration answering CORPROF_E_NOT_GC_OBJECT";
+
 const HEAP_CLSID: &str = "2B6C4E1A-9D3F-4F70-8C5B-7A1E0D9F3B64";
 
 fn heap(runtime: &'static str, scenario: &str, app: &str, test: &str) -> Vec<String> {
@@ -25,6 +28,7 @@ fn heap(runtime: &'static str, scenario: &str, app: &str, test: &str) -> Vec<Str
 /// two targets afterwards read null after the next GC: DestroyHandle released them.
 #[test]
 fn handles_on_coreclr_8() {
+    let _row = ConformanceRow::new("handles", "8", HANDLES);
     let lines = heap("8", "handles", "Handles", "handles_on_coreclr_8");
     let alive = "strong alive HandlesApp.StrongTarget (moved), pinned alive HandlesApp.PinnedTarget (same address)";
     let expected = [
@@ -48,6 +52,8 @@ fn handles_on_coreclr_8() {
 /// still run and move objects).
 #[test]
 fn handles_on_coreclr_3_answer_e_nointerface() {
+    let _row = ConformanceRow::new("handles", "3", HANDLES)
+        .not_applicable("no ICorProfilerInfo13: create_handle answers E_NOINTERFACE");
     let lines = heap("3", "handles", "Handles", "handles_on_coreclr_3");
     let expected = [
         "create weak handle: E_NOINTERFACE (0x80004002)",
@@ -64,6 +70,7 @@ fn handles_on_coreclr_3_answer_e_nointerface() {
 /// and GetObjectGeneration on one fails with CORPROF_E_NOT_GC_OBJECT, as the runtime documents.
 #[test]
 fn non_gc_heap_on_coreclr_8() {
+    let _row = ConformanceRow::new("non-gc-heap", "8", NON_GC);
     let lines = heap("8", "nongc", "NonGcHeap", "non_gc_heap_on_coreclr_8");
     let expected = [
         "non-GC ranges: some",
@@ -80,6 +87,8 @@ fn non_gc_heap_on_coreclr_8() {
 /// CoreCLR 3.1.23 has no ICorProfilerInfo14: both methods answer E_NOINTERFACE.
 #[test]
 fn non_gc_heap_on_coreclr_3_answers_e_nointerface() {
+    let _row = ConformanceRow::new("non-gc-heap", "3", NON_GC)
+        .not_applicable("no ICorProfilerInfo14: both methods answer E_NOINTERFACE");
     let lines = heap("3", "nongc", "NonGcHeap", "non_gc_heap_on_coreclr_3");
     let expected =
         ["get_non_gc_heap_bounds: E_NOINTERFACE (0x80004002)", "enumerate_non_gc_objects: E_NOINTERFACE (0x80004002)"];

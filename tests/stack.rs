@@ -11,6 +11,11 @@ use common::*;
 const STACK_CLSID: &str = "3C5A7E91-2B4D-4F60-8A17-9E0B6C2D4F58";
 
 fn stacks(runtime: &'static str, test: &str, context_size: usize) {
+    let _row = ConformanceRow::new(
+        "stack-walks",
+        runtime,
+        "do_stack_snapshot_with from a callback: exactly the app's frames, a stop, register contexts, a panic re-raised; another thread refused (E_NOTIMPL) unless the runtime is suspended, a nested walk refused",
+    );
     let lib = profiler_lib("stack_profiler");
     let out = TempFile::new(test);
     let run = run_profiled(runtime, "Stacks", STACK_CLSID, &lib, &[("CORPROF_STACK_OUT", out.path())]);
