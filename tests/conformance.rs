@@ -22,6 +22,8 @@ const THREADS: Scenario =
     Scenario { name: "threads", app: "ConfThreads", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E03" };
 const LOADING: Scenario =
     Scenario { name: "loading", app: "ConfLoading", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E04" };
+const STATICS: Scenario =
+    Scenario { name: "statics", app: "ConfStatics", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E05" };
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
@@ -203,4 +205,21 @@ fn loading_on_coreclr_8() {
 fn loading_on_coreclr_3() {
     let facts = loading_facts("assembly unloads: started 0, finished 1", None);
     check(&LOADING, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+const STATICS_FACTS: &[&str] = &[
+    "profiler thread: initialized, forced a GC",
+    "Counter: COR_PRF_FIELD_APP_DOMAIN_STATIC, value 0x123456789a",
+    "Name: COR_PRF_FIELD_APP_DOMAIN_STATIC, value System.String",
+    "PerThread: COR_PRF_FIELD_THREAD_STATIC, value 4242 (GetThreadStaticAddress of another thread: E_INVALIDARG (0x80070057))",
+];
+
+#[test]
+fn statics_on_coreclr_8() {
+    check(&STATICS, "8", STATICS_FACTS);
+}
+
+#[test]
+fn statics_on_coreclr_3() {
+    check(&STATICS, "3", STATICS_FACTS);
 }
