@@ -24,18 +24,27 @@ const LOADING: Scenario =
     Scenario { name: "loading", app: "ConfLoading", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E04" };
 const STATICS: Scenario =
     Scenario { name: "statics", app: "ConfStatics", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E05" };
+const TRANSITIONS: Scenario =
+    Scenario { name: "transitions", app: "ConfTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E06" };
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
 /// Runs `scenario` on `runtime`, records the outcome, and fails the test unless the app exited
 /// 100 and the profiler wrote exactly `expected`.
 fn check(scenario: &Scenario, runtime: &'static str, expected: &[&str]) {
+    check_with(scenario, runtime, expected, &[]);
+}
+
+/// [`check`] with more environment for the app.
+fn check_with(scenario: &Scenario, runtime: &'static str, expected: &[&str], env: &[(&'static str, &str)]) {
     let _row = ConformanceRow::new(scenario.name, runtime, "");
     let lib = profiler_lib(&format!("conformance_{}", scenario.name));
     let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
     let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
     let app = app.to_str().expect("UTF-8 path");
-    let run = run_profiled(runtime, app, scenario.clsid, &lib, &[("CORPROF_CONF_OUT", out.path())]);
+    let mut env = env.to_vec();
+    env.push(("CORPROF_CONF_OUT", out.path()));
+    let run = run_profiled(runtime, app, scenario.clsid, &lib, &env);
     let lines: Vec<String> = out.read().unwrap_or_default().lines().map(str::to_string).collect();
     assert_eq!(
         run.code,
@@ -222,4 +231,33 @@ fn statics_on_coreclr_8() {
 #[test]
 fn statics_on_coreclr_3() {
     check(&STATICS, "3", STATICS_FACTS);
+}
+
+/// A P/Invoke is a call out and a return in, named by the P/Invoke method; the reverse call
+/// through the marshalled delegate comes in and goes out as the delegate type's `Invoke`.
+const TRANSITIONS_FACTS: &[&str] = &[
+    "managed-to-unmanaged ConfTransitions.Program::conf_add call",
+    "unmanaged-to-managed ConfTransitions.Program::conf_add return",
+    "managed-to-unmanaged ConfTransitions.Program::conf_call_back call",
+    "unmanaged-to-managed ConfTransitions.Program+Callback::Invoke call",
+    "managed-to-unmanaged ConfTransitions.Program+Callback::Invoke return",
+    "unmanaged-to-managed ConfTransitions.Program::conf_call_back return",
+];
+
+/// The app's DllImport finds the profiler's library by name on LD_LIBRARY_PATH: the same file the
+/// runtime loaded as the profiler.
+fn transitions(runtime: &'static str) {
+    let lib = profiler_lib("conformance_transitions");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    check_with(&TRANSITIONS, runtime, TRANSITIONS_FACTS, &[("LD_LIBRARY_PATH", &dir)]);
+}
+
+#[test]
+fn transitions_on_coreclr_8() {
+    transitions("8");
+}
+
+#[test]
+fn transitions_on_coreclr_3() {
+    transitions("3");
 }
