@@ -26,6 +26,8 @@ const STATICS: Scenario =
     Scenario { name: "statics", app: "ConfStatics", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E05" };
 const TRANSITIONS: Scenario =
     Scenario { name: "transitions", app: "ConfTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E06" };
+const INLINING: Scenario =
+    Scenario { name: "inlining", app: "ConfInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E07" };
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
@@ -260,4 +262,27 @@ fn transitions_on_coreclr_8() {
 #[test]
 fn transitions_on_coreclr_3() {
     transitions("3");
+}
+
+/// Both callees are offered for inlining into Caller; the refused one is then JIT-compiled on
+/// its own, the allowed one never is (it lives on inside Caller).
+const INLINING_FACTS: &[&str] = &[
+    "compiled Main",
+    "compiled Caller",
+    "inline Refused into Caller: refused",
+    "inline Allowed into Caller: allowed",
+    "compiled Refused",
+];
+
+/// Tiered compilation off (both runtimes' spellings): Caller's first compile is optimized.
+const NO_TIERING: &[(&str, &str)] = &[("DOTNET_TieredCompilation", "0"), ("COMPlus_TieredCompilation", "0")];
+
+#[test]
+fn inlining_on_coreclr_8() {
+    check_with(&INLINING, "8", INLINING_FACTS, NO_TIERING);
+}
+
+#[test]
+fn inlining_on_coreclr_3() {
+    check_with(&INLINING, "3", INLINING_FACTS, NO_TIERING);
 }
