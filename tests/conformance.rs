@@ -28,6 +28,9 @@ const TRANSITIONS: Scenario =
     Scenario { name: "transitions", app: "ConfTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E06" };
 const INLINING: Scenario =
     Scenario { name: "inlining", app: "ConfInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E07" };
+const NOTIFICATION: Scenario =
+    Scenario { name: "notification", app: "ConfNotification", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E08" };
+const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 
@@ -40,6 +43,11 @@ fn check(scenario: &Scenario, runtime: &'static str, expected: &[&str]) {
 /// [`check`] with more environment for the app.
 fn check_with(scenario: &Scenario, runtime: &'static str, expected: &[&str], env: &[(&'static str, &str)]) {
     let _row = ConformanceRow::new(scenario.name, runtime, "");
+    run_scenario(scenario, runtime, expected, env);
+}
+
+/// The run and the assertions of [`check_with`], without the row.
+fn run_scenario(scenario: &Scenario, runtime: &'static str, expected: &[&str], env: &[(&'static str, &str)]) {
     let lib = profiler_lib(&format!("conformance_{}", scenario.name));
     let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
     let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
@@ -285,4 +293,51 @@ fn inlining_on_coreclr_8() {
 #[test]
 fn inlining_on_coreclr_3() {
     check_with(&INLINING, "3", INLINING_FACTS, NO_TIERING);
+}
+
+const NOTIFICATION_MAIN_FACTS: &[&str] =
+    &["main: initialize", "main: compiled Main", "main: compiled Catch", "main: compiled Throw", "main: shutdown"];
+
+/// The main profiler and, through CORECLR_NOTIFICATION_PROFILERS, a notification-only one; each
+/// writes its own facts. `peer` is what the notification profiler must write (`None`: it must not
+/// load at all).
+fn notification(runtime: &'static str, peer: Option<&[&str]>) {
+    let row = ConformanceRow::new(NOTIFICATION.name, runtime, "");
+    let _row = if peer.is_none() {
+        row.not_applicable("notification profilers came with .NET 7; the peer is never loaded")
+    } else {
+        row
+    };
+    let peer_lib = profiler_lib("conformance_notification_peer");
+    let list = format!("{}={{{NOTIFICATION_PEER_CLSID}}};", peer_lib.display());
+    let peer_out = TempFile::new(&format!("conformance-notification-peer-{runtime}"));
+    let env = [
+        ("CORECLR_ENABLE_NOTIFICATION_PROFILERS", "1"),
+        ("CORECLR_NOTIFICATION_PROFILERS", list.as_str()),
+        ("CORPROF_CONF_PEER_OUT", peer_out.path()),
+    ];
+    run_scenario(&NOTIFICATION, runtime, NOTIFICATION_MAIN_FACTS, &env);
+    let peer_facts = peer_out.read().map(|t| t.lines().map(str::to_string).collect::<Vec<_>>());
+    let expected = peer.map(|p| p.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    assert_eq!(peer_facts, expected, "the notification profiler on CoreCLR {runtime}");
+}
+
+#[test]
+fn notification_on_coreclr_8() {
+    notification(
+        "8",
+        Some(&[
+            "peer: asked to load as notification only: yes",
+            "peer: initialize",
+            "peer: thrown ConfNotification.Oops",
+            "peer: caught in ConfNotification.Program::Catch",
+            "peer: shutdown",
+        ]),
+    );
+}
+
+/// Notification profilers came with .NET 7: 3.1.23 ignores the setting and never loads the peer.
+#[test]
+fn notification_on_coreclr_3() {
+    notification("3", None);
 }

@@ -98,7 +98,12 @@ impl Recorder {
 
     /// Writes the fact lines to the file in `CORPROF_CONF_OUT` (from `Shutdown`).
     pub fn finish(&self) -> Result<()> {
-        if let Some(path) = std::env::var_os("CORPROF_CONF_OUT") {
+        self.finish_to("CORPROF_CONF_OUT")
+    }
+
+    /// Writes the fact lines to the file named by the environment variable `var`.
+    pub fn finish_to(&self, var: &str) -> Result<()> {
+        if let Some(path) = std::env::var_os(var) {
             let text: String = lock(&self.lines).iter().map(|l| format!("{l}\n")).collect();
             std::fs::write(path, text).map_err(|_| HResult::E_FAIL)?;
         }
