@@ -9,13 +9,8 @@
 
 mod common;
 
+use common::conformance::*;
 use common::*;
-
-struct Scenario {
-    name: &'static str,
-    app: &'static str,
-    clsid: &'static str,
-}
 
 const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
 const THREADS: Scenario =
@@ -33,38 +28,6 @@ const NOTIFICATION: Scenario =
 const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
-
-/// Runs `scenario` on `runtime`, records the outcome, and fails the test unless the app exited
-/// 100 and the profiler wrote exactly `expected`.
-fn check(scenario: &Scenario, runtime: &'static str, expected: &[&str]) {
-    check_with(scenario, runtime, expected, &[]);
-}
-
-/// [`check`] with more environment for the app.
-fn check_with(scenario: &Scenario, runtime: &'static str, expected: &[&str], env: &[(&'static str, &str)]) {
-    let _row = ConformanceRow::new(scenario.name, runtime, "");
-    run_scenario(scenario, runtime, expected, env);
-}
-
-/// The run and the assertions of [`check_with`], without the row.
-fn run_scenario(scenario: &Scenario, runtime: &'static str, expected: &[&str], env: &[(&'static str, &str)]) {
-    let lib = profiler_lib(&format!("conformance_{}", scenario.name));
-    let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
-    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
-    let app = app.to_str().expect("UTF-8 path");
-    let mut env = env.to_vec();
-    env.push(("CORPROF_CONF_OUT", out.path()));
-    let run = run_profiled(runtime, app, scenario.clsid, &lib, &env);
-    let lines: Vec<String> = out.read().unwrap_or_default().lines().map(str::to_string).collect();
-    assert_eq!(
-        run.code,
-        Some(100),
-        "{} on CoreCLR {runtime}: the app did not exit 100\n{}",
-        scenario.name,
-        run.describe()
-    );
-    assert_eq!(lines, expected, "{} on CoreCLR {runtime}: the profiler's facts\n{}", scenario.name, run.describe());
-}
 
 /// Three full and one gen0 induced GC: every GC's Started pairs with a Finished, the
 /// generation arrays say what each collected (five generations on 8.0.4, with the pinned object

@@ -2,6 +2,8 @@
 //! (`scripts/dotnet-run`) in a real CoreCLR with a clean environment, and reads what it wrote.
 #![allow(dead_code)] // each test crate uses a part
 
+pub mod conformance;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
