@@ -14,7 +14,9 @@
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
 //!   [`Result`], [`set_quiet`];
-//! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`].
+//! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
+//! - pure parsing, no runtime needed: metadata signatures in [`sig`] (decode, encode, print
+//!   types and methods) and method bodies in [`il`] (read, edit and write IL).
 
 // Every `unsafe` block says why it is sound, here and in the generated bindings included below.
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
@@ -30,8 +32,10 @@ pub mod com;
 pub mod glue;
 mod guid;
 mod hresult;
+pub mod il;
 #[doc(hidden)]
 pub mod params;
+pub mod sig;
 mod table;
 #[doc(hidden)]
 pub mod wrap;

@@ -1,0 +1,1 @@
+//! IL method bodies.
