@@ -345,6 +345,23 @@ fn an_edit_makes_a_short_branch_long() {
 }
 
 #[test]
+fn compact_makes_long_branches_short_and_fat_headers_tiny() {
+    // fat, InitLocals without locals: br over a nop; leave to the ret.
+    let code = [0x38, 0x01, 0, 0, 0, 0x00, 0xdd, 0x00, 0, 0, 0, 0x2a];
+    let mut body = identity(&fat(0x10, 2, 0, &code));
+    body.compact().unwrap();
+    assert_eq!(body.encode().unwrap(), [(6 << 2) | 2, 0x2b, 0x01, 0x00, 0xde, 0x00, 0x2a]);
+    // A branch out of short reach stays long; locals keep the header fat.
+    let mut code = vec![0x38, 200, 0, 0, 0];
+    code.extend(std::iter::repeat_n(0x00, 200));
+    code.push(0x2a);
+    let bytes = fat(0, 8, 0x1100_0001, &code);
+    let mut body = identity(&bytes);
+    body.compact().unwrap();
+    assert_eq!(body.encode().unwrap(), bytes);
+}
+
+#[test]
 fn a_switch_with_many_targets() {
     let n = 300u32;
     let mut code = vec![0x16, 0x45];
@@ -544,6 +561,9 @@ fn random_bodies_decode_encode_identically_and_edit_consistently() {
                 body.insert_before(at, (0..count).map(|_| Instruction::simple(OpCode::NOP))).unwrap();
             }
         }
+        if rng.below(3) == 0 {
+            body.compact().unwrap();
+        }
         let out = body.encode().unwrap_or_else(|e| panic!("case {case}: {e}"));
         let back = identity(&out);
         assert_eq!(back.len(), body.len(), "case {case}");
@@ -593,4 +613,25 @@ fn random_bytes_never_panic_and_what_parses_encodes_back() {
         }
     }
     assert!(parsed > 1000, "{parsed}");
+}
+
+/// A quick benchmark: `cargo test --release --test il -- --ignored --nocapture bench`.
+#[test]
+#[ignore]
+fn bench_parse_edit_encode() {
+    let mut rng = Rng(7);
+    let bodies: Vec<Vec<u8>> = (0..1000).map(|_| random_body(&mut rng)).collect();
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    let start = std::time::Instant::now();
+    let rounds = 20;
+    for _ in 0..rounds {
+        for b in &bodies {
+            let mut body = MethodBody::parse(b).unwrap();
+            let first = body.labels().next().unwrap();
+            body.insert_before(first, [Instruction::simple(OpCode::NOP)]).unwrap();
+            std::hint::black_box(body.encode().unwrap());
+        }
+    }
+    let t = start.elapsed();
+    println!("parse + insert + encode: {:.1} MB/s ({} bodies, {bytes} bytes, {rounds} rounds, {t:?})", (bytes * rounds) as f64 / t.as_secs_f64() / 1e6, bodies.len());
 }

@@ -364,6 +364,11 @@ impl MethodBody {
         fat.flags = if on { fat.flags | INIT_LOCALS } else { fat.flags & !INIT_LOCALS };
     }
 
+    /// Whether there are no data sections but exception clauses (which `encode` may re-plan).
+    pub(super) fn sections_empty(&self) -> bool {
+        self.sections.iter().all(|s| matches!(s, Section::Eh { .. }))
+    }
+
     /// Each instruction's offset in the encoded code, after branch widening, in order, then
     /// [`Label::END`] with the code size.
     pub fn offsets(&self) -> Result<Vec<(Label, u32)>, IlError> {

@@ -82,6 +82,39 @@ impl MethodBody {
         Ok(self.splice_at(i + 1, instrs))
     }
 
+    /// Makes the body as small as its format allows, the other direction of what `encode`
+    /// does on its own: every long branch whose target is in reach becomes short, and a fat
+    /// header with nothing a tiny one cannot say (no locals, no sections, max stack at most 8,
+    /// no flags beyond `InitLocals`, code under 64 bytes) becomes tiny. `encode` keeps forms as
+    /// read, so call this after editing when the smaller form is wanted.
+    pub fn compact(&mut self) -> Result<(), IlError> {
+        // Start from every branch short; laying out widens exactly those out of reach.
+        let original: Vec<OpCode> = self.code.iter().map(|(_, i)| i.opcode).collect();
+        for (_, ins) in &mut self.code {
+            if let Some(short) = ins.opcode.short_branch() {
+                ins.opcode = short;
+            }
+        }
+        let layout = match self.layout() {
+            Ok(layout) => layout,
+            Err(e) => {
+                self.code.iter_mut().zip(original).for_each(|((_, ins), op)| ins.opcode = op);
+                return Err(e);
+            }
+        };
+        self.code.iter_mut().zip(&layout.opcodes).for_each(|((_, ins), op)| ins.opcode = *op);
+        if let Some(fat) = self.fat {
+            let plain = fat.flags & !(0xf000 | 0x3 | 0x8 | 0x10) == 0;
+            if plain && fat.local_var_sig.0 == 0 && self.clauses.is_empty() && self.sections_empty()
+                && self.max_stack <= 8 && layout.code_size < 64
+            {
+                self.fat = None;
+                self.max_stack = 8;
+            }
+        }
+        Ok(())
+    }
+
     /// Points every reference to `from` at `to`.
     fn retarget(&mut self, from: Label, to: Label) {
         let refs = self.code.iter_mut().flat_map(|(_, ins)| ins.targets_mut().iter_mut());
