@@ -152,7 +152,7 @@ fn sample_operand(op: OpCode) -> (Operand, Vec<u8>) {
 fn every_opcode_reads_and_writes() {
     let mut seen = 0;
     for op in OpCode::all() {
-        let mut code = if op.len() == 2 { vec![0xfe, op.value() as u8] } else { vec![op.value() as u8] };
+        let mut code = if op.size() == 2 { vec![0xfe, op.value() as u8] } else { vec![op.value() as u8] };
         let operand = match op.operand_kind() {
             // branch to the final ret
             OperandKind::ShortInlineBrTarget => {
@@ -178,7 +178,11 @@ fn every_opcode_reads_and_writes() {
         let body = identity(&bytes);
         let (first, ins) = body.iter().next().unwrap();
         assert_eq!(ins.opcode, op);
-        assert_eq!(op.len() + op.operand_kind().size() + usize::from(op == OpCode::SWITCH) * 4, code.len() - 1, "{op}");
+        assert_eq!(
+            op.size() + op.operand_kind().size() + usize::from(op == OpCode::SWITCH) * 4,
+            code.len() - 1,
+            "{op}"
+        );
         match operand {
             Some(o) => assert_eq!(ins.operand, o, "{op}"),
             None => assert_eq!(ins.targets(), [body.labels().nth(1).unwrap()], "{op}"),
@@ -633,5 +637,435 @@ fn bench_parse_edit_encode() {
         }
     }
     let t = start.elapsed();
-    println!("parse + insert + encode: {:.1} MB/s ({} bodies, {bytes} bytes, {rounds} rounds, {t:?})", (bytes * rounds) as f64 / t.as_secs_f64() / 1e6, bodies.len());
+    println!(
+        "parse + insert + encode: {:.1} MB/s ({} bodies, {bytes} bytes, {rounds} rounds, {t:?})",
+        (bytes * rounds) as f64 / t.as_secs_f64() / 1e6,
+        bodies.len()
+    );
+}
+
+/// The real thing: every IL method body and every signature blob of CoreCLR 8.0.4's
+/// System.Private.CoreLib, read from its metadata tables (a minimal ECMA-335 II.24 reader
+/// below), decodes and encodes back byte for byte; and the max stack computed for each body,
+/// with call signatures from the same tables, never exceeds what the compiler declared.
+mod corelib {
+    use super::*;
+    use corprof::sig::{FieldSig, MethodSpec, PropertySig, Signature, TypeSpec};
+
+    fn u16_at(b: &[u8], at: usize) -> usize {
+        u16::from_le_bytes([b[at], b[at + 1]]) as usize
+    }
+    fn u32_at(b: &[u8], at: usize) -> usize {
+        u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
+    }
+
+    #[derive(Clone, Copy)]
+    enum Col {
+        U16,
+        U32,
+        Str,
+        Guid,
+        Blob,
+        Idx(usize),
+        /// Tag bits and the tables the coded index may name.
+        Coded(u32, &'static [usize]),
+    }
+    use Col::*;
+
+    const TYPE_DEF_OR_REF: Col = Coded(2, &[0x02, 0x01, 0x1b]);
+    const HAS_CONSTANT: Col = Coded(2, &[0x04, 0x08, 0x17]);
+    const HAS_CUSTOM_ATTRIBUTE: Col = Coded(
+        5,
+        &[
+            0x06, 0x04, 0x01, 0x02, 0x08, 0x09, 0x0a, 0x00, 0x0e, 0x17, 0x14, 0x11, 0x1a, 0x1b, 0x20, 0x23, 0x26, 0x27,
+            0x28, 0x2a, 0x2c, 0x2b,
+        ],
+    );
+    const HAS_FIELD_MARSHAL: Col = Coded(1, &[0x04, 0x08]);
+    const HAS_DECL_SECURITY: Col = Coded(2, &[0x02, 0x06, 0x20]);
+    const MEMBER_REF_PARENT: Col = Coded(3, &[0x02, 0x01, 0x1a, 0x06, 0x1b]);
+    const HAS_SEMANTICS: Col = Coded(1, &[0x14, 0x17]);
+    const METHOD_DEF_OR_REF: Col = Coded(1, &[0x06, 0x0a]);
+    const MEMBER_FORWARDED: Col = Coded(1, &[0x04, 0x06]);
+    const IMPLEMENTATION: Col = Coded(2, &[0x26, 0x23, 0x27]);
+    const CUSTOM_ATTRIBUTE_TYPE: Col = Coded(3, &[0x06, 0x0a]);
+    const RESOLUTION_SCOPE: Col = Coded(2, &[0x00, 0x1a, 0x23, 0x01]);
+    const TYPE_OR_METHOD_DEF: Col = Coded(1, &[0x02, 0x06]);
+
+    /// The columns of tables 0x00..=0x2c (II.22).
+    fn schema(table: usize) -> Vec<Col> {
+        match table {
+            0x00 => vec![U16, Str, Guid, Guid, Guid],
+            0x01 => vec![RESOLUTION_SCOPE, Str, Str],
+            0x02 => vec![U32, Str, Str, TYPE_DEF_OR_REF, Idx(0x04), Idx(0x06)],
+            0x03 => vec![Idx(0x04)],
+            0x04 => vec![U16, Str, Blob],
+            0x05 => vec![Idx(0x06)],
+            0x06 => vec![U32, U16, U16, Str, Blob, Idx(0x08)],
+            0x07 => vec![Idx(0x08)],
+            0x08 => vec![U16, U16, Str],
+            0x09 => vec![Idx(0x02), TYPE_DEF_OR_REF],
+            0x0a => vec![MEMBER_REF_PARENT, Str, Blob],
+            0x0b => vec![U16, HAS_CONSTANT, Blob],
+            0x0c => vec![HAS_CUSTOM_ATTRIBUTE, CUSTOM_ATTRIBUTE_TYPE, Blob],
+            0x0d => vec![HAS_FIELD_MARSHAL, Blob],
+            0x0e => vec![U16, HAS_DECL_SECURITY, Blob],
+            0x0f => vec![U16, U32, Idx(0x02)],
+            0x10 => vec![U32, Idx(0x04)],
+            0x11 => vec![Blob],
+            0x12 => vec![Idx(0x02), Idx(0x14)],
+            0x13 => vec![Idx(0x14)],
+            0x14 => vec![U16, Str, TYPE_DEF_OR_REF],
+            0x15 => vec![Idx(0x02), Idx(0x17)],
+            0x16 => vec![Idx(0x17)],
+            0x17 => vec![U16, Str, Blob],
+            0x18 => vec![U16, Idx(0x06), HAS_SEMANTICS],
+            0x19 => vec![Idx(0x02), METHOD_DEF_OR_REF, METHOD_DEF_OR_REF],
+            0x1a => vec![Str],
+            0x1b => vec![Blob],
+            0x1c => vec![U16, MEMBER_FORWARDED, Str, Idx(0x1a)],
+            0x1d => vec![U32, Idx(0x04)],
+            0x1e => vec![U32, U32],
+            0x1f => vec![U32],
+            0x20 => vec![U32, U16, U16, U16, U16, U32, Blob, Str, Str],
+            0x21 => vec![U32],
+            0x22 => vec![U32, U32, U32],
+            0x23 => vec![U16, U16, U16, U16, U32, Blob, Str, Str, Blob],
+            0x24 => vec![U32, Idx(0x23)],
+            0x25 => vec![U32, U32, U32, Idx(0x23)],
+            0x26 => vec![U32, Str, Blob],
+            0x27 => vec![U32, U32, Str, Str, IMPLEMENTATION],
+            0x28 => vec![U32, U32, Str, IMPLEMENTATION],
+            0x29 => vec![Idx(0x02), Idx(0x02)],
+            0x2a => vec![U16, U16, TYPE_OR_METHOD_DEF, Str],
+            0x2b => vec![METHOD_DEF_OR_REF, Blob],
+            0x2c => vec![Idx(0x2a), TYPE_DEF_OR_REF],
+            _ => panic!("table 0x{table:02x} is not in ECMA-335"),
+        }
+    }
+
+    pub struct Module {
+        pub file: Vec<u8>,
+        sections: Vec<(usize, usize, usize)>,
+        blob: usize,
+        strings: usize,
+        rows: [usize; 64],
+        tables: [usize; 64],
+        widths: [Vec<usize>; 64],
+    }
+
+    impl Module {
+        pub fn load(path: &std::path::Path) -> Module {
+            let file = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let pe = u32_at(&file, 0x3c);
+            assert_eq!(&file[pe..pe + 4], b"PE\0\0");
+            let coff = pe + 4;
+            let n_sections = u16_at(&file, coff + 2);
+            let opt = coff + 20;
+            let opt_size = u16_at(&file, coff + 16);
+            let dirs = opt + if u16_at(&file, opt) == 0x20b { 112 } else { 96 };
+            let sections = (0..n_sections)
+                .map(|i| {
+                    let s = opt + opt_size + 40 * i;
+                    (u32_at(&file, s + 12), u32_at(&file, s + 8).max(u32_at(&file, s + 16)), u32_at(&file, s + 20))
+                })
+                .collect();
+            let mut m = Module {
+                file,
+                sections,
+                blob: 0,
+                strings: 0,
+                rows: [0; 64],
+                tables: [0; 64],
+                widths: std::array::from_fn(|_| Vec::new()),
+            };
+            let cli = m.offset(u32_at(&m.file, dirs + 14 * 8));
+            let root = m.offset(u32_at(&m.file, cli + 8));
+            assert_eq!(u32_at(&m.file, root), 0x424a_5342);
+            let version_len = u32_at(&m.file, root + 12);
+            let mut at = root + 16 + version_len + 2;
+            let streams = u16_at(&m.file, at);
+            at += 2;
+            let mut tilde = 0;
+            for _ in 0..streams {
+                let (offset, name_at) = (u32_at(&m.file, at), at + 8);
+                let name_len = m.file[name_at..].iter().position(|&b| b == 0).unwrap();
+                match &m.file[name_at..name_at + name_len] {
+                    b"#~" => tilde = root + offset,
+                    b"#Blob" => m.blob = root + offset,
+                    b"#Strings" => m.strings = root + offset,
+                    _ => {}
+                }
+                at = name_at + ((name_len + 4) & !3);
+            }
+            let heap_sizes = m.file[tilde + 6];
+            let valid = u64::from_le_bytes(m.file[tilde + 8..tilde + 16].try_into().unwrap());
+            let mut at = tilde + 24;
+            for t in 0..64 {
+                if valid & (1 << t) != 0 {
+                    m.rows[t] = u32_at(&m.file, at);
+                    at += 4;
+                }
+            }
+            if heap_sizes & 0x40 != 0 {
+                at += 4;
+            }
+            let heap = |bit: u8| if heap_sizes & bit != 0 { 4 } else { 2 };
+            for t in 0..0x2d {
+                if m.rows[t] == 0 {
+                    continue;
+                }
+                let widths: Vec<usize> = schema(t)
+                    .iter()
+                    .map(|c| match *c {
+                        U16 => 2,
+                        U32 => 4,
+                        Str => heap(0x01),
+                        Guid => heap(0x02),
+                        Blob => heap(0x04),
+                        Idx(t) => {
+                            if m.rows[t] < 0x1_0000 {
+                                2
+                            } else {
+                                4
+                            }
+                        }
+                        Coded(bits, ts) => {
+                            if ts.iter().all(|&t| m.rows[t] < (1 << (16 - bits))) {
+                                2
+                            } else {
+                                4
+                            }
+                        }
+                    })
+                    .collect();
+                m.tables[t] = at;
+                at += m.rows[t] * widths.iter().sum::<usize>();
+                m.widths[t] = widths;
+            }
+            m
+        }
+
+        pub fn offset(&self, rva: usize) -> usize {
+            let &(va, _, raw) = self.sections.iter().find(|(va, size, _)| (*va..va + size).contains(&rva)).unwrap();
+            rva - va + raw
+        }
+
+        pub fn rows(&self, table: usize) -> usize {
+            self.rows[table]
+        }
+
+        /// Column `col` of row `rid` (1-based).
+        pub fn cell(&self, table: usize, rid: usize, col: usize) -> usize {
+            let w = &self.widths[table];
+            let at = self.tables[table] + (rid - 1) * w.iter().sum::<usize>() + w[..col].iter().sum::<usize>();
+            if w[col] == 2 { u16_at(&self.file, at) } else { u32_at(&self.file, at) }
+        }
+
+        pub fn blob(&self, index: usize) -> &[u8] {
+            let at = self.blob + index;
+            let (len, n) = corprof::sig::decode_compressed_u32(&self.file[at..]).unwrap();
+            &self.file[at + n..at + n + len as usize]
+        }
+
+        pub fn string(&self, index: usize) -> String {
+            let at = self.strings + index;
+            let len = self.file[at..].iter().position(|&b| b == 0).unwrap();
+            String::from_utf8_lossy(&self.file[at..at + len]).into_owned()
+        }
+
+        /// The TypeDef whose method list holds MethodDef `rid`.
+        pub fn owner_of_method(&self, rid: usize) -> usize {
+            (1..=self.rows(0x02)).rev().find(|&td| self.cell(0x02, td, 5) <= rid).unwrap()
+        }
+
+        /// The signature behind a call's token.
+        pub fn call_sig(&self, t: Token) -> Option<MethodSig> {
+            let (table, rid) = (t.table() as usize, t.rid() as usize);
+            let blob = match table {
+                0x06 => self.cell(0x06, rid, 4),
+                0x0a => self.cell(0x0a, rid, 2),
+                0x11 => self.cell(0x11, rid, 0),
+                0x2b => {
+                    let coded = self.cell(0x2b, rid, 0);
+                    let table = if coded & 1 == 0 { 0x06 } else { 0x0a };
+                    return self.call_sig(Token::new(table, (coded >> 1) as u32));
+                }
+                _ => return None,
+            };
+            MethodSig::decode(self.blob(blob)).ok()
+        }
+    }
+
+    fn corelib() -> Module {
+        let dll = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".runtimes/dotnet-8/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll");
+        Module::load(&dll)
+    }
+
+    #[test]
+    fn every_corelib_signature_round_trips() {
+        let m = corelib();
+        let mut checked = 0;
+        let mut check = |what: &str, rid: usize, blob: &[u8], encoded: Result<Vec<u8>, String>| {
+            assert_eq!(encoded.as_deref(), Ok(blob), "{what} row {rid}: {blob:02x?}");
+            checked += 1;
+        };
+        for rid in 1..=m.rows(0x06) {
+            let b = m.blob(m.cell(0x06, rid, 4));
+            check("MethodDef", rid, b, MethodSig::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()));
+        }
+        for rid in 1..=m.rows(0x04) {
+            let b = m.blob(m.cell(0x04, rid, 2));
+            check("Field", rid, b, FieldSig::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()));
+        }
+        for (table, col) in [(0x0a, 2), (0x11, 0)] {
+            for rid in 1..=m.rows(table) {
+                let b = m.blob(m.cell(table, rid, col));
+                check(
+                    "MemberRef/StandAloneSig",
+                    rid,
+                    b,
+                    Signature::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()),
+                );
+            }
+        }
+        for rid in 1..=m.rows(0x17) {
+            let b = m.blob(m.cell(0x17, rid, 2));
+            check("Property", rid, b, PropertySig::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()));
+        }
+        for rid in 1..=m.rows(0x1b) {
+            let b = m.blob(m.cell(0x1b, rid, 0));
+            check("TypeSpec", rid, b, TypeSpec::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()));
+        }
+        for rid in 1..=m.rows(0x2b) {
+            let b = m.blob(m.cell(0x2b, rid, 1));
+            check("MethodSpec", rid, b, MethodSpec::decode(b).and_then(|s| s.encode()).map_err(|e| e.to_string()));
+        }
+        assert!(checked > 50_000, "{checked}");
+        println!("{checked} signatures");
+    }
+
+    #[test]
+    fn every_corelib_body_round_trips_and_its_max_stack_holds() {
+        let m = corelib();
+        let (mut bodies, mut exact, mut fat, mut with_clauses) = (0, 0, 0, 0);
+        for rid in 1..=m.rows(0x06) {
+            let (rva, impl_flags) = (m.cell(0x06, rid, 0), m.cell(0x06, rid, 1));
+            // IL only (not native or runtime-provided code).
+            if rva == 0 || impl_flags & 0x3 != 0 {
+                continue;
+            }
+            let at = m.offset(rva);
+            let body = MethodBody::parse(&m.file[at..]).unwrap_or_else(|e| panic!("MethodDef {rid}: {e}"));
+            let out = body.encode().unwrap();
+            assert_eq!(out, m.file[at..at + out.len()], "MethodDef {rid}");
+            let max = body.compute_max_stack(|t| m.call_sig(t)).unwrap_or_else(|e| panic!("MethodDef {rid}: {e}"));
+            assert!(max <= body.max_stack(), "MethodDef {rid}: computed {max} > declared {}", body.max_stack());
+            exact += usize::from(max == body.max_stack() && body.is_fat());
+            fat += usize::from(body.is_fat());
+            with_clauses += usize::from(!body.clauses().is_empty());
+            bodies += 1;
+        }
+        println!("{bodies} bodies ({fat} fat, {with_clauses} with clauses), max stack exact for {exact} fat ones");
+        assert!(bodies > 20_000 && fat > 5_000 && with_clauses > 500, "{bodies} {fat} {with_clauses}");
+        // Tiny bodies declare 8 whatever they need; fat ones declare what the compiler
+        // computed, which ours matches.
+        assert_eq!(exact, fat);
+    }
+
+    /// Names from the tables, as `MetaDataImport` would give them.
+    impl corprof::sig::NameResolver for Module {
+        fn type_name(&self, t: Token) -> Option<corprof::sig::TypeName> {
+            let rid = t.rid() as usize;
+            let (namespace, name, enclosing) = match t.table() {
+                0x02 if (1..=self.rows(0x02)).contains(&rid) => {
+                    let enclosing = (1..=self.rows(0x29))
+                        .find(|&r| self.cell(0x29, r, 0) == rid)
+                        .map(|r| Token::new(0x02, self.cell(0x29, r, 1) as u32));
+                    (self.string(self.cell(0x02, rid, 2)), self.string(self.cell(0x02, rid, 1)), enclosing)
+                }
+                0x01 if (1..=self.rows(0x01)).contains(&rid) => {
+                    let scope = self.cell(0x01, rid, 0);
+                    let enclosing = (scope & 3 == 3).then(|| Token::new(0x01, (scope >> 2) as u32));
+                    (self.string(self.cell(0x01, rid, 2)), self.string(self.cell(0x01, rid, 1)), enclosing)
+                }
+                _ => return None,
+            };
+            Some(corprof::sig::TypeName { namespace, name, enclosing })
+        }
+        fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
+            let coded = (owner.rid() as usize) << 1 | usize::from(owner.table() == 0x06);
+            (1..=self.rows(0x2a))
+                .find(|&r| self.cell(0x2a, r, 2) == coded && self.cell(0x2a, r, 0) == index as usize)
+                .map(|r| self.string(self.cell(0x2a, r, 3)))
+        }
+        fn type_spec(&self, t: Token) -> Option<Vec<u8>> {
+            (t.table() == 0x1b).then(|| self.blob(self.cell(0x1b, t.rid() as usize, 0)).to_vec())
+        }
+    }
+
+    #[test]
+    fn corelib_methods_print_as_people_read_them() {
+        let m = corelib();
+        let find = |ty: &str, method: &str, params: usize| {
+            (1..=m.rows(0x06))
+                .filter(|&rid| m.string(m.cell(0x06, rid, 3)) == method)
+                .filter_map(|rid| {
+                    let owner = Token::new(0x02, m.owner_of_method(rid) as u32);
+                    let sig = MethodSig::decode(m.blob(m.cell(0x06, rid, 4))).unwrap();
+                    let text = corprof::sig::format_method(&m, owner, method, &sig, Some(Token::new(0x06, rid as u32)));
+                    (text.contains(ty) && sig.params.len() == params).then_some(text)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            find(" System.Collections.Generic.Dictionary<", "TryGetValue", 2),
+            ["System.Boolean System.Collections.Generic.Dictionary<TKey, TValue>::TryGetValue(TKey, TValue&)"]
+        );
+        assert_eq!(
+            find("System.Array::", "ConvertAll", 2),
+            ["TOutput[] System.Array::ConvertAll<TInput, TOutput>(TInput[], System.Converter<TInput, TOutput>)"]
+        );
+        assert_eq!(
+            find("Enumerator::", "MoveNext", 0)
+                .iter()
+                .filter(|t| t.contains("Dictionary<TKey, TValue>+Enumerator"))
+                .collect::<Vec<_>>(),
+            ["System.Boolean System.Collections.Generic.Dictionary<TKey, TValue>+Enumerator::MoveNext()"]
+        );
+    }
+
+    #[test]
+    fn corelib_bodies_edited_read_back_consistently() {
+        let m = corelib();
+        let mut edited = 0;
+        for rid in (1..=m.rows(0x06)).step_by(7) {
+            let (rva, impl_flags) = (m.cell(0x06, rid, 0), m.cell(0x06, rid, 1));
+            if rva == 0 || impl_flags & 0x3 != 0 {
+                continue;
+            }
+            let at = m.offset(rva);
+            let mut body = MethodBody::parse(&m.file[at..]).unwrap();
+            let before = body.offsets().unwrap();
+            let first = body.labels().next().unwrap();
+            // A probe at the start: ldc.i4 rid; pop.
+            body.insert_before(first, [Instruction::ldc_i4(rid as i32), Instruction::simple(OpCode::POP)]).unwrap();
+            body.recompute_max_stack(|t| m.call_sig(t)).unwrap();
+            let out = body.encode().unwrap();
+            let back = MethodBody::parse(&out).unwrap();
+            assert_eq!(back.encode().unwrap(), out, "MethodDef {rid}");
+            assert_eq!(back.len(), body.len(), "MethodDef {rid}");
+            assert_eq!(back.clauses().len(), body.clauses().len(), "MethodDef {rid}");
+            // Every original instruction moved by the probe's size (or more, past a widened branch).
+            let after = back.offsets().unwrap();
+            let shift = after[2].1;
+            assert!((2..=6).contains(&shift), "MethodDef {rid}: probe of {shift} bytes");
+            for (i, (_, old)) in before.iter().enumerate() {
+                assert!(after[i + 2].1 >= old + shift, "MethodDef {rid}");
+            }
+            edited += 1;
+        }
+        assert!(edited > 3000, "{edited}");
+    }
 }

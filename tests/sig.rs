@@ -179,13 +179,16 @@ impl NameResolver for Table {
             (TD, 1) => ("App", "Outer", None),
             (TD, 2) => ("", "Inner", Some(Token::new(TD, 1))),
             (TD, 3) => ("App", "Box`1", None),
+            (TD, 4) => ("", "Cursor", Some(Token::new(TD, 3))),
+            (TD, 5) => ("", "Pair`1", Some(Token::new(TD, 3))),
             _ => return None,
         };
         Some(TypeName { namespace: namespace.into(), name: name.into(), enclosing })
     }
     fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
         match (owner, index) {
-            (o, 0) if o == Token::new(TD, 3) => Some("T".into()),
+            // a nested type has its own copies of the enclosing type's parameters
+            (o, 0) if o == Token::new(TD, 3) || o == Token::new(TD, 4) => Some("T".into()),
             (o, 0) if o == Token::new(Token::METHOD_DEF, 7) => Some("U".into()),
             _ => None,
         }
@@ -222,6 +225,17 @@ fn types_print_as_people_read_them() {
         format_type(&Type::Class(Token::new(TS, 1)), &Table, generics),
         "System.Collections.Generic.List<System.Int32>"
     );
+    // Nested in a generic type: each level gets the arguments its arity suffix declares.
+    let inst = |generic, args| Type::GenericInst { value_type: true, generic, args };
+    assert_eq!(format_type(&inst(Token::new(TD, 4), vec![Type::I4]), &Table, generics), "App.Box<System.Int32>+Cursor");
+    assert_eq!(
+        format_type(&inst(Token::new(TD, 5), vec![Type::I4, Type::String]), &Table, generics),
+        "App.Box<System.Int32>+Pair<System.String>"
+    );
+    // more arguments than the suffixes declare go last; a generic TypeDef alone gets its names
+    assert_eq!(format_type(&inst(Token::new(TD, 1), vec![Type::I4]), &Table, generics), "App.Outer<System.Int32>");
+    assert_eq!(format_type(&Type::Class(Token::new(TD, 3)), &Table, generics), "App.Box<T>");
+    assert_eq!(format_type(&Type::Class(Token::new(TD, 4)), &Table, generics), "App.Box<T>+Cursor");
 }
 
 #[test]

@@ -489,7 +489,7 @@ fn size_of(opcode: OpCode, operand: &Operand) -> usize {
         Operand::Switch(ts) => 4 + 4 * ts.len(),
         _ => opcode.operand_kind().size(),
     };
-    opcode.len() + operand_size
+    opcode.size() + operand_size
 }
 
 impl MethodBody {
@@ -527,7 +527,7 @@ impl MethodBody {
                 let to = layout
                     .offset(target)
                     .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::UnknownLabel(target) })?;
-                let from = layout.offsets[i] + op.len() + 1;
+                let from = layout.offsets[i] + op.size() + 1;
                 if i8::try_from(to as i64 - from as i64).is_err() {
                     // Every short branch has a long form.
                     layout.opcodes[i] = op.long_branch().unwrap_or(op);
@@ -550,7 +550,7 @@ impl MethodBody {
                     layout.offset(target).ok_or(IlError { offset: here, kind: IlErrorKind::UnknownLabel(target) })?;
                 Ok(to as i64 - end as i64)
             };
-            if op.len() == 2 {
+            if op.size() == 2 {
                 out.push(0xfe);
             }
             out.push(op.value() as u8);

@@ -105,8 +105,12 @@ impl MethodBody {
         self.code.iter_mut().zip(&layout.opcodes).for_each(|((_, ins), op)| ins.opcode = *op);
         if let Some(fat) = self.fat {
             let plain = fat.flags & !(0xf000 | 0x3 | 0x8 | 0x10) == 0;
-            if plain && fat.local_var_sig.0 == 0 && self.clauses.is_empty() && self.sections_empty()
-                && self.max_stack <= 8 && layout.code_size < 64
+            if plain
+                && fat.local_var_sig.0 == 0
+                && self.clauses.is_empty()
+                && self.sections_empty()
+                && self.max_stack <= 8
+                && layout.code_size < 64
             {
                 self.fat = None;
                 self.max_stack = 8;

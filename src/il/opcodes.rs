@@ -378,7 +378,7 @@ impl OpCode {
     }
 
     /// Its encoding's length: 1, or 2 for the `0xfe` opcodes.
-    pub const fn len(self) -> usize {
+    pub const fn size(self) -> usize {
         if self.0 > 0xff { 2 } else { 1 }
     }
 
@@ -438,8 +438,8 @@ mod tests {
     fn the_table_is_sorted_complete_and_consistent() {
         assert!(TABLE.windows(2).all(|w| w[0].opcode.0 < w[1].opcode.0));
         // 191 one-byte and 28 two-byte opcodes (Partition III), nothing more.
-        assert_eq!(TABLE.iter().filter(|i| i.opcode.len() == 1).count(), 191);
-        assert_eq!(TABLE.iter().filter(|i| i.opcode.len() == 2).count(), 28);
+        assert_eq!(TABLE.iter().filter(|i| i.opcode.size() == 1).count(), 191);
+        assert_eq!(TABLE.iter().filter(|i| i.opcode.size() == 2).count(), 28);
         for info in TABLE {
             assert_eq!(info.opcode.info(), info);
             let branchy = matches!(info.operand, OperandKind::InlineBrTarget | OperandKind::ShortInlineBrTarget);

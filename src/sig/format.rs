@@ -49,6 +49,8 @@ pub struct Generics {
 /// How deep type specifications may refer to further type specifications before the formatter
 /// prints the token instead (a malformed module could make them refer to each other).
 const MAX_SPEC_DEPTH: usize = 8;
+/// How many enclosing types the formatter follows.
+const MAX_NESTING: usize = 32;
 
 struct Printer<'r, R: ?Sized> {
     resolver: &'r R,
@@ -150,67 +152,84 @@ impl<R: NameResolver + ?Sized> Printer<'_, R> {
     }
 
     /// A type token's full name; `args` are its type arguments when instantiated. A bare
-    /// generic definition gets its parameters' names, when the resolver knows them.
+    /// generic definition gets its parameters' names, when the resolver knows them. Arguments
+    /// go with the level of nesting that declares them, as C# writes them:
+    /// `Dictionary<TKey, TValue>+Enumerator` (metadata gives the nested type all of them, the
+    /// arity suffixes say who declared which).
     fn type_token(&mut self, token: Token, args: Option<&[Type]>) {
-        if token.table() == Token::TYPE_SPEC && self.spec_depth < MAX_SPEC_DEPTH {
-            if let Some(spec) = self.resolver.type_spec(token).and_then(|b| TypeSpec::decode(&b).ok()) {
-                self.spec_depth += 1;
-                self.ty(&spec.ty);
-                self.spec_depth -= 1;
-                return;
-            }
+        if token.table() == Token::TYPE_SPEC
+            && self.spec_depth < MAX_SPEC_DEPTH
+            && let Some(spec) = self.resolver.type_spec(token).and_then(|b| TypeSpec::decode(&b).ok())
+        {
+            self.spec_depth += 1;
+            self.ty(&spec.ty);
+            self.spec_depth -= 1;
+            return;
         }
         let Some(name) = self.resolver.type_name(token) else {
             let _ = write!(self.out, "[0x{:08x}]", token.0);
             return;
         };
-        self.qualified(&name, 0);
-        let (_, arity) = split_arity(&name.name);
-        match args {
-            Some(args) => {
-                self.out.push('<');
-                self.list(args);
-                self.out.push('>');
+        // Outermost first; bounded, as a malformed module may make enclosing types a cycle.
+        let mut chain = vec![name];
+        while let Some(outer) = chain.last().and_then(|n| n.enclosing) {
+            if chain.len() >= MAX_NESTING {
+                break;
             }
-            None if arity > 0 && token.table() == Token::TYPE_DEF => {
-                self.out.push('<');
-                for i in 0..arity {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    match self.resolver.generic_param_name(token, i) {
-                        Some(n) => self.out.push_str(&n),
-                        None => {
-                            let _ = write!(self.out, "!{i}");
-                        }
-                    }
+            match self.resolver.type_name(outer) {
+                Some(n) => chain.push(n),
+                None => {
+                    chain.push(TypeName { name: format!("[0x{:08x}]", outer.0), ..TypeName::default() });
+                    break;
                 }
-                self.out.push('>');
             }
-            None => {}
         }
-    }
-
-    /// `Namespace.Outer+Inner`, the arity suffixes dropped. `depth` bounds a cycle of
-    /// enclosing types in a malformed module.
-    fn qualified(&mut self, name: &TypeName, depth: usize) {
-        match name.enclosing {
-            Some(outer) if depth < MAX_SPEC_DEPTH => {
-                match self.resolver.type_name(outer) {
-                    Some(outer) => self.qualified(&outer, depth + 1),
-                    None => {
-                        let _ = write!(self.out, "[0x{:08x}]", outer.0);
-                    }
-                }
+        chain.reverse();
+        let mut next = 0usize;
+        for (i, level) in chain.iter().enumerate() {
+            if i > 0 {
                 self.out.push('+');
-            }
-            _ if !name.namespace.is_empty() => {
-                self.out.push_str(&name.namespace);
+            } else if !level.namespace.is_empty() {
+                self.out.push_str(&level.namespace);
                 self.out.push('.');
             }
-            _ => {}
+            let (base, arity) = split_arity(&level.name);
+            self.out.push_str(base);
+            let range = next..next + arity as usize;
+            next = range.end;
+            match args {
+                Some(args) => {
+                    let mine = args.get(range.start.min(args.len())..range.end.min(args.len())).unwrap_or_default();
+                    if !mine.is_empty() {
+                        self.out.push('<');
+                        self.list(mine);
+                        self.out.push('>');
+                    }
+                }
+                None if arity > 0 && token.table() == Token::TYPE_DEF => {
+                    self.out.push('<');
+                    for (k, index) in range.enumerate() {
+                        if k > 0 {
+                            self.out.push_str(", ");
+                        }
+                        match self.resolver.generic_param_name(token, index as u32) {
+                            Some(n) => self.out.push_str(&n),
+                            None => {
+                                let _ = write!(self.out, "!{index}");
+                            }
+                        }
+                    }
+                    self.out.push('>');
+                }
+                None => {}
+            }
         }
-        self.out.push_str(split_arity(&name.name).0);
+        // Arguments beyond what the arity suffixes declare (names without suffixes).
+        if let Some(rest) = args.and_then(|a| a.get(next..)).filter(|r| !r.is_empty()) {
+            self.out.push('<');
+            self.list(rest);
+            self.out.push('>');
+        }
     }
 
     fn ty(&mut self, ty: &Type) {
