@@ -439,6 +439,17 @@ fn max_stack_is_computed_from_the_code_and_call_signatures() {
 }
 
 #[test]
+fn a_body_built_from_nothing() {
+    let mut body = MethodBody::new();
+    let ret = Instruction::simple(OpCode::RET);
+    let top = body.push(Instruction::ldc_i4(1000));
+    body.push(Instruction::branch(OpCode::BRTRUE_S, top));
+    body.push(ret);
+    assert_eq!(body.compute_max_stack(|_| None), Ok(1));
+    assert_eq!(body.encode().unwrap(), [(8 << 2) | 2, 0x20, 0xe8, 0x03, 0, 0, 0x2d, 0xf9, 0x2a]);
+}
+
+#[test]
 fn locals_append_through_the_signature_encoder() {
     let (sig, first) = append_locals(None, &[Type::I4, Type::Object]).unwrap();
     assert_eq!((sig, first), (vec![0x07, 0x02, 0x08, 0x1c], 0));

@@ -132,7 +132,26 @@ fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
+impl Default for MethodBody {
+    fn default() -> Self {
+        MethodBody::new()
+    }
+}
+
 impl MethodBody {
+    /// An empty body with a tiny header, to fill with [`push`](Self::push).
+    pub fn new() -> MethodBody {
+        MethodBody {
+            fat: None,
+            max_stack: 8,
+            code: Vec::new(),
+            clauses: Vec::new(),
+            sections: Vec::new(),
+            padding: Vec::new(),
+            next_label: 0,
+        }
+    }
+
     /// Reads a body from the start of `bytes` (which may run on past its end).
     pub fn parse(bytes: &[u8]) -> Result<MethodBody, IlError> {
         let mut r = Bytes { bytes, pos: 0 };
@@ -154,26 +173,18 @@ impl MethodBody {
         };
         let code_start = r.pos;
         let code_bytes = r.take(code_size)?;
-        let mut body = MethodBody {
-            fat,
-            max_stack,
-            code: Vec::new(),
-            clauses: Vec::new(),
-            sections: Vec::new(),
-            padding: Vec::new(),
-            next_label: 0,
-        };
+        let mut body = MethodBody { fat, max_stack, ..MethodBody::new() };
         // Targets as offsets first; they become labels once every instruction has one.
         let raw = decode_code(code_bytes, code_start)?;
-        let mut at_offset = std::collections::HashMap::with_capacity(raw.len());
+        let mut at_offset: Vec<Option<Label>> = vec![None; code_size + 1];
         for (i, (offset, _, _)) in raw.iter().enumerate() {
-            at_offset.insert(*offset, Label(i as u32));
+            at_offset[*offset] = Some(Label(i as u32));
         }
-        at_offset.insert(code_size, Label::END);
+        at_offset[code_size] = Some(Label::END);
         let label = |target: i64, at: usize| -> Result<Label, IlError> {
             usize::try_from(target)
                 .ok()
-                .and_then(|t| at_offset.get(&t).copied())
+                .and_then(|t| at_offset.get(t).copied().flatten())
                 .ok_or(IlError { offset: at, kind: IlErrorKind::BadTarget(target) })
         };
         for (i, (offset, opcode, operand)) in raw.into_iter().enumerate() {
@@ -475,12 +486,18 @@ pub(super) struct Layout {
     /// The opcode written: the instruction's, or the long form of a short branch out of reach.
     pub(super) opcodes: Vec<OpCode>,
     pub(super) code_size: usize,
-    index: std::collections::HashMap<Label, usize>,
+    /// Instruction index by label number (labels are dense: numbered from 0 as made).
+    index: Vec<Option<usize>>,
 }
 
 impl Layout {
+    /// The position of the instruction `label` names.
+    pub(super) fn position(&self, label: Label) -> Option<usize> {
+        self.index.get(label.0 as usize).copied().flatten()
+    }
+
     fn offset(&self, label: Label) -> Option<usize> {
-        if label == Label::END { Some(self.code_size) } else { self.index.get(&label).map(|&i| self.offsets[i]) }
+        if label == Label::END { Some(self.code_size) } else { self.position(label).map(|i| self.offsets[i]) }
     }
 }
 
@@ -496,12 +513,14 @@ impl MethodBody {
     /// Lays the code out: offsets, widening short branches until every one reaches its target
     /// (widening only grows the code, so this ends).
     pub(super) fn layout(&self) -> Result<Layout, IlError> {
-        let mut index = std::collections::HashMap::with_capacity(self.code.len());
+        let mut index = vec![None; self.next_label as usize];
+        let mut at = 0;
         for (i, (label, ins)) in self.code.iter().enumerate() {
-            index.insert(*label, i);
+            index[label.0 as usize] = Some(i);
             if !ins.operand_fits() {
-                return err(i, IlErrorKind::OperandMismatch(ins.opcode));
+                return err(at, IlErrorKind::OperandMismatch(ins.opcode));
             }
+            at += size_of(ins.opcode, &ins.operand);
         }
         let mut layout = Layout {
             offsets: Vec::with_capacity(self.code.len()),

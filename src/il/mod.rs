@@ -10,7 +10,9 @@
 //! [`remove`](MethodBody::remove), [`replace`](MethodBody::replace), [`push`](MethodBody::push))
 //! keep every label, so branches, switches and clauses follow the code they point at; `encode`
 //! then lays the code out again, widening a short branch whose target moved out of reach, a tiny
-//! header that no longer fits and a small clause section whose offsets no longer fit.
+//! header that no longer fits and a small clause section whose offsets no longer fit
+//! ([`compact`](MethodBody::compact) goes the other way on request: long branches short, a fat
+//! header tiny).
 //! [`MethodBody::compute_max_stack`] finds the stack depth an edited body needs; new locals go
 //! through [`append_locals`], whose signature bytes the profiler turns into a token
 //! (`GetTokenFromSig`) for [`MethodBody::set_local_var_sig`].
@@ -147,7 +149,9 @@ impl Instruction {
 /// Why a body could not be read, edited or written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IlError {
-    /// The byte offset in the body (reading) or the code (layout), where known.
+    /// The byte offset in the body (reading) or in the code (writing, computing the stack);
+    /// for a problem with an exception clause when writing, the clause's index in
+    /// [`MethodBody::clauses`].
     pub offset: usize,
     /// What went wrong.
     pub kind: IlErrorKind,

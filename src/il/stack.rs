@@ -12,13 +12,11 @@ impl MethodBody {
     pub fn compute_max_stack(&self, call_sig: impl Fn(Token) -> Option<MethodSig>) -> Result<u16, IlError> {
         let layout = self.layout()?;
         let n = self.code.len();
-        let index: std::collections::HashMap<Label, usize> =
-            self.code.iter().enumerate().map(|(i, (l, _))| (*l, i)).collect();
         let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
         let mut depth: Vec<Option<u32>> = vec![None; n];
         let mut work: Vec<(usize, u32)> = Vec::new();
         let entry = |label: Label, d: u32, work: &mut Vec<(usize, u32)>| {
-            if let Some(&i) = index.get(&label) {
+            if let Some(i) = layout.position(label) {
                 work.push((i, d));
             }
         };
