@@ -3,8 +3,8 @@
 //! `System.Int32[,]`, `T&`, and methods as `ReturnType Namespace.Type::Method(ParamType, …)`.
 //!
 //! The names behind tokens come from a [`NameResolver`], so the formatter runs without a runtime
-//! (tests implement the trait over a table); [`MetadataNames`](super::MetadataNames) implements it
-//! over `MetaDataImport`.
+//! (tests implement the trait over a table); `MetaDataImport` implements it, asking the module's
+//! metadata on demand.
 
 use super::*;
 use std::fmt::Write;

@@ -16,7 +16,7 @@
 //! `encode`; encoding what was decoded gives back the same bytes (decoding refuses compressed
 //! integers written longer than needed, the one encoding choice the format leaves open).
 //!
-//! Type tokens stay tokens ([`Token`]); [`format`] prints types and methods the way people read
+//! Type tokens stay tokens ([`Token`]); [`mod@format`] prints types and methods the way people read
 //! them, asking a [`NameResolver`] for the names behind the tokens (`MetaDataImport` is one).
 //!
 //! ```
