@@ -28,12 +28,15 @@
 
 mod body;
 mod editor;
+mod layout;
 mod opcodes;
+mod sections;
 mod stack;
 
-pub use body::{Clause, ClauseKind, MethodBody};
+pub use body::MethodBody;
 pub use editor::append_locals;
 pub use opcodes::{Flow, OpCode, OpInfo, OperandKind, StackCount};
+pub use sections::{Clause, ClauseKind};
 
 use crate::sig::Token;
 use std::fmt;
