@@ -104,13 +104,12 @@ pub fn format_method<R: NameResolver + ?Sized>(
 }
 
 /// The name without the arity suffix, and the arity (`` Dictionary`2 `` → `Dictionary`, 2).
+/// A suffix above metadata's limit on generic parameters (16-bit numbers) is no arity: a
+/// malformed name must not make the formatter ask for billions of parameter names.
 fn split_arity(name: &str) -> (&str, u32) {
-    match name.rsplit_once('`') {
-        Some((base, n)) => match n.parse() {
-            Ok(arity) => (base, arity),
-            Err(_) => (name, 0),
-        },
-        None => (name, 0),
+    match name.rsplit_once('`').map(|(base, n)| (base, n.parse::<u16>())) {
+        Some((base, Ok(arity))) => (base, arity.into()),
+        _ => (name, 0),
     }
 }
 
