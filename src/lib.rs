@@ -15,7 +15,9 @@
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
 //!   [`Result`], [`set_quiet`];
-//! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`].
+//! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
+//! - pure parsing, no runtime needed: metadata signatures in [`sig`] (decode, encode, print
+//!   types and methods) and method bodies in [`il`] (read, edit and write IL).
 
 // Every `unsafe` block says why it is sound, here and in the generated bindings included below.
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
@@ -31,8 +33,10 @@ pub mod com;
 pub mod glue;
 mod guid;
 mod hresult;
+pub mod il;
 #[doc(hidden)]
 pub mod params;
+pub mod sig;
 pub mod stack;
 mod table;
 #[doc(hidden)]

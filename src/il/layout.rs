@@ -1,0 +1,129 @@
+//! Where each instruction lands: offsets, branch forms, and the code bytes.
+
+use super::*;
+use body::MethodBody;
+
+/// Where each instruction lands and in which form.
+pub(super) struct Layout {
+    pub(super) offsets: Vec<usize>,
+    /// The opcode written: the instruction's, or the long form of a short branch out of reach.
+    pub(super) opcodes: Vec<OpCode>,
+    pub(super) code_size: usize,
+    /// Instruction index by label number (labels are dense: numbered from 0 as made).
+    index: Vec<Option<usize>>,
+}
+
+impl Layout {
+    /// The position of the instruction `label` names.
+    pub(super) fn position(&self, label: Label) -> Option<usize> {
+        self.index.get(label.0 as usize).copied().flatten()
+    }
+
+    pub(super) fn offset(&self, label: Label) -> Option<usize> {
+        if label == Label::END { Some(self.code_size) } else { self.position(label).map(|i| self.offsets[i]) }
+    }
+}
+
+fn size_of(opcode: OpCode, operand: &Operand) -> usize {
+    let operand_size = match operand {
+        Operand::Switch(ts) => 4 + 4 * ts.len(),
+        _ => opcode.operand_kind().size(),
+    };
+    opcode.size() + operand_size
+}
+
+impl MethodBody {
+    /// Lays the code out: offsets, widening short branches until every one reaches its target
+    /// (widening only grows the code, so this ends).
+    pub(super) fn layout(&self) -> Result<Layout, IlError> {
+        let mut index = vec![None; self.next_label as usize];
+        let mut at = 0;
+        for (i, (label, ins)) in self.code.iter().enumerate() {
+            index[label.0 as usize] = Some(i);
+            if !ins.operand_fits() {
+                return err(at, IlErrorKind::OperandMismatch(ins.opcode));
+            }
+            at += size_of(ins.opcode, &ins.operand);
+        }
+        let mut layout = Layout {
+            offsets: Vec::with_capacity(self.code.len()),
+            opcodes: self.code.iter().map(|(_, i)| i.opcode).collect(),
+            code_size: 0,
+            index,
+        };
+        loop {
+            layout.offsets.clear();
+            let mut at = 0usize;
+            for ((_, ins), op) in self.code.iter().zip(&layout.opcodes) {
+                layout.offsets.push(at);
+                at += size_of(*op, &ins.operand);
+            }
+            layout.code_size = at;
+            let mut widened = false;
+            for (i, (_, ins)) in self.code.iter().enumerate() {
+                let op = layout.opcodes[i];
+                if op.operand_kind() != OperandKind::ShortInlineBrTarget {
+                    continue;
+                }
+                let Operand::Branch(target) = ins.operand else { continue };
+                let to = layout
+                    .offset(target)
+                    .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::UnknownLabel(target) })?;
+                let from = layout.offsets[i] + op.size() + 1;
+                if i8::try_from(to as i64 - from as i64).is_err() {
+                    // Every short branch has a long form.
+                    layout.opcodes[i] = op.long_branch().unwrap_or(op);
+                    widened = true;
+                }
+            }
+            if !widened {
+                return Ok(layout);
+            }
+        }
+    }
+
+    pub(super) fn write_code(&self, layout: &Layout, out: &mut Vec<u8>) -> Result<(), IlError> {
+        for (i, (_, ins)) in self.code.iter().enumerate() {
+            let op = layout.opcodes[i];
+            let here = layout.offsets[i];
+            let end = here + size_of(op, &ins.operand);
+            let rel = |target: Label| -> Result<i64, IlError> {
+                let to =
+                    layout.offset(target).ok_or(IlError { offset: here, kind: IlErrorKind::UnknownLabel(target) })?;
+                Ok(to as i64 - end as i64)
+            };
+            if op.size() == 2 {
+                out.push(0xfe);
+            }
+            out.push(op.value() as u8);
+            match (&ins.operand, op.operand_kind()) {
+                (Operand::None, _) => {}
+                (Operand::I8(v), _) => out.push(*v as u8),
+                (Operand::I32(v), _) => out.extend_from_slice(&v.to_le_bytes()),
+                (Operand::I64(v), _) => out.extend_from_slice(&v.to_le_bytes()),
+                (Operand::F32(v), _) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
+                (Operand::F64(v), _) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
+                (Operand::Branch(t), OperandKind::ShortInlineBrTarget) => out.push(rel(*t)? as i8 as u8),
+                (Operand::Branch(t), _) => {
+                    let d =
+                        i32::try_from(rel(*t)?).map_err(|_| IlError { offset: here, kind: IlErrorKind::TooLarge })?;
+                    out.extend_from_slice(&d.to_le_bytes());
+                }
+                (Operand::Switch(ts), _) => {
+                    let n =
+                        u32::try_from(ts.len()).map_err(|_| IlError { offset: here, kind: IlErrorKind::TooLarge })?;
+                    out.extend_from_slice(&n.to_le_bytes());
+                    for t in ts {
+                        let d = i32::try_from(rel(*t)?)
+                            .map_err(|_| IlError { offset: here, kind: IlErrorKind::TooLarge })?;
+                        out.extend_from_slice(&d.to_le_bytes());
+                    }
+                }
+                (Operand::Token(t), _) => out.extend_from_slice(&t.0.to_le_bytes()),
+                (Operand::Var(v), OperandKind::ShortInlineVar) => out.push(*v as u8),
+                (Operand::Var(v), _) => out.extend_from_slice(&v.to_le_bytes()),
+            }
+        }
+        Ok(())
+    }
+}
