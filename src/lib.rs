@@ -10,6 +10,8 @@
 //!
 //! - the callback side: [`CorProfilerCallback`], [`Callback`], [`export_profiler!`], the
 //!   parameter types [`Out`] and [`WStr`], and [`CallbackCounts`] for profilers that count;
+//! - call tracing: [`FunctionHooks`] (enter/leave/tailcall hooks and their mapper), installed by
+//!   [`hooks::install`] in a [`HookMode`];
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
@@ -29,6 +31,7 @@ pub mod com;
 #[doc(hidden)]
 pub mod glue;
 mod guid;
+pub mod hooks;
 mod hresult;
 #[doc(hidden)]
 pub mod params;
@@ -47,6 +50,7 @@ pub use bindings::{info, interfaces, metadata, types};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
+pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
 pub use table::CallbackCounts;
