@@ -186,16 +186,15 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
     unsafe { info.set_function_id_mapper2(Some(map::<P>), mapper_mode as *mut c_void)? };
     match mode {
         HookMode::Fast => fast::set_hooks::<P>(info),
-        // SAFETY: with the frame-information bits just set, the runtime calls these through its
-        // own register-saving stub as ordinary C functions of FunctionEnter3WithInfo's (etc.)
-        // signature, which they have; they catch every panic and live as long as the library.
-        HookMode::WithInfo => unsafe {
-            info.set_enter_leave_function_hooks3_with_info(
-                Some(with_info::<P, ENTER>),
-                Some(with_info::<P, LEAVE>),
-                Some(with_info::<P, TAILCALL>),
-            )
-        },
+        HookMode::WithInfo => {
+            let (enter, leave, tailcall) = fast::with_info_hooks::<P>();
+            // SAFETY: with the frame-information bits just set, the runtime calls these through
+            // its own register-saving stub as ordinary C functions of FunctionEnter3WithInfo's
+            // (etc.) signature, which they have (wrapped in a stub that saves every volatile
+            // register where there is one); they catch every panic and live as long as the
+            // library.
+            unsafe { info.set_enter_leave_function_hooks3_with_info(enter, leave, tailcall) }
+        }
     }
 }
 
@@ -342,6 +341,10 @@ fn kind_of(kind: u8) -> HookKind {
 }
 
 /// The with-info hooks, called by the runtime's stub as ordinary C functions.
+///
+/// # Safety
+/// Only for the runtime, as a with-info hook of a function `map::<P>` hooked in with-info mode:
+/// `id` is then the client data that mapper returned, `elt` the frame handle of this call.
 unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
     // SAFETY: the mapper hooked this function, so the runtime passes back its client data: a
     // pointer to a leaked `WithInfoEntry` (the mapper of with-info mode makes nothing else).
@@ -367,8 +370,11 @@ mod fast {
     //! the caller's SP in rsi) — dotnet/runtime's `genProfilingEnterCallback` and
     //! `genProfilingLeaveCallback` for UNIX_AMD64_ABI.
 
-    use super::{ENTER, FunctionHooks, LEAVE, TAILCALL, fast_hook};
-    use crate::types::FunctionIDOrClientID;
+    use super::{ENTER, FunctionHooks, LEAVE, TAILCALL, fast_hook, with_info};
+    use crate::types::{
+        COR_PRF_ELT_INFO, FunctionEnter3WithInfo, FunctionIDOrClientID, FunctionLeave3WithInfo,
+        FunctionTailcall3WithInfo,
+    };
     use crate::{ProfilerInfo, Result};
 
     pub const SUPPORTED: bool = true;
@@ -378,9 +384,9 @@ mod fast {
     /// in rdi to the Rust side, restores everything and returns. Flags are not preserved (the
     /// JIT does not expect them to be).
     macro_rules! stub {
-        ($name:ident, $kind:ident, $arg:literal) => {
+        ($name:ident($($param:ident: $ty:ty),*) -> $target:ident::<$kind:ident>, $arg:literal) => {
             #[unsafe(naked)]
-            unsafe extern "C" fn $name<P: FunctionHooks>(_id: FunctionIDOrClientID) {
+            pub unsafe extern "C" fn $name<P: FunctionHooks>($($param: $ty),*) {
                 core::arch::naked_asm!(
                     "push rbp",
                     "mov rbp, rsp",
@@ -442,15 +448,27 @@ mod fast {
                     "pop rax",
                     "pop rbp",
                     "ret",
-                    hook = sym fast_hook::<P, $kind>,
+                    hook = sym $target::<P, $kind>,
                 )
             }
         };
     }
 
-    stub!(enter_stub, ENTER, "r14");
-    stub!(leave_stub, LEAVE, "rdi");
-    stub!(tailcall_stub, TAILCALL, "rdi");
+    stub!(enter_stub(_id: FunctionIDOrClientID) -> fast_hook::<ENTER>, "r14");
+    stub!(leave_stub(_id: FunctionIDOrClientID) -> fast_hook::<LEAVE>, "rdi");
+    stub!(tailcall_stub(_id: FunctionIDOrClientID) -> fast_hook::<TAILCALL>, "rdi");
+    // The with-info hooks are ordinary C functions (rdi, rsi) called from the runtime's stub,
+    // wrapped all the same: CoreCLR 3.1's stub restores only xmm0 and xmm1 after the hook, so
+    // a hook that used xmm2–xmm7 (as GetFunctionEnter3Info itself does) would change the
+    // method's floating-point arguments. The wrappers pass rdi and rsi through unchanged.
+    stub!(enter_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<ENTER>, "rdi");
+    stub!(leave_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<LEAVE>, "rdi");
+    stub!(tailcall_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<TAILCALL>, "rdi");
+
+    /// The with-info hooks to hand the runtime.
+    pub fn with_info_hooks<P: FunctionHooks>() -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+        (Some(enter_info_stub::<P>), Some(leave_info_stub::<P>), Some(tailcall_info_stub::<P>))
+    }
 
     pub fn set_hooks<P: FunctionHooks>(info: &ProfilerInfo) -> Result<()> {
         // SAFETY: the stubs preserve every register the JIT expects preserved, read the argument
@@ -466,10 +484,16 @@ mod fast {
 
 #[cfg(not(all(target_arch = "x86_64", unix)))]
 mod fast {
-    use super::FunctionHooks;
+    use super::{ENTER, FunctionHooks, LEAVE, TAILCALL, with_info};
+    use crate::types::{FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo};
     use crate::{HResult, ProfilerInfo, Result};
 
     pub const SUPPORTED: bool = false;
+
+    /// The with-info hooks to hand the runtime: its stub saves the registers.
+    pub fn with_info_hooks<P: FunctionHooks>() -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+        (Some(with_info::<P, ENTER>), Some(with_info::<P, LEAVE>), Some(with_info::<P, TAILCALL>))
+    }
 
     pub fn set_hooks<P: FunctionHooks>(_info: &ProfilerInfo) -> Result<()> {
         let _ = super::fast_hook::<P, { super::ENTER }>;
