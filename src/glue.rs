@@ -172,8 +172,9 @@ unsafe extern "system" fn create_instance<F: ProfilerFactory>(
     // When QueryInterface fails (an IID the object does not answer), that Release is the last and
     // runs the profiler's `Drop` here; `release` keeps a panic in it from reaching the runtime.
     // SAFETY: `obj` is the live object just created, holding the one reference given up here (so
-    // a `ComObject<CallbackClass<F::Profiler>>` until then, as `value` requires); `riid` and
-    // `ppv` are the caller's, passed on as COM's contract has them.
+    // a `ComObject<CallbackClass<F::Profiler>>` until then, as `value` and `register_instance`
+    // require, and handed to the runtime when QueryInterface succeeds); `riid` and `ppv` are
+    // the caller's, passed on as COM's contract has them.
     unsafe {
         let hr = (*obj).QueryInterface(riid, ppv);
         if HResult(hr).is_ok() {

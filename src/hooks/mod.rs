@@ -218,8 +218,12 @@ static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
 
 /// Records the profiler object the class factory hands to the runtime, so that [`install`] can
 /// recognise it. Only the first registration counts: the runtime creates one profiler.
+///
+/// # Safety
+/// `object` must be a live `ComObject<CallbackClass<P>>` whose value is `value`, just handed to
+/// the runtime (what `export_profiler!`'s class factory passes): [`install`] trusts it.
 #[doc(hidden)]
-pub fn register_instance<P: CorProfilerCallback>(object: *mut IUnknown, value: &P) {
+pub unsafe fn register_instance<P: CorProfilerCallback>(object: *mut IUnknown, value: &P) {
     let _ = REGISTERED.set(Registered {
         object: object as usize,
         value: value as *const P as usize,
@@ -466,7 +470,8 @@ mod fast {
     stub!(tailcall_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<TAILCALL>, "rdi");
 
     /// The with-info hooks to hand the runtime.
-    pub fn with_info_hooks<P: FunctionHooks>() -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+    pub fn with_info_hooks<P: FunctionHooks>()
+    -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
         (Some(enter_info_stub::<P>), Some(leave_info_stub::<P>), Some(tailcall_info_stub::<P>))
     }
 
@@ -491,7 +496,8 @@ mod fast {
     pub const SUPPORTED: bool = false;
 
     /// The with-info hooks to hand the runtime: its stub saves the registers.
-    pub fn with_info_hooks<P: FunctionHooks>() -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+    pub fn with_info_hooks<P: FunctionHooks>()
+    -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
         (Some(with_info::<P, ENTER>), Some(with_info::<P, LEAVE>), Some(with_info::<P, TAILCALL>))
     }
 

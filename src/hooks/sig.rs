@@ -251,9 +251,10 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Value::Bool(v) => write!(f, "{v}"),
+            // Escaped like Rust's debug output, so that a control character cannot break a line.
             Value::Char(v) => match char::from_u32(v as u32) {
-                Some(c) => write!(f, "{c}"),
-                None => write!(f, "\\u{v:04x}"),
+                Some(c) => write!(f, "{}", c.escape_debug()),
+                None => write!(f, "\\u{{{v:04x}}}"),
             },
             Value::I8(v) => write!(f, "{v}"),
             Value::U8(v) => write!(f, "{v}"),
