@@ -130,8 +130,9 @@ pub trait FunctionHooks: CorProfilerCallback {
         let _ = (data, frame);
     }
 
-    /// A hooked function leaves through a tail call (an explicit `tail.` call the JIT honoured):
-    /// the callee's `enter` follows, and this function gets no `leave`.
+    /// A hooked function leaves through a tail call (an explicit `tail.` call, or a call in tail
+    /// position the JIT turned into one): the callee's `enter` follows, and this function gets
+    /// no `leave`.
     fn tailcall(&self, data: Self::Data, frame: &Frame<'_>) {
         let _ = (data, frame);
     }
@@ -141,12 +142,13 @@ pub trait FunctionHooks: CorProfilerCallback {
 /// hooks only there). Adds the event-mask bits the mode needs (`COR_PRF_MONITOR_ENTERLEAVE`,
 /// and with [`HookMode::WithInfo`] the frame-information ones) to the mask already set.
 ///
-/// Fails with `E_UNEXPECTED` when `profiler` is not the object [`export_profiler!`]
-/// (crate::export_profiler) created for the runtime (a profiler built by hand, say),
+/// Fails with `E_UNEXPECTED` when `profiler` is not the object
+/// [`export_profiler!`](crate::export_profiler) created for the runtime (one built by hand, say),
 /// `ERROR_ALREADY_EXISTS` when hooks are already installed, `ERROR_NOT_SUPPORTED` for
 /// [`HookMode::Fast`] off x86-64 System V, `CORPROF_E_INCONSISTENT_WITH_FLAGS` for
 /// [`HookMode::Fast`] when the mask asks for frame information, and with the runtime's answer
-/// when it refuses a setter.
+/// when it refuses a setter (outside `initialize`, say). Hooks are installed once per process:
+/// after a failure past the first checks, they stay off.
 pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMode) -> Result<()> {
     let object = registered_object(profiler)?;
     let mask = info.get_event_mask()?;
@@ -155,11 +157,11 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
         | COR_PRF_MONITOR::COR_PRF_ENABLE_FUNCTION_RETVAL;
     let needed = match mode {
         HookMode::Fast => {
-            if !fast::SUPPORTED {
+            if !stubs::SUPPORTED {
                 return Err(HResult::ERROR_NOT_SUPPORTED);
             }
             // With any of these bits the runtime calls "fast" hooks through its own stub, as
-            // ordinary functions, which the fast stubs do not expect (see `fast`).
+            // ordinary functions, which the fast stubs do not expect (see `stubs`).
             if mask.0 & frame_info.0 != 0 {
                 return Err(HResult::CORPROF_E_INCONSISTENT_WITH_FLAGS);
             }
@@ -185,9 +187,9 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
     // long as the library; its client data is a plain integer it decodes, not a pointer.
     unsafe { info.set_function_id_mapper2(Some(map::<P>), mapper_mode as *mut c_void)? };
     match mode {
-        HookMode::Fast => fast::set_hooks::<P>(info),
+        HookMode::Fast => stubs::set_hooks::<P>(info),
         HookMode::WithInfo => {
-            let (enter, leave, tailcall) = fast::with_info_hooks::<P>();
+            let (enter, leave, tailcall) = stubs::with_info_hooks::<P>();
             // SAFETY: with the frame-information bits just set, the runtime calls these through
             // its own register-saving stub as ordinary C functions of FunctionEnter3WithInfo's
             // (etc.) signature, which they have (wrapped in a stub that saves every volatile
@@ -209,6 +211,7 @@ struct Registered {
     value: usize,
     ty: TypeId,
 }
+
 /// The profiler the hooks call: null until [`install`] succeeds, then a `*const P` to the
 /// registered object's value, which its leaked reference keeps alive.
 static INSTANCE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -366,8 +369,8 @@ extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
 }
 
 #[cfg(all(target_arch = "x86_64", unix))]
-mod fast {
-    //! The fast hooks' stubs. The JIT calls the hook as a helper that may clobber only what it
+mod stubs {
+    //! The hooks' register-saving stubs. The JIT calls the hook as a helper that may clobber only what it
     //! says: the function's argument registers are live at enter, its return registers at
     //! leave, so everything volatile is saved. The hook's argument arrives in a register of
     //! its own: r14 for enter (with the caller's SP in r15), rdi for leave and tailcall (with
@@ -488,7 +491,7 @@ mod fast {
 }
 
 #[cfg(not(all(target_arch = "x86_64", unix)))]
-mod fast {
+mod stubs {
     use super::{ENTER, FunctionHooks, LEAVE, TAILCALL, with_info};
     use crate::types::{FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo};
     use crate::{HResult, ProfilerInfo, Result};

@@ -273,6 +273,29 @@ impl fmt::Display for Value {
     }
 }
 
+/// The [`MethodSignature`](crate::hooks::MethodSignature) of a method definition, read from
+/// metadata: `method_signature!(&import, token)` with a [`MetaDataImport`](crate::MetaDataImport)
+/// and an `mdMethodDef` gives `Result<MethodSignature>`.
+///
+/// A macro rather than a function because corprof builds from headers without the metadata
+/// interfaces too (coreclr-3.x has no `cor.h`); it expands only where it is used.
+#[macro_export]
+macro_rules! method_signature {
+    ($import:expr, $method:expr $(,)?) => {{
+        let import: &$crate::MetaDataImport = $import;
+        match import.get_method_props($method) {
+            Ok(props) if props.sig_blob.is_null() => Err($crate::HResult::E_UNEXPECTED),
+            Ok(props) => {
+                // SAFETY: GetMethodProps succeeded: the blob is `sig_blob_size` bytes of the
+                // module's metadata, alive as long as `import`, which outlives this parse.
+                let blob = unsafe { ::core::slice::from_raw_parts(props.sig_blob, props.sig_blob_size as usize) };
+                $crate::hooks::MethodSignature::parse(blob)
+            }
+            Err(e) => Err(e),
+        }
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,27 +325,4 @@ mod tests {
         assert_eq!(Value::decode(ElementType::I8, &[1, 2]), None, "too short");
         assert_eq!(Value::decode(ElementType::Void, &[]), None);
     }
-}
-
-/// The [`MethodSignature`](crate::hooks::MethodSignature) of a method definition, read from
-/// metadata: `method_signature!(&import, token)` with a [`MetaDataImport`](crate::MetaDataImport)
-/// and an `mdMethodDef` gives `Result<MethodSignature>`.
-///
-/// A macro rather than a function because corprof builds from headers without the metadata
-/// interfaces too (coreclr-3.x has no `cor.h`); it expands only where it is used.
-#[macro_export]
-macro_rules! method_signature {
-    ($import:expr, $method:expr $(,)?) => {{
-        let import: &$crate::MetaDataImport = $import;
-        match import.get_method_props($method) {
-            Ok(props) if props.sig_blob.is_null() => Err($crate::HResult::E_UNEXPECTED),
-            Ok(props) => {
-                // SAFETY: GetMethodProps succeeded: the blob is `sig_blob_size` bytes of the
-                // module's metadata, alive as long as `import`, which outlives this parse.
-                let blob = unsafe { ::core::slice::from_raw_parts(props.sig_blob, props.sig_blob_size as usize) };
-                $crate::hooks::MethodSignature::parse(blob)
-            }
-            Err(e) => Err(e),
-        }
-    }};
 }

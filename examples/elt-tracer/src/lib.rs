@@ -45,9 +45,12 @@ struct Entry {
 const CHUNK: usize = 4096;
 const CHUNKS: usize = 1024;
 
+/// `CHUNK` slots, filled once each.
+type Chunk = Box<[OnceLock<Entry>]>;
+
 /// Entries by index, growing without moving, readable without a lock: chunks allocated on demand.
 struct Table {
-    chunks: Box<[OnceLock<Box<[OnceLock<Entry>]>>]>,
+    chunks: Box<[OnceLock<Chunk>]>,
     next: AtomicUsize,
 }
 
