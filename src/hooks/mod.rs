@@ -364,7 +364,10 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
 }
 
 /// The Rust side of the fast stubs: `raw` is the client data the mapper returned.
-extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
+///
+/// # Safety
+/// Only for the fast stubs of `P`: `raw` must be what `map::<P>` returned in fast mode.
+unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
     run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &Frame::fast(kind_of(KIND)));
 }
 
@@ -507,5 +510,56 @@ mod stubs {
     pub fn set_hooks<P: FunctionHooks>(_info: &ProfilerInfo) -> Result<()> {
         let _ = super::fast_hook::<P, { super::ENTER }>;
         Err(HResult::ERROR_NOT_SUPPORTED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CallbackClass;
+    use crate::com::ComObject;
+    use crate::glue::new_profiler_object;
+
+    #[derive(Default)]
+    struct Hooked;
+
+    impl CorProfilerCallback for Hooked {}
+
+    impl FunctionHooks for Hooked {
+        type Data = u32;
+        fn map_function(&self, _function: FunctionID) -> Option<u32> {
+            None
+        }
+    }
+
+    /// The value inside a profiler object made by `new_profiler_object`.
+    fn value_of(object: *mut IUnknown) -> &'static Hooked {
+        // SAFETY: `object` is a live `ComObject<CallbackClass<Hooked>>` that the test never
+        // releases, so its value lives as long as the process.
+        unsafe { ComObject::<CallbackClass<Hooked>>::value(object.cast()) }
+    }
+
+    /// Only the registered object is accepted by `install`, and only as the registered type.
+    #[test]
+    fn install_accepts_only_the_registered_object() {
+        let first = new_profiler_object(Hooked);
+        assert_eq!(registered_object(value_of(first)).err(), Some(HResult::E_UNEXPECTED), "nothing registered");
+        let second = new_profiler_object(Hooked);
+        // SAFETY: `second` is a live profiler object of this type, with `value_of(second)` its value.
+        unsafe { register_instance(second, value_of(second)) };
+        assert_eq!(registered_object(value_of(second)).ok(), Some(second));
+        assert_eq!(registered_object(value_of(first)).err(), Some(HResult::E_UNEXPECTED), "another object");
+        // A later registration does not replace the first.
+        // SAFETY: as above, for `first`.
+        unsafe { register_instance(first, value_of(first)) };
+        assert_eq!(registered_object(value_of(first)).err(), Some(HResult::E_UNEXPECTED));
+        assert_eq!(instance::<Hooked>().map(|p| p as *const Hooked), None, "no hooks before install");
+    }
+
+    #[test]
+    fn hook_data_round_trips() {
+        use sealed::Sealed;
+        assert_eq!(u32::from_raw(7u32.into_raw()), 7);
+        assert_eq!(usize::from_raw(usize::MAX.into_raw()), usize::MAX);
     }
 }
