@@ -2,7 +2,8 @@
 //! exact enter/leave/tailcall/unwind counts for the Elt app's methods (recursion, exceptions
 //! through three frames, four threads, generic methods, a static constructor), every hooked
 //! method balanced, the app's output byte-identical to a run without the profiler, the mapper's
-//! filter, exact `ARGS` lines, and a panic in each hook kind caught with the app intact.
+//! filter, exact `ARGS` lines, a panic in each hook kind caught with the app intact, and hooks
+//! that trash every volatile register (tests/elt-clobber) invisible to the app.
 
 mod common;
 
@@ -249,4 +250,29 @@ fn panics_in_hooks_are_caught_on_coreclr_8() {
 fn panics_in_hooks_are_caught_on_coreclr_3() {
     panics("3", "fast");
     panics("3", "info");
+}
+
+const CLOBBER_CLSID: &str = "6A0E2F4B-8C1D-4B7E-A3F5-9D2C7E1B4A68";
+
+/// tests/elt-clobber's hooks overwrite every volatile general and vector register (and, in info
+/// mode, ask the runtime for arguments and return values): the stubs must hide all of it from
+/// the app, whose output — floating-point and struct results included — stays the same.
+fn clobbered(runtime: &'static str) {
+    let lib = profiler_lib("elt_clobber");
+    for mode in ["fast", "info"] {
+        let run = run_profiled(runtime, "Elt", CLOBBER_CLSID, &lib, &[("CORPROF_ELT_MODE", mode)]);
+        assert_eq!(run.code, Some(0), "{mode}: {}", run.describe());
+        assert_eq!(run.stdout, APP_OUTPUT, "{mode}: registers leaked into the app: {}", run.describe());
+        assert_eq!(run.stderr, "", "{mode}: {}", run.describe());
+    }
+}
+
+#[test]
+fn hooks_that_trash_every_register_leave_the_app_intact_on_coreclr_8() {
+    clobbered("8");
+}
+
+#[test]
+fn hooks_that_trash_every_register_leave_the_app_intact_on_coreclr_3() {
+    clobbered("3");
 }

@@ -62,6 +62,13 @@ impl<'a> Frame<'a> {
     /// The argument memory of the call being entered, one range per argument in order (the
     /// `this` pointer first for an instance method), as the runtime describes it. Only in an
     /// `enter` hook in with-info mode; `E_UNEXPECTED` otherwise.
+    ///
+    /// CoreCLR 3.1 (seen on 3.1.23, not on 8.0.4): for a method that takes a value type in
+    /// registers, the runtime copies it into a buffer that overlaps where its stub saved xmm0
+    /// and xmm1, so the method then sees a wrong first floating-point argument. No memory is
+    /// at stake (vector registers hold no object references), but the app computes with it:
+    /// there, ask only for methods whose parameters are primitives or references (see
+    /// [`MethodSignature`], as examples/elt-tracer and tests/elt-clobber do).
     pub fn arguments(&self) -> Result<Arguments<'_>> {
         let info = self.info.filter(|_| self.kind == HookKind::Enter).ok_or(HResult::E_UNEXPECTED)?;
         // Enough for the header and 15 ranges without touching the heap; the runtime says how
