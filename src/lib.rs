@@ -50,6 +50,7 @@ pub use bindings::{info, interfaces, metadata, types};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
+#[doc(inline)]
 pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
