@@ -398,8 +398,14 @@ mod stubs {
             #[unsafe(naked)]
             pub unsafe extern "C" fn $name<P: FunctionHooks>($($param: $ty),*) {
                 core::arch::naked_asm!(
+                    // Call-frame information, so that debuggers and unwinders (a stack
+                    // snapshot taken inside a hook, say) can walk through the stub.
+                    ".cfi_startproc",
                     "push rbp",
+                    ".cfi_def_cfa_offset 16",
+                    ".cfi_offset rbp, -16",
                     "mov rbp, rsp",
+                    ".cfi_def_cfa_register rbp",
                     "push rax",
                     "push rcx",
                     "push rdx",
@@ -457,7 +463,9 @@ mod stubs {
                     "pop rcx",
                     "pop rax",
                     "pop rbp",
+                    ".cfi_def_cfa rsp, 8",
                     "ret",
+                    ".cfi_endproc",
                     hook = sym $target::<P, $kind>,
                 )
             }
