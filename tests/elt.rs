@@ -26,6 +26,7 @@ pair 34 scaled 4.5 -5.75
 mixed 21 2.5 many 469
 across 498.47455592153875
 prims 40000000013 3.5 True -12
+wide 1496
 Elt done
 ";
 
@@ -51,6 +52,7 @@ EltApp.Prims::Mix 2 2 0 0
 EltApp.Prims::Not 1 1 0 0
 EltApp.Prims::Ratio 1 1 0 0
 EltApp.Prims::Sink 1 1 0 0
+EltApp.Prims::Wide 1 1 0 0
 EltApp.Program::Main 1 1 0 0
 EltApp.Recursion::Fib 1973 1973 0 0
 EltApp.Shapes::Area 1 1 0 0
@@ -66,7 +68,7 @@ EltApp.Workers::Step 4000 4000 0 0
 
 /// The app's `ARGS` lines in info mode: the first call of every method whose parameters and
 /// return are primitive (Level1–3 never return, so they have none; generic and struct-taking
-/// methods are not primitive).
+/// methods are not primitive). Wide's sixteen ranges overflow the first buffer corprof offers.
 const EXPECTED_ARGS: &str = "\
 ARGS EltApp.AppError::.ctor(20) = void
 ARGS EltApp.Config::.cctor() = void
@@ -79,6 +81,7 @@ ARGS EltApp.Prims::Mix(3, 40000000000, 2.5, true) = 40000000009
 ARGS EltApp.Prims::Not(false) = true
 ARGS EltApp.Prims::Ratio(7, 0.5) = 3.5
 ARGS EltApp.Prims::Sink(-12) = void
+ARGS EltApp.Prims::Wide(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16) = 1496
 ARGS EltApp.Recursion::Fib(15) = 610
 ARGS EltApp.Shapes::Area(2) = 12.566370614359172
 ARGS EltApp.Shapes::Half(3) = 1.5

@@ -173,6 +173,15 @@ namespace EltApp
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static void Sink(long x) { Sunk += x; }
+
+        // Sixteen arguments, ten on the stack: more ranges than the profiler's first buffer holds.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static long Wide(int a, int b, int c, int d, int e, int f, int g, int h,
+                                int i, int j, int k, int l, int m, int n, int o, long p)
+        {
+            return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h
+                + 9 * i + 10 * j + 11 * k + 12 * l + 13 * m + 14 * n + 15 * o + 16 * p;
+        }
     }
 
     public static class Program
@@ -218,6 +227,7 @@ namespace EltApp
             bool not = Prims.Not(false);
             Prims.Sink(-12);
             Console.WriteLine("prims " + mix + " " + ratio.ToString("R") + " " + not + " " + Prims.Sunk);
+            Console.WriteLine("wide " + Prims.Wide(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16));
 
             Console.WriteLine("Elt done");
             return 0;
