@@ -102,6 +102,8 @@ codes! {
     CORPROF_E_CALLBACK7_REQUIRED = 0x8013_1382u32 => "The profiler must implement ICorProfilerCallback7 for this call.",
     CORPROF_E_REJIT_INLINING_DISABLED = 0x8013_1383u32 => "The runtime does not track inlining for ReJIT (set COR_PRF_HIGH_… inlining tracking).",
     CORPROF_E_SUSPENSION_IN_PROGRESS = 0x8013_1388u32 => "The runtime cannot be suspended: a suspension is already in progress.",
+    CORPROF_E_NOT_GC_OBJECT = 0x8013_1389u32 => "The object lives on a non-GC heap (frozen): it has no GC generation.",
+    CORPROF_E_MODULE_IS_ENC = 0x8013_138Au32 => "The module is an Edit-and-Continue module: this method does not support it.",
     CLDB_S_TRUNCATION = 0x0013_1106u32 => "Success, but the value was truncated to fit the buffer.",
     META_S_DUPLICATE = 0x0013_1197u32 => "Success: the item already existed.",
     CLDB_E_FILE_BADREAD = 0x8013_1100u32 => "Metadata: an error occurred during a read.",

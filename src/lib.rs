@@ -14,6 +14,7 @@
 //!   [`hooks::install`] in a [`HookMode`];
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
+//! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
 //!   [`Result`], [`set_quiet`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`].
@@ -35,6 +36,7 @@ pub mod hooks;
 mod hresult;
 #[doc(hidden)]
 pub mod params;
+pub mod stack;
 mod table;
 #[doc(hidden)]
 pub mod wrap;
@@ -54,6 +56,7 @@ pub use guid::GUID;
 pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
+pub use stack::{Frame, FrameContext};
 pub use table::CallbackCounts;
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so

@@ -23,6 +23,8 @@ fn fid(raw: usize) -> FunctionID {
 
 static DROPS: AtomicUsize = AtomicUsize::new(0);
 static JIT_STARTED: AtomicUsize = AtomicUsize::new(0);
+/// The client data each `InitializeForAttach` call saw, in order.
+static ATTACH_DATA: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
 
 #[derive(Default)]
 struct TestProfiler;
@@ -38,6 +40,11 @@ impl CorProfilerCallback for TestProfiler {
         // The object handed in must be queryable; here it is the profiler itself.
         let again = info.query::<ICorProfilerCallback>()?;
         drop(again);
+        Ok(())
+    }
+
+    fn initialize_for_attach(&self, _info: &IUnknown, client_data: &[u8]) -> corprof::Result<()> {
+        ATTACH_DATA.lock().unwrap().push(client_data.to_vec());
         Ok(())
     }
 
@@ -184,6 +191,21 @@ fn callbacks_of_each_shape_reach_the_profiler() {
         assert_eq!((v.Shutdown)(p.cast()), 0);
         unknown(p.cast()).Release();
     }
+}
+
+#[test]
+fn attach_client_data_arrives_as_bytes() {
+    let p = create();
+    let v3 = &vtbl(p).base__.base__.base__.base__.base__.base__.base__.base__;
+    let data = *b"hello\0attach";
+    unsafe {
+        assert_eq!((v3.InitializeForAttach)(p.cast(), p.cast(), null_mut(), 0), 0, "null with 0");
+        assert_eq!((v3.InitializeForAttach)(p.cast(), p.cast(), data.as_ptr().cast_mut().cast(), data.len() as u32), 0);
+        assert_eq!((v3.InitializeForAttach)(p.cast(), p.cast(), data.as_ptr().cast_mut().cast(), 5), 0);
+        unknown(p.cast()).Release();
+    }
+    let seen = ATTACH_DATA.lock().unwrap().clone();
+    assert_eq!(seen, [b"".to_vec(), b"hello\0attach".to_vec(), b"hello".to_vec()]);
 }
 
 #[test]

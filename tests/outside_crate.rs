@@ -122,6 +122,7 @@ const ROOT_ITEMS: &[&str] = &[
     "mod info",
     "mod interfaces",
     "mod metadata",
+    "mod stack",
     "mod types",
     "struct CallbackCounts",
     "struct ComPtr",

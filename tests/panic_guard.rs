@@ -428,7 +428,7 @@ impl CorProfilerCallback for InitFails {
         Self::result()
     }
 
-    fn initialize_for_attach(&self, _info: &IUnknown, _data: *mut c_void, _len: UINT) -> corprof::Result<()> {
+    fn initialize_for_attach(&self, _info: &IUnknown, _data: &[u8]) -> corprof::Result<()> {
         Self::result()
     }
 

@@ -4,8 +4,8 @@
 #
 #   bench/reference/build.sh [OUTPUT.so]     (default: target/bench/libreference_profiler.so)
 #
-# Headers: $CORPROF_INCLUDE_DIR, else ../shared/clr-headers/runtime-main beside the repo, else
-# headers/ (scripts/fetch-headers). They must declare ICorProfilerCallback11 (runtime-main).
+# Headers: $CORPROF_INCLUDE_DIR, else ../shared/clr-headers/runtime-net8 (or runtime-main) beside the repo, else
+# headers/ (scripts/fetch-headers). They must declare ICorProfilerCallback11 (runtime-main or newer).
 # $CC picks the compiler (default: the first of cc, gcc, clang). Writes the library atomically, so concurrent builds are
 # safe.
 set -euo pipefail

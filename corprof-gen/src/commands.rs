@@ -172,6 +172,12 @@ fn signature(m: &ir::Method) -> String {
     format!("{} {}({})", m.ret, m.name, params.join(", "))
 }
 
+/// Same return and parameter types and names: all but the method's name agree.
+fn same_shape(a: &ir::Method, b: &ir::Method) -> bool {
+    let params = |m: &ir::Method| m.params.iter().map(|p| (p.ty.to_string(), p.name.clone())).collect::<Vec<_>>();
+    a.ret.to_string() == b.ret.to_string() && params(a) == params(b)
+}
+
 /// `diff`: interfaces and methods added, removed or changed from the `old` header folders to the
 /// `new` ones, and the annotations the new header needs.
 pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<Output, Errors> {
@@ -184,19 +190,37 @@ pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result
                 let _ = writeln!(out, "+ interface {} ({} methods, base {base})", i.name, i.methods.len());
             }
             Some(o) => {
-                for m in &i.methods {
+                let gone = |name: &str| !i.methods.iter().any(|m| m.name == name);
+                // A method at the same slot with the same parameters but a name the new header
+                // no longer has is a rename (like the Callback11 typo fix), not a +/- pair.
+                let renamed_from = |slot: usize, m: &ir::Method| {
+                    o.methods.get(slot).filter(|om| gone(&om.name) && same_shape(om, m)).map(|om| om.name.as_str())
+                };
+                for (slot, m) in i.methods.iter().enumerate() {
                     match o.methods.iter().find(|om| om.name == m.name) {
-                        None => {
-                            let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
-                        }
+                        None => match renamed_from(slot, m) {
+                            Some(old_name) => {
+                                let _ = writeln!(
+                                    out,
+                                    "~ method {}::{old_name} renamed {} (same slot, same parameters)",
+                                    i.name, m.name
+                                );
+                            }
+                            None => {
+                                let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
+                            }
+                        },
                         Some(om) if signature(om) != signature(m) => {
                             let _ = writeln!(out, "~ method {}::{}\n    was {}", i.name, signature(m), signature(om));
                         }
                         Some(_) => {}
                     }
                 }
-                for om in o.methods.iter().filter(|om| !i.methods.iter().any(|m| m.name == om.name)) {
-                    let _ = writeln!(out, "- method {}::{}", i.name, om.name);
+                for (slot, om) in o.methods.iter().enumerate().filter(|(_, om)| gone(&om.name)) {
+                    let is_renamed = i.methods.get(slot).is_some_and(|m| renamed_from(slot, m).is_some());
+                    if !is_renamed {
+                        let _ = writeln!(out, "- method {}::{}", i.name, om.name);
+                    }
                 }
             }
         }

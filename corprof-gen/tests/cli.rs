@@ -122,6 +122,22 @@ fn diff_reports_what_a_newer_header_adds() {
     }
 }
 
+/// The .NET 8 header fixes Callback11's typo in the same slot: `diff` says "renamed", not a
+/// +/- pair, and the rest of its output is exactly the two new interfaces.
+#[test]
+fn diff_reports_a_renamed_method_as_a_rename() {
+    let o = gen_cmd().arg("diff").arg(shared("runtime-main")).arg(shared("runtime-net8")).output().unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let expected = "\
+~ method ICorProfilerCallback11::LoadAsNotficationOnly renamed LoadAsNotificationOnly (same slot, same parameters)
++ interface ICorProfilerInfo13 (3 methods, base ICorProfilerInfo12)
++ interface ICorProfilerInfo14 (2 methods, base ICorProfilerInfo13)
+annotations: complete for the new header
+";
+    assert_eq!(String::from_utf8_lossy(&o.stdout), expected);
+}
+
 /// Hides every libclang from the CLI with a private mount namespace (root and `unshare`, as on
 /// the project's machines), so the "libclang missing" message is the real one.
 #[test]

@@ -1,4 +1,4 @@
-//! What a hook gets besides its data: [`Frame`], and through it the arguments and the return
+//! What a hook gets besides its data: [`HookFrame`], and through it the arguments and the return
 //! value in with-info mode.
 
 use super::sig::{MethodSignature, Value};
@@ -6,7 +6,7 @@ use crate::types::{COR_PRF_ELT_INFO, COR_PRF_FUNCTION_ARGUMENT_INFO, COR_PRF_FUN
 use crate::{HResult, ProfilerInfo, Result};
 use std::marker::PhantomData;
 
-/// Which hook a [`Frame`] belongs to.
+/// Which hook a [`HookFrame`] belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HookKind {
     Enter,
@@ -21,7 +21,7 @@ pub enum HookKind {
 ///
 /// Only valid during the hook: it borrows the runtime's frame handle, so it is neither `Send`
 /// nor constructible outside corprof, and what it lends out cannot outlive it.
-pub struct Frame<'a> {
+pub struct HookFrame<'a> {
     kind: HookKind,
     function: FunctionID,
     elt: COR_PRF_ELT_INFO,
@@ -30,11 +30,11 @@ pub struct Frame<'a> {
     _not_send: PhantomData<*const ()>,
 }
 
-impl<'a> Frame<'a> {
+impl<'a> HookFrame<'a> {
     /// A frame without information (fast mode).
     #[inline(always)]
-    pub(super) fn fast(kind: HookKind) -> Frame<'static> {
-        Frame { kind, function: FunctionID::NULL, elt: 0, info: None, _not_send: PhantomData }
+    pub(super) fn fast(kind: HookKind) -> HookFrame<'static> {
+        HookFrame { kind, function: FunctionID::NULL, elt: 0, info: None, _not_send: PhantomData }
     }
 
     /// # Safety
@@ -45,8 +45,8 @@ impl<'a> Frame<'a> {
         function: FunctionID,
         elt: COR_PRF_ELT_INFO,
         info: &'a ProfilerInfo,
-    ) -> Frame<'a> {
-        Frame { kind, function, elt, info: Some(info), _not_send: PhantomData }
+    ) -> HookFrame<'a> {
+        HookFrame { kind, function, elt, info: Some(info), _not_send: PhantomData }
     }
 
     /// Which hook this is.
@@ -146,7 +146,7 @@ unsafe fn range_bytes<'a>(range: &COR_PRF_FUNCTION_ARGUMENT_RANGE) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(range.startAddress as *const u8, range.length as usize) }
 }
 
-/// A call's argument memory ([`Frame::arguments`]).
+/// A call's argument memory ([`HookFrame::arguments`]).
 #[derive(Debug)]
 pub struct Arguments<'a> {
     ranges: Vec<&'a [u8]>,

@@ -8,7 +8,7 @@
 //!   type (x86-64 System V only: Linux and the other Unix-likes), which calls the trait method.
 //!   A call costs the stub, one load of the instance pointer and the trait method.
 //! - [`HookMode::WithInfo`]: the runtime's own stub saves the registers and builds frame
-//!   information, so [`Frame::arguments`] and [`Frame::return_value`] can read arguments and
+//!   information, so [`HookFrame::arguments`] and [`HookFrame::return_value`] can read arguments and
 //!   return values. Slower, but on every platform the runtime supports.
 //!
 //! In both modes a mapper ([`FunctionHooks::map_function`]) decides, once per function, whether
@@ -26,7 +26,7 @@
 mod frame;
 mod sig;
 
-pub use frame::{Arguments, Frame, HookKind};
+pub use frame::{Arguments, HookFrame, HookKind};
 pub use sig::{ElementType, MethodSignature, Value};
 
 use crate::glue::log_panic;
@@ -42,11 +42,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HookMode {
     /// Called directly from JIT-compiled code through corprof's register-preserving stubs; the
-    /// [`Frame`] carries no information. x86-64 System V (Linux, the BSDs, macOS) only:
+    /// [`HookFrame`] carries no information. x86-64 System V (Linux, the BSDs, macOS) only:
     /// [`install`] answers `ERROR_NOT_SUPPORTED` elsewhere.
     Fast,
-    /// Called through the runtime's own stub with frame information: [`Frame::function`],
-    /// [`Frame::arguments`] and [`Frame::return_value`] answer. Adds
+    /// Called through the runtime's own stub with frame information: [`HookFrame::function`],
+    /// [`HookFrame::arguments`] and [`HookFrame::return_value`] answer. Adds
     /// `COR_PRF_ENABLE_FRAME_INFO`, `COR_PRF_ENABLE_FUNCTION_ARGS` and
     /// `COR_PRF_ENABLE_FUNCTION_RETVAL` to the event mask.
     WithInfo,
@@ -120,20 +120,20 @@ pub trait FunctionHooks: CorProfilerCallback {
     fn map_function(&self, function: FunctionID) -> Option<Self::Data>;
 
     /// A hooked function was entered.
-    fn enter(&self, data: Self::Data, frame: &Frame<'_>) {
+    fn enter(&self, data: Self::Data, frame: &HookFrame<'_>) {
         let _ = (data, frame);
     }
 
     /// A hooked function returns normally (an exception unwinding out of it calls
     /// `exception_unwind_function_leave` instead, with `COR_PRF_MONITOR_EXCEPTIONS`).
-    fn leave(&self, data: Self::Data, frame: &Frame<'_>) {
+    fn leave(&self, data: Self::Data, frame: &HookFrame<'_>) {
         let _ = (data, frame);
     }
 
     /// A hooked function leaves through a tail call (an explicit `tail.` call, or a call in tail
     /// position the JIT turned into one): the callee's `enter` follows, and this function gets
     /// no `leave`.
-    fn tailcall(&self, data: Self::Data, frame: &Frame<'_>) {
+    fn tailcall(&self, data: Self::Data, frame: &HookFrame<'_>) {
         let _ = (data, frame);
     }
 }
@@ -216,7 +216,7 @@ struct Registered {
 /// registered object's value, which its leaked reference keeps alive.
 static INSTANCE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-/// The runtime's info interface, for [`Frame`]'s queries in with-info mode.
+/// The runtime's info interface, for [`HookFrame`]'s queries in with-info mode.
 static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
 
 /// Records the profiler object the class factory hands to the runtime, so that [`install`] can
@@ -326,7 +326,7 @@ fn report_hook_panic(flag: &AtomicBool, name: &str, payload: Box<dyn std::any::A
 
 /// Runs hook `KIND` of the installed `P` on `data`, catching a panic.
 #[inline(always)]
-fn run_hook<P: FunctionHooks, const KIND: u8>(data: P::Data, frame: &Frame<'_>) {
+fn run_hook<P: FunctionHooks, const KIND: u8>(data: P::Data, frame: &HookFrame<'_>) {
     let Some(profiler) = instance::<P>() else { return };
     let result = catch_unwind(AssertUnwindSafe(|| match KIND {
         ENTER => profiler.enter(data, frame),
@@ -359,7 +359,7 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
     let Some(info) = INFO.get() else { return };
     // SAFETY: `elt` is the runtime's frame handle for this very call, valid until it returns,
     // and `entry.function` the function it belongs to.
-    let frame = unsafe { Frame::with_info(kind_of(KIND), entry.function, elt, info) };
+    let frame = unsafe { HookFrame::with_info(kind_of(KIND), entry.function, elt, info) };
     run_hook::<P, KIND>(sealed::Sealed::from_raw(entry.data), &frame);
 }
 
@@ -368,7 +368,7 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
 /// # Safety
 /// Only for the fast stubs of `P`: `raw` must be what `map::<P>` returned in fast mode.
 unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
-    run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &Frame::fast(kind_of(KIND)));
+    run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND)));
 }
 
 #[cfg(all(target_arch = "x86_64", unix))]

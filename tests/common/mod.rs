@@ -2,6 +2,8 @@
 //! (`scripts/dotnet-run`) in a real CoreCLR with a clean environment, and reads what it wrote.
 #![allow(dead_code)] // each test crate uses a part
 
+pub mod conformance;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -292,4 +294,43 @@ pub fn parse_counts(text: &str, what: &str) -> BTreeMap<String, u64> {
         assert!(counts.insert(name.to_string(), n).is_none(), "{name} listed twice in {what}:\n{text}");
     }
     counts
+}
+
+/// A row of CONFORMANCE.md for the test that holds it: when dropped it records, in
+/// `target/conformance/<scenario>.<runtime>`, `pass` (or the `n/a` reason given) if the test
+/// got there without panicking and `fail` if it is unwinding from a failed assertion.
+/// `scripts/conformance-report` turns the records into the table.
+pub struct ConformanceRow {
+    path: PathBuf,
+    what: &'static str,
+    not_applicable: Option<&'static str>,
+}
+
+impl ConformanceRow {
+    /// `what` says what the scenario checks (a scenario with a folder under tests/conformance/
+    /// takes it from its crate doc instead; pass "").
+    pub fn new(scenario: &str, runtime: &str, what: &'static str) -> ConformanceRow {
+        let dir = profile_dir().parent().expect("the target directory").join("conformance");
+        std::fs::create_dir_all(&dir).expect("cannot create target/conformance");
+        let path = dir.join(format!("{scenario}.{runtime}"));
+        let _ = std::fs::remove_file(&path);
+        ConformanceRow { path, what, not_applicable: None }
+    }
+
+    /// The scenario does not apply to this runtime; the test checks that it says so.
+    pub fn not_applicable(mut self, why: &'static str) -> ConformanceRow {
+        self.not_applicable = Some(why);
+        self
+    }
+}
+
+impl Drop for ConformanceRow {
+    fn drop(&mut self) {
+        let outcome = match (std::thread::panicking(), self.not_applicable) {
+            (true, _) => "fail: see the test's output".to_string(),
+            (false, Some(why)) => format!("n/a: {why}"),
+            (false, None) => "pass".to_string(),
+        };
+        let _ = std::fs::write(&self.path, format!("{outcome}\n{}\n", self.what));
+    }
 }

@@ -1,9 +1,9 @@
-//! A hook's `Frame` carries the runtime's frame handle, which `Frame::arguments` passes to the
+//! A hook's `HookFrame` carries the runtime's frame handle, which `HookFrame::arguments` passes to the
 //! runtime: one made up outside corprof would point it anywhere.
-use corprof::hooks::{Frame, HookKind};
+use corprof::hooks::{HookFrame, HookKind};
 
-fn made_up() -> Frame<'static> {
-    Frame { kind: HookKind::Enter, function: Default::default(), elt: 0x1000, info: None, _not_send: Default::default() }
+fn made_up() -> HookFrame<'static> {
+    HookFrame { kind: HookKind::Enter, function: Default::default(), elt: 0x1000, info: None, _not_send: Default::default() }
 }
 
 fn main() {

@@ -30,6 +30,8 @@ pub enum ParamKind {
     Opaque { ty: String },
     /// `&[T]` of `len` elements (a null pointer gives an empty slice).
     InSlice { ty: String, len: String },
+    /// `void *` + a byte count read by the callee: `&[u8]` (a null pointer gives an empty slice).
+    InBytes { len: String },
     /// UTF-16 text: NUL-terminated, or `len` code units.
     InStr { len: Option<String>, optional: bool },
     /// Written by the callee through `Out<'_, T>`.
@@ -139,6 +141,10 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
         errors.push(unsupported("`flags` on a pointer"));
     }
     match spec.dir {
+        // `void *pv, UINT cb` read by the callee: bytes, as on the calling side.
+        Direction::In if !spec.raw && matches!(pointee, CType::Void) && spec.len.is_some() => {
+            ParamKind::InBytes { len: spec.len.clone().unwrap() }
+        }
         _ if spec.raw || matches!(pointee, CType::Void) || pointee.is_pointer() => {
             ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
         }
@@ -244,6 +250,8 @@ mod tests {
                 param("pCount", ptr(named("ULONG"), false), spec(Direction::Ref, |s| s.optional = true)),
                 param("wsz", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.string = true)),
                 param("pv", ptr(CType::Void, false), spec(Direction::In, |_| {})),
+                param("cb", named("UINT"), None),
+                param("pvData", ptr(CType::Void, false), spec(Direction::In, |s| s.len = Some("cb".into()))),
             ],
         };
         let (kinds, ret) = classify_method("I", &m).unwrap();
@@ -258,6 +266,8 @@ mod tests {
                 ParamKind::Ref { ty: "ULONG".into(), optional: true },
                 ParamKind::InStr { len: None, optional: false },
                 ParamKind::Opaque { ty: "*mut ::core::ffi::c_void".into() },
+                ParamKind::Length,
+                ParamKind::InBytes { len: "cb".into() },
             ]
         );
     }

@@ -284,6 +284,9 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
             (format!("Option<&{ty}>"), format!("{conv}::in_opt({raw})"))
         }
         ParamKind::InSlice { ty, len } => (format!("&[{ty}]"), format!("{conv}::in_slice({raw}, {})", ident(len))),
+        ParamKind::InBytes { len } => {
+            ("&[u8]".to_string(), format!("{conv}::in_slice({raw}.cast::<u8>(), {})", ident(len)))
+        }
         ParamKind::InStr { len, optional } => {
             let len =
                 len.as_deref().map(|l| format!("Some({})", ident(l))).unwrap_or_else(|| "None::<u32>".to_string());

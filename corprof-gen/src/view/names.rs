@@ -245,7 +245,7 @@ fn entity_of(method: &str) -> &str {
 mod tests {
     use super::*;
 
-    /// Every method name of runtime-main's corprof.h (and cor.h) whose Rust name differs from a
+    /// Every method name of the shared headers' corprof.h (and cor.h) whose Rust name differs from a
     /// plain snake case (`heck`), with both spellings.
     const CHANGED: &[(&str, &str, &str)] = &[
         ("ApplyMetaData", "apply_meta_data", "apply_metadata"),

@@ -4,9 +4,18 @@
 //! `CORECLR_PROFILER_PATH=…/libcallback_counter.so`. Settings:
 //! - `CORPROF_EVENT_MASK`: the COR_PRF_MONITOR mask, decimal or `0x` hex (default: [`DEFAULT_MASK`]);
 //! - `CORPROF_COUNTS_OUT`: where Shutdown writes `<CallbackName> <count>` lines (default: stderr).
+//!
+//! It can also attach to a running process (`corprof-attach --pid PID --clsid {CLSID} --profiler
+//! …/libcallback_counter.so --data 'CORPROF_COUNTS_OUT=/tmp/counts.txt'`): the client data holds
+//! the same settings as `KEY=VALUE` pairs separated by `;` or newlines, and wins over the target's
+//! environment. Attached, the mask keeps only what the runtime allows after attach
+//! ([`COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]),
+//! and the counts are written at Shutdown as at launch (the counter never asks to detach).
 
 use corprof::types::COR_PRF_MONITOR;
 use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// The CLSID this profiler answers to.
 pub const CLSID: corprof::GUID = corprof::GUID::parse("8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
@@ -32,10 +41,26 @@ pub fn parse_mask(text: &str) -> Option<COR_PRF_MONITOR> {
     bits.map(COR_PRF_MONITOR)
 }
 
+/// The settings an attach passes as client data: `KEY=VALUE` pairs separated by `;` or newlines
+/// (blank pairs are skipped); the error says which pair is malformed, or that the bytes are not UTF-8.
+pub fn parse_client_data(data: &[u8]) -> std::result::Result<Vec<(String, String)>, String> {
+    let text = std::str::from_utf8(data).map_err(|e| format!("the client data is not UTF-8: {e}"))?;
+    text.split([';', '\n'])
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) => Ok((key.trim().to_string(), value.trim().to_string())),
+            None => Err(format!("{pair:?} in the client data is not KEY=VALUE")),
+        })
+        .collect()
+}
+
 /// One counter per callback: each callback costs one atomic increment (see BENCHMARKS.md).
 #[derive(Default)]
 pub struct Counter {
     counts: CallbackCounts,
+    /// `CORPROF_COUNTS_OUT` from an attach's client data, which wins over the environment.
+    counts_out: OnceLock<PathBuf>,
 }
 
 impl Counter {
@@ -51,21 +76,54 @@ impl CorProfilerCallback for Counter {
     }
 
     fn initialize(&self, info: &IUnknown) -> Result<()> {
-        let mask = match std::env::var("CORPROF_EVENT_MASK") {
-            Ok(text) => parse_mask(&text).unwrap_or_else(|| {
-                eprintln!("callback-counter: CORPROF_EVENT_MASK={text:?} is not a number; using the default");
-                DEFAULT_MASK
-            }),
-            Err(_) => DEFAULT_MASK,
-        };
+        let mask = mask_setting(std::env::var("CORPROF_EVENT_MASK").ok());
         ProfilerInfo::from_unknown(info)?.set_event_mask(mask)
     }
 
+    fn initialize_for_attach(&self, info: &IUnknown, client_data: &[u8]) -> Result<()> {
+        let settings = parse_client_data(client_data).map_err(|why| {
+            eprintln!("callback-counter: {why}");
+            HResult::E_INVALIDARG
+        })?;
+        let mut mask_text = std::env::var("CORPROF_EVENT_MASK").ok();
+        for (key, value) in settings {
+            match key.as_str() {
+                "CORPROF_EVENT_MASK" => mask_text = Some(value),
+                "CORPROF_COUNTS_OUT" => {
+                    let _ = self.counts_out.set(PathBuf::from(value));
+                }
+                _ => eprintln!("callback-counter: ignoring the unknown setting {key:?} in the client data"),
+            }
+        }
+        let wanted = mask_setting(mask_text);
+        let allowed = COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH;
+        let refused = COR_PRF_MONITOR(wanted.0 & !allowed.0);
+        if !refused.is_empty() {
+            eprintln!("callback-counter: attached, so leaving out {refused} (not allowed after attach)");
+        }
+        ProfilerInfo::from_unknown(info)?.set_event_mask(wanted & allowed)
+    }
+
     fn shutdown(&self) -> Result<()> {
-        self.counts.write_to_env_file("CORPROF_COUNTS_OUT").map_err(|e| {
+        let written = match self.counts_out.get() {
+            Some(path) => std::fs::write(path, self.counts.to_lines()),
+            None => self.counts.write_to_env_file("CORPROF_COUNTS_OUT"),
+        };
+        written.map_err(|e| {
             eprintln!("callback-counter: cannot write the counts: {e}");
             HResult::E_FAIL
         })
+    }
+}
+
+/// The mask a `CORPROF_EVENT_MASK` setting asks for, or [`DEFAULT_MASK`] without one.
+fn mask_setting(text: Option<String>) -> COR_PRF_MONITOR {
+    match text {
+        Some(text) => parse_mask(&text).unwrap_or_else(|| {
+            eprintln!("callback-counter: CORPROF_EVENT_MASK={text:?} is not a number; using the default");
+            DEFAULT_MASK
+        }),
+        None => DEFAULT_MASK,
     }
 }
 
@@ -82,5 +140,22 @@ mod tests {
         assert_eq!(parse_mask(" 96 "), Some(jit | COR_PRF_MONITOR::EXCEPTIONS));
         assert_eq!(parse_mask("0xZZ"), None);
         assert_eq!(parse_mask("ten"), None);
+    }
+
+    #[test]
+    fn client_data_is_key_value_pairs() {
+        let pairs = |v: &[(&str, &str)]| v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(parse_client_data(b""), Ok(vec![]));
+        assert_eq!(
+            parse_client_data(b"CORPROF_EVENT_MASK=0x20; CORPROF_COUNTS_OUT = /tmp/a b\n;"),
+            Ok(pairs(&[("CORPROF_EVENT_MASK", "0x20"), ("CORPROF_COUNTS_OUT", "/tmp/a b")]))
+        );
+        assert_eq!(parse_client_data(b"oops"), Err("\"oops\" in the client data is not KEY=VALUE".to_string()));
+        assert!(parse_client_data(&[0xFF]).unwrap_err().starts_with("the client data is not UTF-8"));
+    }
+
+    #[test]
+    fn the_default_mask_is_allowed_after_attach() {
+        assert!(COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH.contains(DEFAULT_MASK));
     }
 }

@@ -17,7 +17,7 @@
 //!   counting), to show that corprof catches it and the call proceeds.
 #![deny(unsafe_code)]
 
-use corprof::hooks::{self, Frame, MethodSignature};
+use corprof::hooks::{self, HookFrame, MethodSignature};
 use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, mdTypeDef};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::cell::RefCell;
@@ -226,7 +226,7 @@ impl FunctionHooks for EltTracer {
         Some(index)
     }
 
-    fn enter(&self, index: usize, frame: &Frame<'_>) {
+    fn enter(&self, index: usize, frame: &HookFrame<'_>) {
         self.count(index, |e| &e.enters);
         if self.mode == HookMode::WithInfo {
             let args = self.table.get(index).and_then(|entry| {
@@ -243,7 +243,7 @@ impl FunctionHooks for EltTracer {
         self.maybe_panic("enter");
     }
 
-    fn leave(&self, index: usize, frame: &Frame<'_>) {
+    fn leave(&self, index: usize, frame: &HookFrame<'_>) {
         self.count(index, |e| &e.leaves);
         if self.mode == HookMode::WithInfo {
             let ret = self.table.get(index).and_then(|e| e.primitive_sig.as_ref()).map(|sig| {
@@ -261,7 +261,7 @@ impl FunctionHooks for EltTracer {
         self.maybe_panic("leave");
     }
 
-    fn tailcall(&self, index: usize, _frame: &Frame<'_>) {
+    fn tailcall(&self, index: usize, _frame: &HookFrame<'_>) {
         self.count(index, |e| &e.tailcalls);
         if self.mode == HookMode::WithInfo {
             self.pop_call(None);

@@ -3,9 +3,9 @@
 //! so any register a stub failed to preserve would change the app's arguments or results. In
 //! info mode it also reads every return value, and the arguments of every method whose
 //! parameters are primitives or references (CoreCLR 3.1 corrupts xmm0/xmm1 when asked for a
-//! value type passed in registers: see `Frame::arguments`). `CLSID` below; writes nothing.
+//! value type passed in registers: see `HookFrame::arguments`). `CLSID` below; writes nothing.
 
-use corprof::hooks::{self, ElementType, Frame};
+use corprof::hooks::{self, ElementType, HookFrame};
 use corprof::types::{CorOpenFlags, FunctionID};
 use corprof::{CorProfilerCallback, FunctionHooks, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::sync::OnceLock;
@@ -61,7 +61,7 @@ impl FunctionHooks for Clobber {
         Some(self.plain_params(function).unwrap_or(false) as u32)
     }
 
-    fn enter(&self, read_arguments: u32, frame: &Frame<'_>) {
+    fn enter(&self, read_arguments: u32, frame: &HookFrame<'_>) {
         // In info mode, ask the runtime too (CoreCLR 3.1's GetFunctionEnter3Info uses xmm2–7).
         if read_arguments != 0 {
             let _ = frame.arguments();
@@ -69,12 +69,12 @@ impl FunctionHooks for Clobber {
         clobber();
     }
 
-    fn leave(&self, _read_arguments: u32, frame: &Frame<'_>) {
+    fn leave(&self, _read_arguments: u32, frame: &HookFrame<'_>) {
         let _ = frame.return_value();
         clobber();
     }
 
-    fn tailcall(&self, _read_arguments: u32, _frame: &Frame<'_>) {
+    fn tailcall(&self, _read_arguments: u32, _frame: &HookFrame<'_>) {
         clobber();
     }
 }

@@ -1,0 +1,56 @@
+//! The `corprof-attach` binary's failures, each with its exit status and its one line on stderr.
+//! (Attaching to real runtimes is tested in the workspace's tests/attach.rs.)
+
+use std::process::{Command, Output};
+
+const CLSID: &str = "{8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11}";
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corprof-attach")).args(args).output().expect("cannot run corprof-attach")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A process ID above the kernel's limit (`pid_max` is at most 2^22), so it cannot exist.
+const NO_SUCH_PID: &str = "2147483000";
+
+#[test]
+fn no_such_process() {
+    let out = run(&["--pid", NO_SUCH_PID, "--clsid", CLSID, "--profiler", "/x.so"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), format!("corprof-attach: no process with ID {NO_SUCH_PID}\n"));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_process_without_a_diagnostics_socket() {
+    // This test process is no .NET process, so it has no socket; corprof-attach looks in its
+    // TMPDIR (read from /proc), else /tmp.
+    let me = std::process::id();
+    let dir = std::env::var("TMPDIR").ok().filter(|d| !d.is_empty()).unwrap_or_else(|| "/tmp".to_string());
+    let out = run(&["--pid", &me.to_string(), "--clsid", CLSID, "--profiler", "/x.so"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "corprof-attach: process {me} has no diagnostics socket (no {dir}/dotnet-diagnostic-{me}-*-socket): \
+             it is not a .NET Core 3.0+ process, or its diagnostics are disabled\n"
+        )
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2_with_the_usage() {
+    let out = run(&["--pid", "1", "--clsid", "not-a-guid", "--profiler", "/x.so"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "corprof-attach: --clsid \"not-a-guid\" is not a GUID\n\
+         usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]\n"
+    );
+    let help = run(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: corprof-attach --pid PID"));
+}

@@ -1,0 +1,427 @@
+//! Attaching to and detaching from running apps, on CoreCLR 8.0.4 and 3.1.23.
+//!
+//! Each test starts the Waiter app (tests/apps/Waiter) with no profiler, waits for its `ready`
+//! file, runs `corprof-attach`, and lets the app go on phase by phase through `go<n>` files. The
+//! profilers are examples/callback-counter and tests/attach-profiler, which logs its lifetime;
+//! `cargo build --workspace` must have built them and `corprof-attach` first. Every wait is
+//! bounded; a timeout fails the test with the app's stderr.
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const COUNTER_CLSID: &str = "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11";
+const LOGGER_CLSID: &str = "3A7D5C1E-9B2F-4E6A-8D0C-1F2E3D4C5B6A";
+
+/// How long the app may take to get ready, to finish a phase, or the profiler to be released.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A per-test directory for the app's signal files and the profilers' output.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("corprof-attach-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("cannot create the test directory");
+        TempDir(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The Waiter app, running.
+struct App {
+    runtime: &'static str,
+    child: Child,
+    pid: u32,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// What the app printed, once it has ended.
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl App {
+    /// Starts `Waiter <dir> <phases>` on `runtime`, in an environment cleaned as
+    /// `common::run_app` cleans it (so no profiler loads at launch), and waits for it to be ready.
+    fn start(runtime: &'static str, dir: &TempDir, phases: u32) -> App {
+        let root = repo_root();
+        let mut cmd = Command::new(root.join("scripts/dotnet-run"));
+        cmd.args([runtime, "Waiter", dir.0.to_str().unwrap(), &phases.to_string()])
+            .current_dir(&root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            let inherited = ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_", "ATTACHPROF_"]
+                .iter()
+                .any(|p| k.starts_with(p))
+                || k.starts_with("RUST_BACKTRACE")
+                || k == "RUST_LIB_BACKTRACE";
+            if inherited {
+                cmd.env_remove(&key);
+            }
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+        let reader = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = Some(reader(Box::new(child.stdout.take().unwrap())));
+        let stderr = Some(reader(Box::new(child.stderr.take().unwrap())));
+        let mut app = App { runtime, child, pid: 0, stdout, stderr };
+        let ready = dir.file("ready");
+        app.wait_for(|| std::fs::read_to_string(&ready).is_ok_and(|t| !t.is_empty()), "the app's ready file");
+        // scripts/dotnet-run execs the runtime's host, so the child is the .NET process itself.
+        app.pid = std::fs::read_to_string(&ready).unwrap().trim().parse().expect("the ready file holds the pid");
+        assert_eq!(app.pid, app.child.id(), "the app runs in the process the test started");
+        app
+    }
+
+    /// Polls `done` every 10 ms for at most [`WAIT`]; on timeout kills the app and fails with
+    /// its output.
+    fn wait_for(&mut self, mut done: impl FnMut() -> bool, what: &str) {
+        let started = Instant::now();
+        while !done() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let out = self.finish_with(status.code());
+                panic!("CoreCLR {}: the app ended ({:?}) before {what}\n{}", self.runtime, out.code, out.describe());
+            }
+            if started.elapsed() > WAIT {
+                let _ = self.child.kill();
+                let status = self.child.wait().ok().and_then(|s| s.code());
+                let out = self.finish_with(status);
+                panic!("CoreCLR {}: no {what} after {WAIT:?}; killed the app\n{}", self.runtime, out.describe());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Lets phase `n` run (creates `go<n>`) and waits for its `done<n>`.
+    fn run_phase(&mut self, dir: &TempDir, n: u32) {
+        std::fs::write(dir.file(&format!("go{n}")), "").unwrap();
+        let done = dir.file(&format!("done{n}"));
+        self.wait_for(|| done.exists(), &format!("done{n} file"));
+    }
+
+    /// Waits for the app to exit (bounded) and collects its output.
+    fn finish(mut self) -> Finished {
+        let started = Instant::now();
+        let code = loop {
+            if let Some(status) = self.child.try_wait().expect("cannot wait for the app") {
+                break status.code();
+            }
+            if started.elapsed() > WAIT {
+                let _ = self.child.kill();
+                let status = self.child.wait().ok().and_then(|s| s.code());
+                let out = self.finish_with(status);
+                panic!("CoreCLR {}: the app did not exit in {WAIT:?}; killed it\n{}", self.runtime, out.describe());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        self.finish_with(code)
+    }
+
+    fn finish_with(&mut self, code: Option<i32>) -> Finished {
+        let stdout = self.stdout.take().map(|t| t.join().unwrap()).unwrap_or_default();
+        let stderr = self.stderr.take().map(|t| t.join().unwrap()).unwrap_or_default();
+        Finished { code, stdout, stderr }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the app waiting for its files.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Finished {
+    fn describe(&self) -> String {
+        format!(
+            "exit code {:?}\n--- stdout ---\n{}--- stderr (last 40 lines) ---\n{}",
+            self.code,
+            self.stdout,
+            last_lines(&self.stderr, 40)
+        )
+    }
+
+    /// The app ran all its phases and exited normally, printing nothing on stderr.
+    fn assert_ran(&self, phases: u32) {
+        let mut expected: String = (1..=phases).map(|n| format!("phase {n} ok\n")).collect();
+        expected.push_str("Waiter done\n");
+        assert_eq!((self.code, self.stdout.as_str(), self.stderr.as_str()), (Some(0), expected.as_str(), ""));
+    }
+}
+
+/// The built `corprof-attach` binary (`cargo build --workspace` makes it).
+fn attach_tool() -> PathBuf {
+    let tool = profile_dir().join("corprof-attach");
+    assert!(tool.exists(), "{} is missing: run `cargo build --workspace` first", tool.display());
+    tool
+}
+
+/// Runs `corprof-attach` against the app.
+fn attach(app: &App, clsid: &str, lib: &Path, data: &str) -> Output {
+    Command::new(attach_tool())
+        .args(["--pid", &app.pid.to_string(), "--clsid", &format!("{{{clsid}}}"), "--profiler"])
+        .arg(lib)
+        .args(["--data", data, "--timeout-ms", "10000"])
+        .output()
+        .expect("cannot run corprof-attach")
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("corprof-attach printed non-UTF-8")
+}
+
+/// `corprof-attach` succeeded: exit 0 and its one line naming S_OK.
+fn assert_attached(out: &Output, app: &App, lib: &Path) {
+    let expected =
+        format!("corprof-attach: process {} attached {}: S_OK (0x00000000): Success.\n", app.pid, lib.display());
+    assert_eq!((out.status.code(), text(&out.stdout), text(&out.stderr)), (Some(0), expected.as_str(), ""));
+}
+
+/// The callback counter, attached to a running app: it counts `InitializeForAttach 1`, sees the
+/// app's work, and writes its counts at Shutdown; a second attach is refused by name.
+fn counter_attaches(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "attach",
+        runtime,
+        "corprof-attach attaches the callback-counter to a running app (InitializeForAttach 1, ProfilerAttachComplete 1, the app's callbacks, Shutdown 1); a second attach is refused with CORPROF_E_PROFILER_ALREADY_ACTIVE",
+    );
+    let lib = profiler_lib("callback_counter");
+    let dir = TempDir::new(test);
+    let counts_file = dir.file("counts.txt");
+    let mut app = App::start(runtime, &dir, 1);
+
+    let data = format!("CORPROF_COUNTS_OUT={}", counts_file.display());
+    assert_attached(&attach(&app, COUNTER_CLSID, &lib, &data), &app, &lib);
+
+    let again = attach(&app, COUNTER_CLSID, &lib, &data);
+    assert_eq!(
+        (again.status.code(), text(&again.stdout), text(&again.stderr)),
+        (
+            Some(1),
+            "",
+            "corprof-attach: the runtime refused: CORPROF_E_PROFILER_ALREADY_ACTIVE (0x8013136A): \
+             Attach refused: a profiler is already loaded.\n"
+        ),
+        "a second attach"
+    );
+
+    app.run_phase(&dir, 1);
+    let out = app.finish();
+    out.assert_ran(1);
+    let text = std::fs::read_to_string(&counts_file)
+        .unwrap_or_else(|e| panic!("no counts in {} ({e}):\n{}", counts_file.display(), out.describe()));
+    let counts = parse_counts(&text, "the attached counter's counts");
+    let count = |name: &str| counts.get(name).copied().unwrap_or(0);
+    assert_eq!(
+        [
+            ("Initialize", count("Initialize")),
+            ("InitializeForAttach", count("InitializeForAttach")),
+            ("ProfilerAttachComplete", count("ProfilerAttachComplete")),
+            ("Shutdown", count("Shutdown")),
+            ("ProfilerDetachSucceeded", count("ProfilerDetachSucceeded")),
+        ],
+        [
+            ("Initialize", 0),
+            ("InitializeForAttach", 1),
+            ("ProfilerAttachComplete", 1),
+            ("Shutdown", 1),
+            ("ProfilerDetachSucceeded", 0)
+        ],
+        "{text}"
+    );
+    // Phase 1 JIT-compiles new methods, loads a generic instantiation, starts a thread, throws
+    // and collects: the default mask, all allowed after attach, sees each.
+    for name in
+        ["JITCompilationStarted", "ClassLoadStarted", "ThreadCreated", "ExceptionThrown", "GarbageCollectionStarted"]
+    {
+        assert!(count(name) > 0, "no {name} counted after attach:\n{text}");
+    }
+}
+
+#[test]
+fn counter_attaches_on_coreclr_8() {
+    counter_attaches("8", "counter_attaches_on_coreclr_8");
+}
+
+#[test]
+fn counter_attaches_on_coreclr_3() {
+    counter_attaches("3", "counter_attaches_on_coreclr_3");
+}
+
+/// The attach-profiler's log, as lines.
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// Attach, observe phase 1's callbacks, request a detach: ProfilerDetachSucceeded is the last
+/// callback, then the runtime releases the profiler (Drop); the app runs phase 2 without it and
+/// exits normally.
+fn attach_then_detach(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "detach",
+        runtime,
+        "an attached profiler requests detach: ProfilerDetachSucceeded, then Drop, no callback afterwards; the app goes on and exits 0",
+    );
+    let lib = profiler_lib("attach_profiler");
+    let dir = TempDir::new(test);
+    let (log, trigger) = (dir.file("log"), dir.file("detach"));
+    let mut app = App::start(runtime, &dir, 2);
+
+    let data = format!("log={};detach={}", log.display(), trigger.display());
+    assert_attached(&attach(&app, LOGGER_CLSID, &lib, &data), &app, &lib);
+    app.run_phase(&dir, 1);
+
+    std::fs::write(&trigger, "").unwrap();
+    app.wait_for(|| log_lines(&log).iter().any(|l| l == "Drop"), "Drop line in the profiler's log");
+    app.run_phase(&dir, 2);
+    let out = app.finish();
+    out.assert_ran(2);
+    assert_eq!(
+        log_lines(&log),
+        [
+            format!("InitializeForAttach {data}").as_str(),
+            "ProfilerAttachComplete",
+            "seen JITCompilationStarted ThreadCreated ExceptionThrown GarbageCollectionStarted",
+            "RequestProfilerDetach S_OK (0x00000000)",
+            "ProfilerDetachSucceeded",
+            "Drop",
+        ],
+        "no `late` line: no callback after ProfilerDetachSucceeded, and no Shutdown once detached\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn attach_then_detach_on_coreclr_8() {
+    attach_then_detach("8", "attach_then_detach_on_coreclr_8");
+}
+
+#[test]
+fn attach_then_detach_on_coreclr_3() {
+    attach_then_detach("3", "attach_then_detach_on_coreclr_3");
+}
+
+/// The lifetime without a detach: loaded at launch or attached, the profiler sees Shutdown;
+/// CoreCLR 3.1.23 then releases it (Drop, exactly once), 8.0.4 never does at process exit.
+fn lifetime_to_shutdown(runtime: &'static str, test: &str) {
+    let what = "the profiler object, loaded at launch or attached, is dropped exactly once after Shutdown";
+    let row = ConformanceRow::new("lifetime", runtime, what);
+    let _row = if runtime == "8" {
+        row.not_applicable(
+            "8.0.4 never releases the profiler at exit; Shutdown is its last call, and the test checks that no Drop follows",
+        )
+    } else {
+        row
+    };
+    let lib = profiler_lib("attach_profiler");
+    let drop_at_exit: &[&str] = if runtime == "3" { &["Drop"] } else { &[] };
+
+    // Loaded at launch: the app runs straight through (its go1 file is already there).
+    let dir = TempDir::new(&format!("{test}-launch"));
+    let log = dir.file("log");
+    std::fs::write(dir.file("go1"), "").unwrap();
+    let env = profiler_env(LOGGER_CLSID, &lib);
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("ATTACHPROF_LOG", log.to_str().unwrap()));
+    let run = run_app_with_args(runtime, "Waiter", &[dir.0.to_str().unwrap(), "1"], &env);
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "phase 1 ok\nWaiter done\n"), "{}", run.describe());
+    let expected: Vec<&str> = ["Initialize", "Shutdown"].iter().chain(drop_at_exit).copied().collect();
+    assert_eq!(log_lines(&log), expected, "loaded at launch: {}", run.describe());
+
+    // Attached, never detached.
+    let dir = TempDir::new(&format!("{test}-attach"));
+    let log = dir.file("log");
+    let mut app = App::start(runtime, &dir, 1);
+    let data = format!("log={}", log.display());
+    assert_attached(&attach(&app, LOGGER_CLSID, &lib, &data), &app, &lib);
+    app.run_phase(&dir, 1);
+    let out = app.finish();
+    out.assert_ran(1);
+    let first = format!("InitializeForAttach {data}");
+    let expected: Vec<&str> =
+        [first.as_str(), "ProfilerAttachComplete", "Shutdown"].iter().chain(drop_at_exit).copied().collect();
+    assert_eq!(log_lines(&log), expected, "attached: {}", out.describe());
+}
+
+#[test]
+fn lifetime_to_shutdown_on_coreclr_8() {
+    lifetime_to_shutdown("8", "lifetime_to_shutdown_on_coreclr_8");
+}
+
+#[test]
+fn lifetime_to_shutdown_on_coreclr_3() {
+    lifetime_to_shutdown("3", "lifetime_to_shutdown_on_coreclr_3");
+}
+
+/// A profiler whose InitializeForAttach fails: the runtime answers with its HRESULT, which
+/// corprof-attach names; corprof reports the failure in the app, which goes on unprofiled.
+fn a_failed_attach_is_named(runtime: &'static str, test: &str) {
+    let lib = profiler_lib("callback_counter");
+    let dir = TempDir::new(test);
+    let mut app = App::start(runtime, &dir, 1);
+    let out = attach(&app, COUNTER_CLSID, &lib, "not settings");
+    let invalid = "E_INVALIDARG (0x80070057): An argument is invalid (a wrong ID, token, flag or size).";
+    assert_eq!(
+        (out.status.code(), text(&out.stdout), text(&out.stderr)),
+        (Some(1), "", format!("corprof-attach: the runtime refused: {invalid}\n").as_str())
+    );
+    let missing = attach(&app, COUNTER_CLSID, &dir.file("no-such-lib.so"), "");
+    assert_eq!(
+        (missing.status.code(), text(&missing.stderr)),
+        (
+            Some(1),
+            "corprof-attach: the runtime refused: ERROR_MOD_NOT_FOUND (0x8007007E): HRESULT_FROM_WIN32(ERROR_MOD_NOT_FOUND): \
+             the runtime could not load the profiler library (missing, or one of its dependencies is).\n"
+        )
+    );
+    app.run_phase(&dir, 1);
+    let done = app.finish();
+    assert_eq!((done.code, done.stdout.as_str()), (Some(0), "phase 1 ok\nWaiter done\n"), "{}", done.describe());
+    assert_eq!(
+        done.stderr,
+        format!(
+            "callback-counter: \"not settings\" in the client data is not KEY=VALUE\n\
+             corprof: InitializeForAttach failed: {invalid}\n"
+        )
+    );
+}
+
+#[test]
+fn a_failed_attach_is_named_on_coreclr_8() {
+    a_failed_attach_is_named("8", "a_failed_attach_is_named_on_coreclr_8");
+}
+
+#[test]
+fn a_failed_attach_is_named_on_coreclr_3() {
+    a_failed_attach_is_named("3", "a_failed_attach_is_named_on_coreclr_3");
+}

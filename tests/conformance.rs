@@ -1,0 +1,306 @@
+//! The conformance suite: the runtime team's profiler test scenarios (dotnet/runtime
+//! `src/tests/profiler/`), re-expressed with corprof. Each scenario is a folder
+//! `tests/conformance/<scenario>/` holding a small profiler crate and its C# app; a run passes
+//! when the app exits 100 and the profiler's fact lines are exactly the expected ones.
+//!
+//! Every test records its outcome in `target/conformance/<scenario>.<runtime>` (a
+//! `ConformanceRow`, as other tests do for their scenarios); `scripts/conformance-report` turns
+//! those records into CONFORMANCE.md.
+
+mod common;
+
+use common::conformance::*;
+use common::*;
+
+const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
+const THREADS: Scenario =
+    Scenario { name: "threads", app: "ConfThreads", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E03" };
+const LOADING: Scenario =
+    Scenario { name: "loading", app: "ConfLoading", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E04" };
+const STATICS: Scenario =
+    Scenario { name: "statics", app: "ConfStatics", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E05" };
+const TRANSITIONS: Scenario =
+    Scenario { name: "transitions", app: "ConfTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E06" };
+const INLINING: Scenario =
+    Scenario { name: "inlining", app: "ConfInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E07" };
+const NOTIFICATION: Scenario =
+    Scenario { name: "notification", app: "ConfNotification", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E08" };
+const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
+const EXCEPTIONS: Scenario =
+    Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
+
+/// Three full and one gen0 induced GC: every GC's Started pairs with a Finished, the
+/// generation arrays say what each collected (five generations on 8.0.4, with the pinned object
+/// heap; four on 3.1.23), GetGenerationBounds stays consistent, and the heap walk shows the app's
+/// live Marker referencing its Child and referenced from a root.
+fn gc_common(generations: &str) -> Vec<String> {
+    let full = format!("induced GC of {} generations collected {generations}", generations.split(',').count());
+    let n = generations.split(',').count();
+    vec![
+        full.clone(),
+        full.clone(),
+        full,
+        format!("induced GC of {n} generations collected 0"),
+        "started == finished: true".into(),
+        "never nested: true".into(),
+        "generation bounds consistent after every GC: true".into(),
+        format!("generations in bounds: {generations}"),
+        "Marker references its Child: true".into(),
+        "a root references the Marker: true".into(),
+    ]
+}
+
+/// ... and on 8.0.4 the high event mask alone reports the large and the pinned array, and no
+/// other allocation.
+#[test]
+fn gc_on_coreclr_8() {
+    let mut expected = gc_common("0,1,2,3,4");
+    expected.extend([
+        "large byte array reported: true".to_string(),
+        "pinned byte array reported: true".to_string(),
+        "other allocations reported: []".to_string(),
+    ]);
+    check(&GC, "8", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// 3.1.23 predates the high allocation events: with no allocation event asked for, none comes.
+#[test]
+fn gc_on_coreclr_3() {
+    let mut expected = gc_common("0,1,2,3");
+    expected.push("allocations reported without the high mask: 0".to_string());
+    check(&GC, "3", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The two-pass sequence, for the app's methods: search from the thrower up to the catcher
+/// (filters run in the search pass), then unwind up to the catching frame (finally blocks run
+/// during the unwind), then the catcher. A rethrow starts a new search from the rethrowing frame.
+const EXCEPTION_SEQUENCE: &[&str] = &[
+    // caught two frames up
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Middle",
+    "search CatchTwoUp",
+    "catcher found CatchTwoUp",
+    "unwind Thrower",
+    "unwind Middle",
+    "unwind CatchTwoUp",
+    "catch CatchTwoUp",
+    // a finally on the way out
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search WithFinally",
+    "search CatchFinally",
+    "catcher found CatchFinally",
+    "unwind Thrower",
+    "unwind WithFinally",
+    "finally WithFinally",
+    "unwind CatchFinally",
+    "catch CatchFinally",
+    // caught, rethrown, caught by the caller
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Rethrower",
+    "catcher found Rethrower",
+    "unwind Thrower",
+    "unwind Rethrower",
+    "catch Rethrower",
+    "thrown ConfExceptions.AppException",
+    "search Rethrower",
+    "search CatchRethrown",
+    "catcher found CatchRethrown",
+    "unwind Rethrower",
+    "unwind CatchRethrown",
+    "catch CatchRethrown",
+    // a filter that declines, then one that accepts, in the same method
+    "thrown ConfExceptions.AppException",
+    "search Thrower",
+    "search Filtered",
+    "filter Filtered",
+    "filter Filtered",
+    "catcher found Filtered",
+    "unwind Thrower",
+    "unwind Filtered",
+    "catch Filtered",
+];
+
+#[test]
+fn exceptions_on_coreclr_8() {
+    check(&EXCEPTIONS, "8", EXCEPTION_SEQUENCE);
+}
+
+#[test]
+fn exceptions_on_coreclr_3() {
+    check(&EXCEPTIONS, "3", EXCEPTION_SEQUENCE);
+}
+
+const THREADS_FACTS: &[&str] = &[
+    "worker names: conf-worker-1, conf-worker-2, conf-worker-3",
+    "suspensions seen: true",
+    "EnumThreads != live threads at: []",
+    "a suspension enumerated all three workers: true",
+];
+
+#[test]
+fn threads_on_coreclr_8() {
+    check(&THREADS, "8", THREADS_FACTS);
+}
+
+#[test]
+fn threads_on_coreclr_3() {
+    check(&THREADS, "3", THREADS_FACTS);
+}
+
+/// Loads pair up; the collectible copy of the app unloads; the generic instantiations load with
+/// their type arguments, plus the shared-code instantiation over `System.__Canon`.
+fn loading_facts(assembly_unloads: &str, unloaded: Option<&str>) -> Vec<String> {
+    let mut facts: Vec<String> = vec![
+        "module loads: started == finished: true".into(),
+        "module unloads: started == finished: true".into(),
+        "assembly loads: started == finished: true".into(),
+        assembly_unloads.into(),
+        "assembly loaded: ConfDynamic x1".into(),
+        "assembly loaded: ConfLoading x2".into(),
+    ];
+    facts.extend(unloaded.map(String::from));
+    facts.extend(
+        [
+            "class loaded: ConfDynamic.Emitted x1",
+            "class loaded: ConfLoading.Box<ConfLoading.Box<System.Int32>> x1",
+            "class loaded: ConfLoading.Box<System.Int32> x1",
+            "class loaded: ConfLoading.Box<System.String> x1",
+            "class loaded: ConfLoading.Box<System.__Canon> x1",
+        ]
+        .map(String::from),
+    );
+    facts
+}
+
+#[test]
+fn loading_on_coreclr_8() {
+    let facts = loading_facts("assembly unloads: started 1, finished 1", Some("assembly unloaded: ConfLoading x1"));
+    check(&LOADING, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// CoreCLR 3.1.23 reports the collectible assembly's AssemblyUnloadFinished but never its
+/// AssemblyUnloadStarted (observed on every run; 8.0.4 reports both).
+#[test]
+fn loading_on_coreclr_3() {
+    let facts = loading_facts("assembly unloads: started 0, finished 1", None);
+    check(&LOADING, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+const STATICS_FACTS: &[&str] = &[
+    "profiler thread: initialized, forced a GC",
+    "Counter: COR_PRF_FIELD_APP_DOMAIN_STATIC, value 0x123456789a",
+    "Name: COR_PRF_FIELD_APP_DOMAIN_STATIC, value System.String",
+    "PerThread: COR_PRF_FIELD_THREAD_STATIC, value 4242 (GetThreadStaticAddress of another thread: E_INVALIDARG (0x80070057))",
+];
+
+#[test]
+fn statics_on_coreclr_8() {
+    check(&STATICS, "8", STATICS_FACTS);
+}
+
+#[test]
+fn statics_on_coreclr_3() {
+    check(&STATICS, "3", STATICS_FACTS);
+}
+
+/// A P/Invoke is a call out and a return in, named by the P/Invoke method; the reverse call
+/// through the marshalled delegate comes in and goes out as the delegate type's `Invoke`.
+const TRANSITIONS_FACTS: &[&str] = &[
+    "managed-to-unmanaged ConfTransitions.Program::conf_add call",
+    "unmanaged-to-managed ConfTransitions.Program::conf_add return",
+    "managed-to-unmanaged ConfTransitions.Program::conf_call_back call",
+    "unmanaged-to-managed ConfTransitions.Program+Callback::Invoke call",
+    "managed-to-unmanaged ConfTransitions.Program+Callback::Invoke return",
+    "unmanaged-to-managed ConfTransitions.Program::conf_call_back return",
+];
+
+/// The app's DllImport finds the profiler's library by name on LD_LIBRARY_PATH: the same file the
+/// runtime loaded as the profiler.
+fn transitions(runtime: &'static str) {
+    let lib = profiler_lib("conformance_transitions");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    check_with(&TRANSITIONS, runtime, TRANSITIONS_FACTS, &[("LD_LIBRARY_PATH", &dir)]);
+}
+
+#[test]
+fn transitions_on_coreclr_8() {
+    transitions("8");
+}
+
+#[test]
+fn transitions_on_coreclr_3() {
+    transitions("3");
+}
+
+/// Both callees are offered for inlining into Caller; the refused one is then JIT-compiled on
+/// its own, the allowed one never is (it lives on inside Caller).
+const INLINING_FACTS: &[&str] = &[
+    "compiled Main",
+    "compiled Caller",
+    "inline Refused into Caller: refused",
+    "inline Allowed into Caller: allowed",
+    "compiled Refused",
+];
+
+/// Tiered compilation off (both runtimes' spellings): Caller's first compile is optimized.
+const NO_TIERING: &[(&str, &str)] = &[("DOTNET_TieredCompilation", "0"), ("COMPlus_TieredCompilation", "0")];
+
+#[test]
+fn inlining_on_coreclr_8() {
+    check_with(&INLINING, "8", INLINING_FACTS, NO_TIERING);
+}
+
+#[test]
+fn inlining_on_coreclr_3() {
+    check_with(&INLINING, "3", INLINING_FACTS, NO_TIERING);
+}
+
+const NOTIFICATION_MAIN_FACTS: &[&str] =
+    &["main: initialize", "main: compiled Main", "main: compiled Catch", "main: compiled Throw", "main: shutdown"];
+
+/// The main profiler and, through CORECLR_NOTIFICATION_PROFILERS, a notification-only one; each
+/// writes its own facts. `peer` is what the notification profiler must write (`None`: it must not
+/// load at all).
+fn notification(runtime: &'static str, peer: Option<&[&str]>) {
+    let row = ConformanceRow::new(NOTIFICATION.name, runtime, "");
+    let _row = if peer.is_none() {
+        row.not_applicable("notification profilers came with .NET 7; the peer is never loaded")
+    } else {
+        row
+    };
+    let peer_lib = profiler_lib("conformance_notification_peer");
+    let list = format!("{}={{{NOTIFICATION_PEER_CLSID}}};", peer_lib.display());
+    let peer_out = TempFile::new(&format!("conformance-notification-peer-{runtime}"));
+    let env = [
+        ("CORECLR_ENABLE_NOTIFICATION_PROFILERS", "1"),
+        ("CORECLR_NOTIFICATION_PROFILERS", list.as_str()),
+        ("CORPROF_CONF_PEER_OUT", peer_out.path()),
+    ];
+    run_scenario(&NOTIFICATION, runtime, NOTIFICATION_MAIN_FACTS, &env);
+    let peer_facts = peer_out.read().map(|t| t.lines().map(str::to_string).collect::<Vec<_>>());
+    let expected = peer.map(|p| p.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    assert_eq!(peer_facts, expected, "the notification profiler on CoreCLR {runtime}");
+}
+
+#[test]
+fn notification_on_coreclr_8() {
+    notification(
+        "8",
+        Some(&[
+            "peer: asked to load as notification only: yes",
+            "peer: initialize",
+            "peer: thrown ConfNotification.Oops",
+            "peer: caught in ConfNotification.Program::Catch",
+            "peer: shutdown",
+        ]),
+    );
+}
+
+/// Notification profilers came with .NET 7: 3.1.23 ignores the setting and never loads the peer.
+#[test]
+fn notification_on_coreclr_3() {
+    notification("3", None);
+}

@@ -1,0 +1,182 @@
+//! Conformance scenario "gc": GarbageCollectionStarted/Finished pair up, with generation arrays
+//! that say which generations each induced GC collected; GetGenerationBounds ranges are
+//! consistent; ObjectReferences and RootReferences2 show the app's live Marker and its Child; on
+//! .NET 5+ (8.0.4 here) the high event mask alone reports large- and pinned-object allocations,
+//! and nothing else.
+
+use conformance_support::Recorder;
+use corprof::types::{
+    BOOL, COR_PRF_GC_GENERATION, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, COR_PRF_HIGH_MONITOR,
+    COR_PRF_MONITOR, ClassID, ObjectID, UINT_PTR,
+};
+use corprof::{CorProfilerCallback, IUnknown, Result};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Mutex;
+
+pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01");
+
+#[derive(Default)]
+pub struct Gc {
+    rec: Recorder,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    open: bool,
+    nested: bool,
+    started: u32,
+    finished: u32,
+    induced: Vec<String>,
+    bounds_ok: bool,
+    bounds_checked: u32,
+    generations_seen: BTreeSet<u32>,
+    markers: HashSet<ObjectID>,
+    marker_references_child: bool,
+    marker_rooted: bool,
+    roots: HashSet<ObjectID>,
+    allocations: u32,
+    not_large_or_pinned: Vec<String>,
+    large_byte_array: bool,
+    pinned_byte_array: bool,
+}
+
+impl Gc {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+const LOH: u32 = 3;
+const POH: u32 = 4;
+
+impl CorProfilerCallback for Gc {
+    fn initialize(&self, unknown: &IUnknown) -> Result<()> {
+        let low = COR_PRF_MONITOR::GC;
+        // The high allocation events came with .NET 5: 3.1 refuses unknown bits.
+        let probe = corprof::ProfilerInfo::from_unknown(unknown)?;
+        let major = probe.get_runtime_information().map(|r| r.major_version).unwrap_or(0);
+        let high = if major >= 5 {
+            COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED
+                | COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED
+        } else {
+            COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE
+        };
+        self.rec.start(unknown, low, high)?;
+        Ok(())
+    }
+
+    fn garbage_collection_started(&self, generations: &[BOOL], reason: COR_PRF_GC_REASON) -> Result<()> {
+        let mut s = self.state();
+        s.nested |= s.open;
+        s.open = true;
+        s.started += 1;
+        s.roots.clear();
+        if reason.0 == COR_PRF_GC_REASON::COR_PRF_GC_INDUCED.0 {
+            let collected: Vec<String> =
+                generations.iter().enumerate().filter(|(_, c)| **c != 0).map(|(g, _)| g.to_string()).collect();
+            let line = format!("induced GC of {} generations collected {}", generations.len(), collected.join(","));
+            s.induced.push(line);
+        }
+        Ok(())
+    }
+
+    fn object_references(&self, object: ObjectID, class: ClassID, refs: &[ObjectID]) -> Result<()> {
+        if self.rec.class_name(class) == "ConfGc.Marker" {
+            let info = self.rec.info()?;
+            let child = refs
+                .iter()
+                .any(|r| info.get_class_from_object(*r).is_ok_and(|c| self.rec.class_name(c) == "ConfGc.Child"));
+            let mut s = self.state();
+            s.marker_references_child |= child;
+            s.markers.insert(object);
+            s.marker_rooted |= s.roots.contains(&object);
+        }
+        Ok(())
+    }
+
+    fn root_references2(
+        &self,
+        roots: &[ObjectID],
+        _kinds: &[COR_PRF_GC_ROOT_KIND],
+        _flags: &[COR_PRF_GC_ROOT_FLAGS],
+        _ids: &[UINT_PTR],
+    ) -> Result<()> {
+        let mut s = self.state();
+        let rooted = roots.iter().any(|r| s.markers.contains(r));
+        s.marker_rooted |= rooted;
+        s.roots.extend(roots.iter().copied());
+        Ok(())
+    }
+
+    fn garbage_collection_finished(&self) -> Result<()> {
+        let bounds = self.rec.info()?.get_generation_bounds();
+        let mut s = self.state();
+        s.nested |= !s.open;
+        s.open = false;
+        s.finished += 1;
+        if let Ok(ranges) = bounds {
+            s.bounds_checked += 1;
+            let mut ok = !ranges.is_empty();
+            let mut spans: Vec<(usize, usize)> = Vec::new();
+            for r in &ranges {
+                let g = r.generation.0;
+                s.generations_seen.insert(g);
+                ok &= (0..=POH).contains(&g) && r.rangeLength <= r.rangeLengthReserved;
+                let start = r.rangeStart.as_raw();
+                spans.push((start, start + r.rangeLength));
+            }
+            spans.sort();
+            ok &= spans.windows(2).all(|w| w[0].1 <= w[1].0);
+            s.bounds_ok = if s.bounds_checked == 1 { ok } else { s.bounds_ok && ok };
+        } else {
+            s.bounds_ok = false;
+        }
+        Ok(())
+    }
+
+    fn object_allocated(&self, object: ObjectID, class: ClassID) -> Result<()> {
+        let info = self.rec.info()?;
+        let generation =
+            info.get_object_generation(object).map(|g| g.generation).unwrap_or(COR_PRF_GC_GENERATION(u32::MAX));
+        let name = self.rec.class_name(class);
+        let size = info.get_object_size2(object).unwrap_or(0);
+        let mut s = self.state();
+        s.allocations += 1;
+        match generation.0 {
+            LOH => s.large_byte_array |= name == "?" && size >= 100_000,
+            POH => s.pinned_byte_array |= name == "?" && (1000..2000).contains(&size),
+            g => s.not_large_or_pinned.push(format!("{name} in generation {g}")),
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let major = self.rec.runtime_major();
+        let s = self.state();
+        for line in &s.induced {
+            self.rec.say(line.clone());
+        }
+        self.rec.say(format!("started == finished: {}", s.started == s.finished && s.started > 0));
+        self.rec.say(format!("never nested: {}", !s.nested));
+        self.rec.say(format!(
+            "generation bounds consistent after every GC: {}",
+            s.bounds_ok && s.bounds_checked == s.finished
+        ));
+        let gens: Vec<String> = s.generations_seen.iter().map(u32::to_string).collect();
+        self.rec.say(format!("generations in bounds: {}", gens.join(",")));
+        self.rec.say(format!("Marker references its Child: {}", s.marker_references_child));
+        self.rec.say(format!("a root references the Marker: {}", s.marker_rooted));
+        if major >= 5 {
+            self.rec.say(format!("large byte array reported: {}", s.large_byte_array));
+            self.rec.say(format!("pinned byte array reported: {}", s.pinned_byte_array));
+            self.rec.say(format!("other allocations reported: {:?}", s.not_large_or_pinned));
+        } else {
+            self.rec.say(format!("allocations reported without the high mask: {}", s.allocations));
+        }
+        drop(s);
+        self.rec.finish()
+    }
+}
+
+corprof::export_profiler!(Gc, CLSID);

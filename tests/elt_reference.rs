@@ -1,0 +1,101 @@
+//! The C reference of the ELT benchmark (bench/reference-elt, built here by its build.sh when
+//! missing or stale) loads in CoreCLR 8.0.4 and 3.1.23 and counts exactly: for the EltBench app
+//! making N calls of `Leaf`, its fast asm stubs and the runtime's slow path each see N enters and N
+//! leaves for `Leaf` and one of each for `Run` and `Main`; every enter is matched by a leave or a
+//! tailcall; the unhooked mode sees none; the app's result is unchanged.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+const ELT_CLSID: &str = "7D4E2A9C-1B3F-4C58-A6E0-5F2D8B9C3E71";
+const N: u64 = 100_000;
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// `target/bench/libelt_reference.so`, built by bench/reference-elt/build.sh when it is missing
+/// or older than its sources (one build at a time).
+fn elt_reference() -> PathBuf {
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let root = repo_root();
+    let lib = profile_dir().parent().expect("no target directory").join("bench/libelt_reference.so");
+    let script = root.join("bench/reference-elt/build.sh");
+    let sources = [root.join("bench/reference-elt/elt.c"), script.clone()];
+    let built = modified(&lib);
+    if built.is_none_or(|b| sources.iter().any(|s| modified(s).is_some_and(|m| m > b))) {
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&lib)
+            .current_dir(&root)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "bench/reference-elt/build.sh failed ({}; a C compiler is needed: apt-get install gcc, or set CC):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    lib
+}
+
+/// What EltBench prints: the sum of `Leaf(i) = i ^ (i >> 3)` for `i < n`.
+fn checksum(n: u64) -> u64 {
+    (0..n).map(|i| i ^ (i >> 3)).sum()
+}
+
+/// The `<name> <number>` line of the profiler's output.
+fn total(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{name}` line in:\n{text}"))
+}
+
+fn run_mode(runtime: &'static str, mode: &str) {
+    let lib = elt_reference();
+    let out = TempFile::new(&format!("elt_reference_{runtime}_{mode}"));
+    let mut env = profiler_env(ELT_CLSID, &lib);
+    env.push(("CORPROF_ELT_MODE", mode.to_string()));
+    env.push(("CORPROF_ELT_OUT", out.path().to_string()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let n = N.to_string();
+    let run = run_app_with_args(runtime, "EltBench", &[&n], &env);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, format!("EltBench {N} checksum {}\n", checksum(N)), "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no ELT reference output: {}", run.describe()));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("mode {mode}"), "{text}");
+    let (enters, leaves, tailcalls) = (total(&text, "enters"), total(&text, "leaves"), total(&text, "tailcalls"));
+    let app: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("app ")).collect();
+    if mode == "unhooked" {
+        assert_eq!((enters, leaves, tailcalls), (0, 0, 0), "{text}");
+        assert_eq!(app, ["app 06000001 0 0 0", "app 06000002 0 0 0", "app 06000003 0 0 0"], "{text}");
+    } else {
+        // Leaf 0x06000001, Run 0x06000002, Main 0x06000003 (EltBench.cs).
+        let leaf = format!("app 06000001 {N} {N} 0");
+        assert_eq!(app, [leaf.as_str(), "app 06000002 1 1 0", "app 06000003 1 1 0"], "CoreCLR {runtime}:\n{text}");
+        assert_eq!(enters, leaves + tailcalls, "every enter is left or tail-called:\n{text}");
+        assert!(enters > N, "{text}");
+    }
+}
+
+#[test]
+fn elt_reference_counts_exactly_on_coreclr_8() {
+    for mode in ["fast", "slow", "unhooked"] {
+        run_mode("8", mode);
+    }
+}
+
+#[test]
+fn elt_reference_counts_exactly_on_coreclr_3() {
+    for mode in ["fast", "slow", "unhooked"] {
+        run_mode("3", mode);
+    }
+}

@@ -1,0 +1,58 @@
+//! Stack walks through the closure API (`ProfilerInfo::do_stack_snapshot_with` / `_of`,
+//! tests/stack-profiler) in real runtimes, on the Stacks app: the current thread's managed frames
+//! inside a callback are exactly the app's call chain, a stop and a panic end the walk as
+//! documented, register contexts come with every frame, and walking another thread is refused
+//! with E_NOTIMPL on Linux unless the profiler has suspended the runtime.
+
+mod common;
+
+use common::*;
+
+const STACK_CLSID: &str = "3C5A7E91-2B4D-4F60-8A17-9E0B6C2D4F58";
+
+fn stacks(runtime: &'static str, test: &str, context_size: usize) {
+    let _row = ConformanceRow::new(
+        "stack-walks",
+        runtime,
+        "do_stack_snapshot_with from a callback: exactly the app's frames, a stop, register contexts, a panic re-raised; another thread refused (E_NOTIMPL) unless the runtime is suspended, a nested walk refused",
+    );
+    let lib = profiler_lib("stack_profiler");
+    let out = TempFile::new(test);
+    let run = run_profiled(runtime, "Stacks", STACK_CLSID, &lib, &[("CORPROF_STACK_OUT", out.path())]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, "Stacks done 11\n", "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no stack-profiler output: {}", run.describe()));
+    let context_line =
+        format!("context Ok: 4/4 managed frames, sizes {{{context_size}}}, rip==ip 4, native frames with a context 1");
+    let expected = [
+        // Walked from JITCompilationStarted of Marker.Hit: Hit itself is not running yet, and the
+        // native frames below Main (the host) come last as one run.
+        "walk Ok: StacksApp.Program::C StacksApp.Program::B StacksApp.Program::A StacksApp.Program::Main <native>",
+        "stop after 2 Ok: visited 2",
+        &context_line,
+        "panic re-raised: \"boom in the walk\" after 1 call(s)",
+        // The thread is already being walked: the runtime refuses a second walk inside the first.
+        "nested Ok: inner CORPROF_E_STACKSNAPSHOT_UNSAFE with 0 frame(s)",
+        "sleeper unsuspended E_NOTIMPL: 0 frame(s)",
+        "own thread Ok: 0 frame(s)",
+        "sleeper suspended: suspend Ok, walk Ok: app frames StacksApp.Program::Sleeper",
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected, "stack-profiler output on CoreCLR {runtime}");
+    // The panic went through the panic hook once (re-raised with resume_unwind, which does not
+    // run the hook again) and never reached corprof's callback guard.
+    let hook_lines = run.stderr.lines().filter(|l| l.contains("panicked at") && l.contains("stack-profiler")).count();
+    assert_eq!(hook_lines, 1, "{}", run.describe());
+    assert_eq!(run.panic_lines().len(), 0, "{}", run.describe());
+}
+
+#[test]
+fn stack_walks_on_coreclr_8() {
+    // 8.0's CONTEXT carries the extended (AVX-512) register state; the size is the runtime's
+    // sizeof(CONTEXT), fixed when it was built (not the CPU's).
+    stacks("8", "stack_walks_on_coreclr_8", 3104);
+}
+
+#[test]
+fn stack_walks_on_coreclr_3() {
+    stacks("3", "stack_walks_on_coreclr_3", 1232);
+}
