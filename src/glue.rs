@@ -171,10 +171,16 @@ unsafe extern "system" fn create_instance<F: ProfilerFactory>(
     // The QueryInterface takes the caller's reference; dropping ours leaves exactly that one.
     // When QueryInterface fails (an IID the object does not answer), that Release is the last and
     // runs the profiler's `Drop` here; `release` keeps a panic in it from reaching the runtime.
-    // SAFETY: `obj` is the live object just created, holding the one reference given up here;
-    // `riid` and `ppv` are the caller's, passed on as COM's contract has them.
+    // SAFETY: `obj` is the live object just created, holding the one reference given up here (so
+    // a `ComObject<CallbackClass<F::Profiler>>` until then, as `value` and `register_instance`
+    // require, and handed to the runtime when QueryInterface succeeds); `riid` and `ppv` are
+    // the caller's, passed on as COM's contract has them.
     unsafe {
         let hr = (*obj).QueryInterface(riid, ppv);
+        if HResult(hr).is_ok() {
+            // The object the runtime now holds is the one whose hooks `hooks::install` accepts.
+            crate::hooks::register_instance(obj, ComObject::<CallbackClass<F::Profiler>>::value(obj.cast()));
+        }
         (*obj).Release();
         hr
     }

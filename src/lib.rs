@@ -10,6 +10,8 @@
 //!
 //! - the callback side: [`CorProfilerCallback`], [`Callback`], [`export_profiler!`], the
 //!   parameter types [`Out`] and [`WStr`], and [`CallbackCounts`] for profilers that count;
+//! - call tracing: [`FunctionHooks`] (enter/leave/tailcall hooks and their mapper), installed by
+//!   [`hooks::install`] in a [`HookMode`];
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
@@ -32,6 +34,7 @@ pub mod com;
 #[doc(hidden)]
 pub mod glue;
 mod guid;
+pub mod hooks;
 mod hresult;
 pub mod il;
 #[doc(hidden)]
@@ -53,6 +56,8 @@ pub use bindings::{info, interfaces, metadata, types};
 pub use com::{ComPtr, IUnknown, Interface};
 pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
+#[doc(inline)]
+pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
 pub use stack::{Frame, FrameContext};

@@ -113,9 +113,12 @@ fn the_readme_profiler_builds_outside_the_workspace_and_runs_in_coreclr_8() {
 /// What the crate root's documentation lists, by kind: only what a profiler author uses.
 const ROOT_ITEMS: &[&str] = &[
     "enum Callback",
+    "enum HookMode",
     "fn is_quiet",
     "fn set_quiet",
     "macro export_profiler",
+    "macro method_signature",
+    "mod hooks",
     "mod il",
     "mod info",
     "mod interfaces",
@@ -135,6 +138,7 @@ const ROOT_ITEMS: &[&str] = &[
     "struct ProfilerInfo",
     "struct WStr",
     "trait CorProfilerCallback",
+    "trait FunctionHooks",
     "trait Interface",
     "type HRESULT",
     "type Result",

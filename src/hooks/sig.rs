@@ -1,0 +1,328 @@
+//! Just enough of a method signature (ECMA-335 II.23.2.1) to decode primitive arguments and
+//! return values: the element type of each parameter and of the return, nothing about classes
+//! or generic instantiations beyond "a reference" or "a value type".
+
+use crate::types::ObjectID;
+use crate::{HResult, Result};
+use std::fmt;
+
+/// A parameter's or return value's type, as far as [`Value::decode`] cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    Void,
+    Bool,
+    Char,
+    I1,
+    U1,
+    I2,
+    U2,
+    I4,
+    U4,
+    I8,
+    U8,
+    R4,
+    R8,
+    /// `nint`.
+    I,
+    /// `nuint`.
+    U,
+    /// A reference to an object: a class, a string, an array, `object`.
+    Reference,
+    /// A value type other than the primitives (a struct, an enum, a generic instantiation of
+    /// either), a type parameter, a pointer or a byref: not decoded.
+    Other,
+}
+
+impl ElementType {
+    /// Whether [`Value::decode`] gives a number, a `bool` or a `char` for this type.
+    pub fn is_primitive(self) -> bool {
+        !matches!(self, ElementType::Void | ElementType::Reference | ElementType::Other)
+    }
+}
+
+/// A method's calling convention, parameter types and return type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodSignature {
+    has_this: bool,
+    ret: ElementType,
+    params: Vec<ElementType>,
+}
+
+impl MethodSignature {
+    /// Parses a method signature blob (what `IMetaDataImport::GetMethodProps` gives; the
+    /// [`method_signature!`](crate::method_signature) macro reads it from metadata).
+    /// `CLDB_E_FILE_CORRUPT`-like failures are reported as `E_INVALIDARG`.
+    pub fn parse(blob: &[u8]) -> Result<MethodSignature> {
+        let mut r = Reader { blob, pos: 0 };
+        let conv = r.byte()?;
+        if conv & 0x10 != 0 {
+            r.compressed()?; // generic parameter count
+        }
+        let count = r.compressed()? as usize;
+        let ret = r.element()?;
+        let params = (0..count).map(|_| r.element()).collect::<Result<Vec<_>>>()?;
+        // 0x20 HASTHIS without 0x40 EXPLICITTHIS: `this` is passed but not listed.
+        Ok(MethodSignature { has_this: conv & 0x60 == 0x20, ret, params })
+    }
+
+    /// Whether calls pass a `this` not listed among the parameters (an instance method).
+    pub fn has_this(&self) -> bool {
+        self.has_this
+    }
+
+    pub fn return_type(&self) -> ElementType {
+        self.ret
+    }
+
+    /// The declared parameters, in order (without `this`).
+    pub fn params(&self) -> &[ElementType] {
+        &self.params
+    }
+}
+
+struct Reader<'a> {
+    blob: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self.blob.get(self.pos).ok_or(HResult::E_INVALIDARG)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// A compressed unsigned integer (II.23.2).
+    fn compressed(&mut self) -> Result<u32> {
+        let b0 = self.byte()? as u32;
+        Ok(if b0 & 0x80 == 0 {
+            b0
+        } else if b0 & 0xC0 == 0x80 {
+            ((b0 & 0x3F) << 8) | self.byte()? as u32
+        } else if b0 & 0xE0 == 0xC0 {
+            let rest = [self.byte()?, self.byte()?, self.byte()?];
+            ((b0 & 0x1F) << 24) | (rest[0] as u32) << 16 | (rest[1] as u32) << 8 | rest[2] as u32
+        } else {
+            return Err(HResult::E_INVALIDARG);
+        })
+    }
+
+    /// One type (with its custom modifiers), classified; the reader moves past it.
+    fn element(&mut self) -> Result<ElementType> {
+        use ElementType::*;
+        Ok(match self.byte()? {
+            0x01 => Void,
+            0x02 => Bool,
+            0x03 => Char,
+            0x04 => I1,
+            0x05 => U1,
+            0x06 => I2,
+            0x07 => U2,
+            0x08 => I4,
+            0x09 => U4,
+            0x0A => I8,
+            0x0B => U8,
+            0x0C => R4,
+            0x0D => R8,
+            0x18 => I,
+            0x19 => U,
+            0x0E | 0x1C => Reference, // string, object
+            0x12 => {
+                self.compressed()?; // class token
+                Reference
+            }
+            0x11 => {
+                self.compressed()?; // value type token
+                Other
+            }
+            0x1D => {
+                self.element()?; // single-dimensional array of it
+                Reference
+            }
+            0x14 => {
+                // general array: type, rank, sizes, lower bounds (signed, same encoding)
+                self.element()?;
+                self.compressed()?;
+                for _ in 0..2 {
+                    let n = self.compressed()?;
+                    for _ in 0..n {
+                        self.compressed()?;
+                    }
+                }
+                Reference
+            }
+            0x15 => {
+                // generic instantiation: CLASS or VALUETYPE, token, count, arguments
+                let kind = self.byte()?;
+                self.compressed()?;
+                let n = self.compressed()?;
+                for _ in 0..n {
+                    self.element()?;
+                }
+                if kind == 0x12 { Reference } else { Other }
+            }
+            0x13 | 0x1E => {
+                self.compressed()?; // type parameter number
+                Other
+            }
+            0x0F | 0x10 | 0x45 => {
+                self.element()?; // pointer, byref, pinned: to a type
+                Other
+            }
+            0x1F | 0x20 => {
+                self.compressed()?; // custom modifier's token, then the modified type
+                return self.element();
+            }
+            0x16 => Other, // typedref
+            0x1B => {
+                // function pointer: a whole method signature
+                let conv = self.byte()?;
+                if conv & 0x10 != 0 {
+                    self.compressed()?;
+                }
+                let n = self.compressed()?;
+                for _ in 0..=n {
+                    self.element()?;
+                }
+                Other
+            }
+            _ => return Err(HResult::E_INVALIDARG),
+        })
+    }
+}
+
+/// A decoded argument or return value. Integers print in decimal, floating point as `f64`
+/// prints, booleans as `true`/`false`, characters as themselves, references as their address.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    Bool(bool),
+    Char(u16),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+    ISize(isize),
+    USize(usize),
+    /// An object reference (null included), valid until the next garbage collection.
+    Object(ObjectID),
+}
+
+impl Value {
+    /// Decodes `bytes` (an argument or return range) as `ty`: `None` for `void`, for types it
+    /// does not decode ([`ElementType::Other`]) and for a range too short for the type.
+    pub fn decode(ty: ElementType, bytes: &[u8]) -> Option<Value> {
+        fn take<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
+            bytes.get(..N)?.try_into().ok()
+        }
+        use ElementType as T;
+        Some(match ty {
+            T::Bool => Value::Bool(take::<1>(bytes)?[0] != 0),
+            T::Char => Value::Char(u16::from_le_bytes(take(bytes)?)),
+            T::I1 => Value::I8(i8::from_le_bytes(take(bytes)?)),
+            T::U1 => Value::U8(take::<1>(bytes)?[0]),
+            T::I2 => Value::I16(i16::from_le_bytes(take(bytes)?)),
+            T::U2 => Value::U16(u16::from_le_bytes(take(bytes)?)),
+            T::I4 => Value::I32(i32::from_le_bytes(take(bytes)?)),
+            T::U4 => Value::U32(u32::from_le_bytes(take(bytes)?)),
+            T::I8 => Value::I64(i64::from_le_bytes(take(bytes)?)),
+            T::U8 => Value::U64(u64::from_le_bytes(take(bytes)?)),
+            T::R4 => Value::F32(f32::from_le_bytes(take(bytes)?)),
+            T::R8 => Value::F64(f64::from_le_bytes(take(bytes)?)),
+            T::I => Value::ISize(isize::from_le_bytes(take(bytes)?)),
+            T::U => Value::USize(usize::from_le_bytes(take(bytes)?)),
+            T::Reference => {
+                let raw = usize::from_le_bytes(take(bytes)?);
+                // SAFETY: the range holds a reference the runtime passed for this argument or
+                // return value, that is an object it handed out (or null).
+                Value::Object(unsafe { ObjectID::from_raw(raw) })
+            }
+            T::Void | T::Other => return None,
+        })
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Value::Bool(v) => write!(f, "{v}"),
+            // Escaped like Rust's debug output, so that a control character cannot break a line.
+            Value::Char(v) => match char::from_u32(v as u32) {
+                Some(c) => write!(f, "{}", c.escape_debug()),
+                None => write!(f, "\\u{{{v:04x}}}"),
+            },
+            Value::I8(v) => write!(f, "{v}"),
+            Value::U8(v) => write!(f, "{v}"),
+            Value::I16(v) => write!(f, "{v}"),
+            Value::U16(v) => write!(f, "{v}"),
+            Value::I32(v) => write!(f, "{v}"),
+            Value::U32(v) => write!(f, "{v}"),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::U64(v) => write!(f, "{v}"),
+            Value::F32(v) => write!(f, "{}", v as f64),
+            Value::F64(v) => write!(f, "{v}"),
+            Value::ISize(v) => write!(f, "{v}"),
+            Value::USize(v) => write!(f, "{v}"),
+            Value::Object(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The [`MethodSignature`](crate::hooks::MethodSignature) of a method definition, read from
+/// metadata: `method_signature!(&import, token)` with a [`MetaDataImport`](crate::MetaDataImport)
+/// and an `mdMethodDef` gives `Result<MethodSignature>`.
+///
+/// A macro rather than a function because corprof builds from headers without the metadata
+/// interfaces too (coreclr-3.x has no `cor.h`); it expands only where it is used.
+#[macro_export]
+macro_rules! method_signature {
+    ($import:expr, $method:expr $(,)?) => {{
+        let import: &$crate::MetaDataImport = $import;
+        match import.get_method_props($method) {
+            Ok(props) if props.sig_blob.is_null() => Err($crate::HResult::E_UNEXPECTED),
+            Ok(props) => {
+                // SAFETY: GetMethodProps succeeded: the blob is `sig_blob_size` bytes of the
+                // module's metadata, alive as long as `import`, which outlives this parse.
+                let blob = unsafe { ::core::slice::from_raw_parts(props.sig_blob, props.sig_blob_size as usize) };
+                $crate::hooks::MethodSignature::parse(blob)
+            }
+            Err(e) => Err(e),
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_static_and_instance_signatures() {
+        // static double F(int, long, bool, string, int[], List<int>)
+        let blob = [0x00, 6, 0x0D, 0x08, 0x0A, 0x02, 0x0E, 0x1D, 0x08, 0x15, 0x12, 0x05, 1, 0x08];
+        let sig = MethodSignature::parse(&blob).unwrap();
+        assert!(!sig.has_this());
+        assert_eq!(sig.return_type(), ElementType::R8);
+        use ElementType::*;
+        assert_eq!(sig.params(), &[I4, I8, Bool, Reference, Reference, Reference]);
+        // instance generic void M<T>(T, modopt(x) int)
+        let blob = [0x30, 1, 2, 0x01, 0x1E, 0, 0x20, 0x09, 0x08];
+        let sig = MethodSignature::parse(&blob).unwrap();
+        assert!(sig.has_this());
+        assert_eq!(sig.params(), &[Other, I4]);
+        assert!(MethodSignature::parse(&[0x00, 2, 0x01, 0x08]).is_err(), "truncated");
+    }
+
+    #[test]
+    fn decodes_primitives() {
+        assert_eq!(Value::decode(ElementType::I4, &(-7i64).to_le_bytes()).unwrap().to_string(), "-7");
+        assert_eq!(Value::decode(ElementType::R8, &2.5f64.to_le_bytes()).unwrap().to_string(), "2.5");
+        assert_eq!(Value::decode(ElementType::Bool, &[1, 0, 0, 0]).unwrap().to_string(), "true");
+        assert_eq!(Value::decode(ElementType::I8, &[1, 2]), None, "too short");
+        assert_eq!(Value::decode(ElementType::Void, &[]), None);
+    }
+}
