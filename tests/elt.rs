@@ -154,6 +154,17 @@ impl Traced {
 }
 
 fn counts_and_output(runtime: &'static str, test: &str, mode: &str) {
+    let (scenario, what) = match mode {
+        "fast" => (
+            "elt-fast",
+            "fast enter/leave/tailcall hooks (naked register-preserving stubs): exact counts for recursion, exceptions through frames, 4 threads, generics, static constructors; the app's output unchanged",
+        ),
+        _ => (
+            "elt-info",
+            "with-info hooks: the same exact counts, and ARGS lines (int, long, double, bool) decoded from the argument and return-value ranges",
+        ),
+    };
+    let _row = ConformanceRow::new(scenario, runtime, what);
     let plain = run_app(runtime, "Elt", &[]);
     assert_eq!(plain.code, Some(0), "{}", plain.describe());
     assert_eq!(plain.stdout, APP_OUTPUT, "the app without a profiler: {}", plain.describe());

@@ -25,9 +25,11 @@
 
 mod frame;
 mod sig;
+mod table;
 
 pub use frame::{Arguments, HookFrame, HookKind};
 pub use sig::{ElementType, MethodSignature, Value};
+pub use table::HookTable;
 
 use crate::glue::log_panic;
 use crate::types::{COR_PRF_ELT_INFO, COR_PRF_MONITOR, FunctionID, FunctionIDOrClientID};

@@ -17,13 +17,13 @@
 //!   counting), to show that corprof catches it and the call proceeds.
 #![deny(unsafe_code)]
 
-use corprof::hooks::{self, HookFrame, MethodSignature};
+use corprof::hooks::{self, HookFrame, HookTable, MethodSignature};
 use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, mdTypeDef};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The CLSID this profiler answers to.
@@ -40,42 +40,6 @@ struct Entry {
     primitive_sig: Option<MethodSignature>,
     /// Whether a call already took this method's `ARGS` line.
     args_taken: AtomicBool,
-}
-
-const CHUNK: usize = 4096;
-const CHUNKS: usize = 1024;
-
-/// `CHUNK` slots, filled once each.
-type Chunk = Box<[OnceLock<Entry>]>;
-
-/// Entries by index, growing without moving, readable without a lock: chunks allocated on demand.
-struct Table {
-    chunks: Box<[OnceLock<Chunk>]>,
-    next: AtomicUsize,
-}
-
-impl Table {
-    fn new() -> Table {
-        Table { chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(), next: AtomicUsize::new(0) }
-    }
-
-    /// Stores `entry`, giving its index (`None` when the table is full).
-    fn push(&self, entry: Entry) -> Option<usize> {
-        let index = self.next.fetch_add(1, Ordering::Relaxed);
-        let chunk = self.chunks.get(index / CHUNK)?;
-        let slots = chunk.get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
-        let _ = slots[index % CHUNK].set(entry);
-        Some(index)
-    }
-
-    #[inline]
-    fn get(&self, index: usize) -> Option<&Entry> {
-        self.chunks.get(index / CHUNK)?.get()?[index % CHUNK].get()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Entry> {
-        (0..self.next.load(Ordering::Acquire)).filter_map(|i| self.get(i))
-    }
 }
 
 /// A hooked call on this thread's stack (info mode): the entry, and the `ARGS` text of its
@@ -98,7 +62,7 @@ pub struct EltTracer {
     mode: HookMode,
     filter: Option<String>,
     panic_in: Option<String>,
-    table: Table,
+    table: HookTable<Entry>,
     /// FunctionID → entry, for the unwind callbacks (which name a function, not client data).
     by_function: Mutex<HashMap<FunctionID, usize>>,
     args_lines: Mutex<Vec<String>>,
@@ -115,7 +79,7 @@ impl Default for EltTracer {
             mode,
             filter: std::env::var("CORPROF_ELT_FILTER").ok().filter(|f| !f.is_empty()),
             panic_in: std::env::var("CORPROF_ELT_PANIC").ok(),
-            table: Table::new(),
+            table: HookTable::default(),
             by_function: Mutex::new(HashMap::new()),
             args_lines: Mutex::new(Vec::new()),
         }
