@@ -2,7 +2,8 @@
 //! missing or stale) loads in CoreCLR 8.0.4 and 3.1.23 and counts exactly: for the EltBench app
 //! making N calls of `Leaf`, its fast asm stubs and the runtime's slow path each see N enters and N
 //! leaves for `Leaf` and one of each for `Run` and `Main`; every enter is matched by a leave or a
-//! tailcall; the unhooked mode sees none; the app's result is unchanged.
+//! tailcall; the unhooked mode sees none; the app's result is unchanged. The benchmark's Rust
+//! profiler (bench/elt-rust, on corprof's hooks) must report exactly the same.
 
 mod common;
 
@@ -58,10 +59,16 @@ fn total(text: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no `{name}` line in:\n{text}"))
 }
 
+/// The Rust row of the benchmark (bench/elt-rust, corprof's hooks) writes the same report.
+const RUST_CLSID: &str = "9B3E5D17-2C4A-4F86-B1E0-8D6A2F4C7E52";
+
 fn run_mode(runtime: &'static str, mode: &str) {
-    let lib = elt_reference();
-    let out = TempFile::new(&format!("elt_reference_{runtime}_{mode}"));
-    let mut env = profiler_env(ELT_CLSID, &lib);
+    run_profiler(runtime, mode, ELT_CLSID, &elt_reference());
+}
+
+fn run_profiler(runtime: &'static str, mode: &str, clsid: &str, lib: &Path) {
+    let out = TempFile::new(&format!("elt_reference_{runtime}_{mode}_{clsid}"));
+    let mut env = profiler_env(clsid, lib);
     env.push(("CORPROF_ELT_MODE", mode.to_string()));
     env.push(("CORPROF_ELT_OUT", out.path().to_string()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -97,5 +104,21 @@ fn elt_reference_counts_exactly_on_coreclr_8() {
 fn elt_reference_counts_exactly_on_coreclr_3() {
     for mode in ["fast", "slow", "unhooked"] {
         run_mode("3", mode);
+    }
+}
+
+#[test]
+fn the_rust_bench_profiler_counts_the_same_on_coreclr_8() {
+    let lib = profiler_lib("elt_bench");
+    for mode in ["fast", "slow", "unhooked"] {
+        run_profiler("8", mode, RUST_CLSID, &lib);
+    }
+}
+
+#[test]
+fn the_rust_bench_profiler_counts_the_same_on_coreclr_3() {
+    let lib = profiler_lib("elt_bench");
+    for mode in ["fast", "slow", "unhooked"] {
+        run_profiler("3", mode, RUST_CLSID, &lib);
     }
 }
