@@ -73,11 +73,12 @@ impl<'walk> Frame<'walk> {
         self.ip
     }
 
-    /// The runtime's frame-info handle, for [`ProfilerInfo::get_function_info2`] (a generic
-    /// method's type arguments). It is valid only while the closure runs: the runtime frees it
-    /// when the callback returns.
-    pub fn frame_info(&self) -> COR_PRF_FRAME_INFO {
-        self.frame_info
+    /// [`ProfilerInfo::get_function_info2`] for this frame's function, with the frame's own
+    /// frame-info handle: a shared generic method's exact type arguments. The handle itself is
+    /// not handed out: the runtime frees it when the walk's callback returns, and reads it.
+    pub fn function_info(&self, info: &ProfilerInfo) -> Result<crate::info::FunctionInfo2> {
+        let function = self.function_id().ok_or(HResult::E_INVALIDARG)?;
+        info.get_function_info2(function, self.frame_info)
     }
 
     /// The register context of this frame when the walk asked for [`FrameContext::With`], else

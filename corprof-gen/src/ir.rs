@@ -168,7 +168,8 @@ impl EnumDecl {
 /// An ID typedef, which becomes a `#[repr(transparent)]` newtype: a typedef whose underlying type
 /// is spelled `UINT_PTR`, `ULONG_PTR` or `uintptr_t` (an integer ID: `FunctionID`, `ClassID`, …)
 /// or is a pointer to `void` (`void *`, or `void **` as .NET 8's `ObjectHandleID`: an opaque
-/// handle), and whose name ends in `ID` or `Id` (not `VOID`). `void_depth`: how many pointers
+/// handle), and whose name ends in `ID` or `Id` (not `VOID`); or an integer handle the runtime
+/// dereferences (`COR_PRF_*_INFO`, `EVENTPIPE_*`). `void_depth`: how many pointers
 /// deep the underlying type points to `void` (0: it does not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdType {
@@ -182,14 +183,20 @@ pub struct IdType {
 
 /// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
 pub fn id_typedef(name: &str, underlying: &str, void_depth: usize) -> Option<IdType> {
+    // The runtime's opaque handles spelled as integers: a callback's frame (`COR_PRF_ELT_INFO`,
+    // `COR_PRF_FRAME_INFO`) and EventPipe's providers and events. The runtime dereferences them,
+    // so, like IDs, safe code may only pass on what the runtime handed out.
+    let integer_handle = (name.starts_with("COR_PRF_") && name.ends_with("_INFO")) || name.starts_with("EVENTPIPE_");
+    let integer = matches!(underlying, "UINT_PTR" | "ULONG_PTR" | "uintptr_t");
+    if integer && integer_handle {
+        return Some(IdType { name: name.to_string(), raw: underlying.to_string(), handle: false });
+    }
     // `LPVOID` ends in `ID` too, but names no ID.
     if !(name.ends_with("ID") || name.ends_with("Id")) || name.ends_with("VOID") {
         return None;
     }
     match underlying {
-        "UINT_PTR" | "ULONG_PTR" | "uintptr_t" => {
-            Some(IdType { name: name.to_string(), raw: underlying.to_string(), handle: false })
-        }
+        _ if integer => Some(IdType { name: name.to_string(), raw: underlying.to_string(), handle: false }),
         _ if void_depth > 0 => {
             let raw = format!("{}::core::ffi::c_void", "*mut ".repeat(void_depth));
             Some(IdType { name: name.to_string(), raw, handle: true })
@@ -241,3 +248,24 @@ impl Header {
 
 /// The root of the callback family; every version derives from it.
 pub const CALLBACK_ROOT: &str = "ICorProfilerCallback";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_the_runtimes_integer_handles_become_newtypes() {
+        for name in ["FunctionID", "ModuleId", "COR_PRF_ELT_INFO", "COR_PRF_FRAME_INFO", "EVENTPIPE_EVENT"] {
+            let id = id_typedef(name, "UINT_PTR", 0).unwrap_or_else(|| panic!("{name} is an ID"));
+            assert_eq!((id.raw.as_str(), id.handle), ("UINT_PTR", false), "{name}");
+        }
+        let handle = id_typedef("ObjectHandleID", "void **", 2).expect("a void ** handle");
+        assert!(handle.handle);
+        // Plain integers and `LPVOID` are not IDs; an `_INFO` name over another type is not a handle.
+        for (name, under, depth) in
+            [("SIZE_T", "ULONG_PTR", 0), ("LPVOID", "void *", 1), ("COR_PRF_X_INFO", "DWORD", 0)]
+        {
+            assert_eq!(id_typedef(name, under, depth), None, "{name}");
+        }
+    }
+}

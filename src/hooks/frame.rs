@@ -34,7 +34,7 @@ impl<'a> HookFrame<'a> {
     /// A frame without information (fast mode).
     #[inline(always)]
     pub(super) fn fast(kind: HookKind) -> HookFrame<'static> {
-        HookFrame { kind, function: FunctionID::NULL, elt: 0, info: None, _not_send: PhantomData }
+        HookFrame { kind, function: FunctionID::NULL, elt: COR_PRF_ELT_INFO::NULL, info: None, _not_send: PhantomData }
     }
 
     /// # Safety

@@ -3,7 +3,7 @@
 use corprof::hooks::{HookFrame, HookKind};
 
 fn made_up() -> HookFrame<'static> {
-    HookFrame { kind: HookKind::Enter, function: Default::default(), elt: 0x1000, info: None, _not_send: Default::default() }
+    HookFrame { kind: HookKind::Enter, function: Default::default(), elt: corprof::types::COR_PRF_ELT_INFO::NULL, info: None, _not_send: Default::default() }
 }
 
 fn main() {
