@@ -116,6 +116,7 @@ const ROOT_ITEMS: &[&str] = &[
     "fn is_quiet",
     "fn set_quiet",
     "macro export_profiler",
+    "mod eventpipe",
     "mod info",
     "mod interfaces",
     "mod metadata",

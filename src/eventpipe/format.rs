@@ -128,7 +128,8 @@ impl<'a> Reader<'a> {
 pub enum FieldType {
     /// 1: a structure: its fields, in order, with no framing of their own.
     Object(Vec<Field>),
-    /// 3: four bytes (a Win32 `BOOL`), nonzero for true.
+    /// 3: four bytes (a Win32 `BOOL`), nonzero for true — but one byte in self-describing
+    /// EventSource events: see [`BoolSize`].
     Bool,
     /// 4: one UTF-16 code unit.
     Char,
@@ -459,6 +460,20 @@ fn write_named(f: &mut fmt::Formatter<'_>, fields: &[(String, Value)]) -> fmt::R
     Ok(())
 }
 
+/// How many bytes a `Bool` field takes in a payload. The metadata does not say: the runtime's
+/// `COR_PRF_EVENTPIPE_BOOLEAN` (profiler-defined events) and manifest-based EventSource events
+/// write a four-byte `BOOL`, while self-describing EventSource events
+/// (`EventSourceSettings.EtwSelfDescribingEventFormat`, TraceLogging) write one byte (CoreCLR
+/// 8.0.4, checked by the eventpipe conformance scenario).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BoolSize {
+    /// Four bytes, little-endian, nonzero for true.
+    #[default]
+    Four,
+    /// One byte, nonzero for true.
+    One,
+}
+
 /// An event's payload decoded with its metadata: each field's name and value, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Payload {
@@ -471,10 +486,18 @@ impl Payload {
     /// `metadata`. Every byte must belong to a field: events whose metadata lists no fields
     /// while their payload has bytes (the runtime's own native events) are reported as
     /// [`FormatErrorKind::TrailingBytes`].
+    ///
+    /// `Bool` fields take four bytes; use [`Payload::decode_with`] for self-describing
+    /// EventSource events.
     pub fn decode(metadata: &EventMetadata, data: &[u8]) -> Result<Payload, FormatError> {
+        Payload::decode_with(metadata, data, BoolSize::Four)
+    }
+
+    /// [`Payload::decode`] with `Bool` fields of `bools` bytes.
+    pub fn decode_with(metadata: &EventMetadata, data: &[u8], bools: BoolSize) -> Result<Payload, FormatError> {
         let mut r = Reader::new(data);
-        let mut budget = MAX_VALUES;
-        let fields = decode_fields(&mut r, &metadata.fields, &mut budget, 0)?;
+        let mut d = Decoder { budget: MAX_VALUES, bools };
+        let fields = d.fields(&mut r, &metadata.fields, 0)?;
         if !r.at_end() {
             return Err(r.error(FormatErrorKind::TrailingBytes));
         }
@@ -508,48 +531,55 @@ impl fmt::Display for Payload {
     }
 }
 
-fn decode_fields(
-    r: &mut Reader<'_>,
-    fields: &[Field],
-    budget: &mut usize,
-    depth: usize,
-) -> Result<Vec<(String, Value)>, FormatError> {
-    fields.iter().map(|field| Ok((field.name.clone(), decode_value(r, &field.ty, budget, depth)?))).collect()
+/// Decoding state: the values left to build, and the width of `Bool`.
+struct Decoder {
+    budget: usize,
+    bools: BoolSize,
 }
 
-fn decode_value(r: &mut Reader<'_>, ty: &FieldType, budget: &mut usize, depth: usize) -> Result<Value, FormatError> {
-    // Metadata from `EventMetadata::parse` is never deeper than this, but a hand-built one may be.
-    if depth >= MAX_DEPTH {
-        return Err(r.error(FormatErrorKind::TooDeep));
+impl Decoder {
+    fn fields(&mut self, r: &mut Reader<'_>, fields: &[Field], depth: usize) -> Result<Vec<(String, Value)>, FormatError> {
+        fields.iter().map(|field| Ok((field.name.clone(), self.value(r, &field.ty, depth)?))).collect()
     }
-    *budget = budget.checked_sub(1).ok_or_else(|| r.error(FormatErrorKind::TooManyValues))?;
-    Ok(match ty {
-        FieldType::Object(fields) => Value::Object(decode_fields(r, fields, budget, depth + 1)?),
-        FieldType::Bool => Value::Bool(r.u32()? != 0),
-        FieldType::Char => Value::Char(r.u16()?),
-        FieldType::I8 => Value::I8(i8::from_le_bytes(r.array()?)),
-        FieldType::U8 => Value::U8(r.u8()?),
-        FieldType::I16 => Value::I16(i16::from_le_bytes(r.array()?)),
-        FieldType::U16 => Value::U16(r.u16()?),
-        FieldType::I32 => Value::I32(i32::from_le_bytes(r.array()?)),
-        FieldType::U32 => Value::U32(r.u32()?),
-        FieldType::I64 => Value::I64(i64::from_le_bytes(r.array()?)),
-        FieldType::U64 => Value::U64(r.u64()?),
-        FieldType::F32 => Value::F32(f32::from_le_bytes(r.array()?)),
-        FieldType::F64 => Value::F64(f64::from_le_bytes(r.array()?)),
-        FieldType::Decimal => Value::Decimal(r.array()?),
-        FieldType::DateTime => Value::DateTime(r.u64()?),
-        FieldType::Guid => Value::Guid(guid_from_le(r.array()?)),
-        FieldType::String => Value::String(r.utf16z()?),
-        FieldType::Array(element) => {
-            let count = r.u16()?;
-            let mut items = Vec::with_capacity(usize::from(count).min(r.bytes.len() - r.pos));
-            for _ in 0..count {
-                items.push(decode_value(r, element, budget, depth + 1)?);
-            }
-            Value::Array(items)
+
+    fn value(&mut self, r: &mut Reader<'_>, ty: &FieldType, depth: usize) -> Result<Value, FormatError> {
+        // Metadata from `EventMetadata::parse` is never deeper than this, but a hand-built one may be.
+        if depth >= MAX_DEPTH {
+            return Err(r.error(FormatErrorKind::TooDeep));
         }
-    })
+        self.budget = self.budget.checked_sub(1).ok_or_else(|| r.error(FormatErrorKind::TooManyValues))?;
+        Ok(match ty {
+            FieldType::Object(fields) => Value::Object(self.fields(r, fields, depth + 1)?),
+            FieldType::Bool => Value::Bool(match self.bools {
+                BoolSize::Four => r.u32()? != 0,
+                BoolSize::One => r.u8()? != 0,
+            }),
+            FieldType::Char => Value::Char(r.u16()?),
+            FieldType::I8 => Value::I8(i8::from_le_bytes(r.array()?)),
+            FieldType::U8 => Value::U8(r.u8()?),
+            FieldType::I16 => Value::I16(i16::from_le_bytes(r.array()?)),
+            FieldType::U16 => Value::U16(r.u16()?),
+            FieldType::I32 => Value::I32(i32::from_le_bytes(r.array()?)),
+            FieldType::U32 => Value::U32(r.u32()?),
+            FieldType::I64 => Value::I64(i64::from_le_bytes(r.array()?)),
+            FieldType::U64 => Value::U64(r.u64()?),
+            FieldType::F32 => Value::F32(f32::from_le_bytes(r.array()?)),
+            FieldType::F64 => Value::F64(f64::from_le_bytes(r.array()?)),
+            FieldType::Decimal => Value::Decimal(r.array()?),
+            FieldType::DateTime => Value::DateTime(r.u64()?),
+            FieldType::Guid => Value::Guid(guid_from_le(r.array()?)),
+            FieldType::String => Value::String(r.utf16z()?),
+            FieldType::Array(element) => {
+                let count = r.u16()?;
+                // No more room reserved than bytes remain: a count is only a claim.
+                let mut items = Vec::with_capacity(usize::from(count).min(r.bytes.len() - r.pos));
+                for _ in 0..count {
+                    items.push(self.value(r, element, depth + 1)?);
+                }
+                Value::Array(items)
+            }
+        })
+    }
 }
 
 fn guid_from_le(b: [u8; 16]) -> GUID {

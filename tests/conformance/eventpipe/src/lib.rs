@@ -7,12 +7,13 @@
 
 use conformance_support::Recorder;
 use corprof::eventpipe::{
-    self, EventDefinition, EventMetadata, FieldType, Payload, Provider, ProviderConfig, Session, Value,
+    self, BoolSize, EventDefinition, Level, EventMetadata, FieldType, Payload, Provider, ProviderConfig, Session, Value,
 };
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, EVENTPIPE_PROVIDER, FunctionID, ThreadID, UINT_PTR};
 use corprof::{CorProfilerCallback, GUID, HResult, IUnknown, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20");
 
@@ -25,7 +26,7 @@ struct Own {
 #[derive(Default)]
 pub struct Conf {
     rec: Recorder,
-    session: OnceLock<Session>,
+    session: Mutex<Option<Session>>,
     own: OnceLock<Own>,
     /// Provider names by handle, and the event names already described.
     names: Mutex<HashMap<EVENTPIPE_PROVIDER, String>>,
@@ -52,7 +53,7 @@ impl Conf {
         let info = self.rec.info()?;
         let session = Session::start(
             info,
-            &[ProviderConfig::new("Conf-Events"), ProviderConfig::new("Conf-Manifest"), ProviderConfig::new("Conf-Profiler")],
+            &[ProviderConfig::new("Conf-Events").level(Level::Verbose), ProviderConfig::new("Conf-Profiler")],
             false,
         );
         let session = match session {
@@ -67,13 +68,19 @@ impl Conf {
             }
         };
         self.rec.say("session started");
-        let _ = self.session.set(session);
+        match session.add_provider(&ProviderConfig::new("Conf-Manifest").keywords(u64::MAX).level(Level::Informational)) {
+            Ok(()) => self.rec.say("Conf-Manifest added to the session"),
+            Err(e) => self.rec.say(format!("add provider: {}", code(e))),
+        }
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
         let provider = Provider::create(info, "Conf-Profiler")?;
         let probe = provider.define_event(
             &EventDefinition::new("Probe", 7)
                 .field("count", FieldType::I32)
                 .field("label", FieldType::String)
-                .field("items", FieldType::Array(Box::new(FieldType::I32))),
+                .field("items", FieldType::Array(Box::new(FieldType::I32)))
+                .field("ok", FieldType::Bool)
+                .field("tags", FieldType::Array(Box::new(FieldType::String))),
         )?;
         self.rec.say("provider Conf-Profiler created, event Probe defined");
         let _ = self.own.set(Own { provider, probe });
@@ -95,15 +102,26 @@ impl CorProfilerCallback for Conf {
             return Ok(());
         }
         if let Some(own) = self.own.get() {
-            let values =
-                [Value::I32(7), Value::String("from the profiler".into()), Value::Array(vec![Value::I32(1), Value::I32(-2)])];
-            match own.probe.write(&values) {
-                Ok(()) => self.rec.say("wrote Conf-Profiler/Probe"),
-                Err(e) => self.rec.say(format!("write Probe: {}", code(e))),
-            }
+            let probe = |count: i32| {
+                own.probe.write(&[
+                    Value::I32(count),
+                    Value::String("from the profiler".into()),
+                    Value::Array(vec![Value::I32(1), Value::I32(-2), Value::I32(i32::MAX)]),
+                    Value::Bool(true),
+                    Value::Array(vec![Value::String("a".into()), Value::String("".into()), Value::String("é€".into())]),
+                ])
+            };
+            // Delivered synchronously: its fact line comes before this one's.
+            self.rec.say(format!("write Probe(count=7): {:?}", probe(7).map_err(code)));
             // A payload that does not match the definition never reaches the runtime.
             let wrong = own.probe.write(&[Value::I64(7)]);
             self.rec.say(format!("write with wrong values: {:?}", wrong.map_err(code)));
+            let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(session) = session {
+                self.rec.say(format!("stop session: {:?}", session.stop().map_err(code)));
+            }
+            // No session listens any more: written, but not delivered.
+            self.rec.say(format!("write Probe(count=8): {:?}", probe(8).map_err(code)));
         }
         Ok(())
     }
@@ -112,7 +130,7 @@ impl CorProfilerCallback for Conf {
         &self,
         provider: EVENTPIPE_PROVIDER,
         event_id: u32,
-        event_version: u32,
+        _event_version: u32,
         metadata_blob: &[u8],
         event_data: &[u8],
         _activity_id: Option<&GUID>,
@@ -120,9 +138,6 @@ impl CorProfilerCallback for Conf {
         _event_thread: ThreadID,
         _stack_frames: &[UINT_PTR],
     ) -> Result<()> {
-        if std::env::var_os("CONF_EP_DUMP").is_some() {
-            eprintln!("event {event_id} v{event_version} meta {metadata_blob:02x?} data {event_data:02x?}");
-        }
         let provider_name = {
             let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
             names
@@ -161,7 +176,9 @@ impl CorProfilerCallback for Conf {
             ));
         }
         drop(described);
-        match Payload::decode(&metadata, event_data) {
+        // Conf-Events is self-describing (one-byte bools); the others write four-byte bools.
+        let bools = if provider_name == "Conf-Events" { BoolSize::One } else { BoolSize::Four };
+        match Payload::decode_with(&metadata, event_data, bools) {
             Ok(payload) => self.rec.say(format!("{key}({payload})")),
             Err(e) => self.rec.say(format!("{key}: bad payload: {e}")),
         }
