@@ -538,7 +538,12 @@ struct Decoder {
 }
 
 impl Decoder {
-    fn fields(&mut self, r: &mut Reader<'_>, fields: &[Field], depth: usize) -> Result<Vec<(String, Value)>, FormatError> {
+    fn fields(
+        &mut self,
+        r: &mut Reader<'_>,
+        fields: &[Field],
+        depth: usize,
+    ) -> Result<Vec<(String, Value)>, FormatError> {
         fields.iter().map(|field| Ok((field.name.clone(), self.value(r, &field.ty, depth)?))).collect()
     }
 

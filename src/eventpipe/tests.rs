@@ -117,7 +117,10 @@ fn all_scalars_payload() -> Vec<u8> {
 #[test]
 fn v1_metadata_with_every_scalar_type() {
     let m = EventMetadata::parse(&all_scalars_blob()).unwrap();
-    assert_eq!((m.id, m.name.as_str(), m.keywords, m.version, m.level, m.opcode), (1, "AllTypes", 0xF0_0000_0000_0001, 2, 5, None));
+    assert_eq!(
+        (m.id, m.name.as_str(), m.keywords, m.version, m.level, m.opcode),
+        (1, "AllTypes", 0xF0_0000_0000_0001, 2, 5, None)
+    );
     let expected: Vec<Field> = SCALARS.iter().map(|(c, n)| Field::new(*n, FieldType::scalar(*c).unwrap())).collect();
     assert_eq!(m.fields, expected);
     assert!(m.fields.iter().zip(SCALARS).all(|(f, (c, _))| f.ty.code() == *c));
@@ -142,7 +145,15 @@ fn every_scalar_decodes_and_encodes_back() {
 #[test]
 fn bools_of_one_byte() {
     let fields = [Field::new("on", FieldType::Bool), Field::new("n", FieldType::U8)];
-    let m = EventMetadata { id: 1, name: "E".into(), keywords: 0, version: 0, level: 0, opcode: None, fields: fields.to_vec() };
+    let m = EventMetadata {
+        id: 1,
+        name: "E".into(),
+        keywords: 0,
+        version: 0,
+        level: 0,
+        opcode: None,
+        fields: fields.to_vec(),
+    };
     let p = Payload::decode_with(&m, &[1, 9], BoolSize::One).unwrap();
     assert_eq!(p.fields, [("on".to_string(), Value::Bool(true)), ("n".to_string(), Value::U8(9))]);
     // The same two bytes with four-byte bools: too short.
@@ -376,8 +387,8 @@ fn random_bytes_never_panic() {
     let seeds = [all_scalars_blob(), v2_blob()];
     let payloads = [all_scalars_payload(), Vec::new()];
     let mut parsed = 0;
-    for round in 0..20_000 {
-        let mut blob = if round % 2 == 0 {
+    for round in 0..20_000usize {
+        let mut blob = if round.is_multiple_of(2) {
             let len = (rng.next() % 96) as usize;
             (0..len).map(|_| rng.next() as u8).collect::<Vec<u8>>()
         } else {
@@ -392,7 +403,7 @@ fn random_bytes_never_panic() {
         if let Ok(m) = EventMetadata::parse(&blob) {
             parsed += 1;
             let mut data = payloads[round % 4 / 2].clone();
-            if !data.is_empty() && rng.next() % 2 == 0 {
+            if !data.is_empty() && rng.next().is_multiple_of(2) {
                 let i = (rng.next() % data.len() as u64) as usize;
                 data[i] = rng.next() as u8;
             }

@@ -7,13 +7,12 @@
 
 use conformance_support::Recorder;
 use corprof::eventpipe::{
-    self, BoolSize, EventDefinition, Level, EventMetadata, FieldType, Payload, Provider, ProviderConfig, Session, Value,
+    self, BoolSize, EventDefinition, EventMetadata, FieldType, Level, Payload, Provider, ProviderConfig, Session, Value,
 };
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, EVENTPIPE_PROVIDER, FunctionID, ThreadID, UINT_PTR};
 use corprof::{CorProfilerCallback, GUID, HResult, IUnknown, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
-
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20");
 
@@ -68,7 +67,8 @@ impl Conf {
             }
         };
         self.rec.say("session started");
-        match session.add_provider(&ProviderConfig::new("Conf-Manifest").keywords(u64::MAX).level(Level::Informational)) {
+        match session.add_provider(&ProviderConfig::new("Conf-Manifest").keywords(u64::MAX).level(Level::Informational))
+        {
             Ok(()) => self.rec.say("Conf-Manifest added to the session"),
             Err(e) => self.rec.say(format!("add provider: {}", code(e))),
         }
@@ -165,7 +165,8 @@ impl CorProfilerCallback for Conf {
         let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
         if !described.contains(&key) {
             described.push(key.clone());
-            let fields: Vec<String> = metadata.fields.iter().map(|f| format!("{}: {}", f.name, describe(&f.ty))).collect();
+            let fields: Vec<String> =
+                metadata.fields.iter().map(|f| format!("{}: {}", f.name, describe(&f.ty))).collect();
             self.rec.say(format!(
                 "{key} is event {} v{} level {}{}: ({})",
                 metadata.id,
