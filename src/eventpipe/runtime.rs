@@ -102,8 +102,8 @@ impl WideConfig {
 ///
 /// Dropping a `Session` does **not** stop it: a profiler usually keeps its session until the
 /// process ends, and a drop may come after Shutdown, when calling into the runtime is no longer
-/// allowed. Call [`Session::stop`] to end it earlier (not from inside a delivery callback: the
-/// runtime waits for deliveries in progress).
+/// allowed. Call [`Session::stop`] to end it earlier (not from inside a delivery callback of the
+/// same session: stopping may wait for deliveries in progress; untested here).
 ///
 /// [`CorProfilerCallback::event_pipe_event_delivered`]: crate::CorProfilerCallback::event_pipe_event_delivered
 pub struct Session {
