@@ -3,4 +3,12 @@ fn main() {
     corprof_gen::build::run();
     // The golden files of the generator's fixtures, each compiled by tests/goldens.rs.
     corprof_gen::build::golden_modules(std::path::Path::new("corprof-gen/tests/fixtures"));
+    // src/eventpipe's sessions and providers call ICorProfilerInfo12, which older headers
+    // (coreclr-3.x) do not declare: compile them only when the bindings have it.
+    println!("cargo::rustc-check-cfg=cfg(corprof_eventpipe)");
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let bindings = std::fs::read_to_string(out.join("corprof_bindings.rs")).unwrap_or_default();
+    if bindings.contains("fn event_pipe_start_session(") {
+        println!("cargo::rustc-cfg=corprof_eventpipe");
+    }
 }

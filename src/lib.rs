@@ -15,6 +15,8 @@
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
+//! - EventPipe in process (sessions, a provider of your own, a safe parser of delivered events'
+//!   metadata and payloads): module [`eventpipe`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
 //!   [`Result`], [`set_quiet`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
@@ -31,6 +33,7 @@
 // runtime (dispatch, vtable construction, out-pointer conversions, buffers).
 #[doc(hidden)]
 pub mod com;
+pub mod eventpipe;
 #[doc(hidden)]
 pub mod glue;
 mod guid;

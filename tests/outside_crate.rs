@@ -118,6 +118,7 @@ const ROOT_ITEMS: &[&str] = &[
     "fn set_quiet",
     "macro export_profiler",
     "macro method_signature",
+    "mod eventpipe",
     "mod hooks",
     "mod il",
     "mod info",

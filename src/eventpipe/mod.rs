@@ -1,0 +1,58 @@
+//! EventPipe in process: read an app's `EventSource` events, and write events of your own,
+//! through the `ICorProfilerInfo12` EventPipe methods (.NET 5 and later) and
+//! [`CorProfilerCallback::event_pipe_event_delivered`].
+//!
+//! - [`Session::start`] opens an in-process session for a list of [`ProviderConfig`]s (name,
+//!   keywords, level, filter data). With `COR_PRF_HIGH_MONITOR_EVENT_PIPE` in the event mask,
+//!   each event of those providers is handed to `event_pipe_event_delivered`, synchronously, on
+//!   the thread that wrote it, as two byte slices: its metadata and its payload.
+//! - [`EventMetadata::parse`] reads the metadata (ID, name, keywords, version, level, opcode,
+//!   the fields with their types, nested objects and arrays included), and
+//!   [`Payload::decode`] turns the payload into [`Value`]s. Both check every length and return a
+//!   [`FormatError`] for truncated or malformed bytes; neither panics. The one thing the
+//!   metadata does not say is the width of a `Bool`: four bytes, except in self-describing
+//!   EventSource events, where it is one ([`BoolSize`], [`Payload::decode_with`]).
+//! - [`Provider::create`] makes a provider of the profiler's own, [`Provider::define_event`]
+//!   declares an event with typed fields, and [`Event::write`] serializes values into its
+//!   payload ([`Payload::encode`]: integers and floats little-endian, `Bool` as four bytes,
+//!   strings UTF-16 with a NUL, arrays as a 16-bit count then the elements) and writes it. A
+//!   session that enables the provider reads the event back like any other.
+//! - [`provider_name`] names the provider of a delivered event. It is `unsafe`: the runtime
+//!   trusts the handle blindly.
+//!
+//! Before .NET 5 the runtime has no `ICorProfilerInfo12`: every call answers `E_NOINTERFACE`.
+//! Sessions, providers and events exist only when the header corprof was built from declares
+//! `ICorProfilerInfo12` (not coreclr-3.x's); the parser and serializer always do.
+//!
+//! ```
+//! use corprof::eventpipe::{EventMetadata, Field, FieldType, Payload, Value};
+//!
+//! // What EventPipe's metadata generator writes for `MyEvent(int count)`, ID 7.
+//! let mut blob = 7u32.to_le_bytes().to_vec();
+//! blob.extend("MyEvent\0".encode_utf16().flat_map(u16::to_le_bytes));
+//! blob.extend(0u64.to_le_bytes()); // keywords
+//! blob.extend(1u32.to_le_bytes()); // version
+//! blob.extend(4u32.to_le_bytes()); // level
+//! blob.extend(1u32.to_le_bytes()); // one field (V1): type code, then name
+//! blob.extend(9u32.to_le_bytes());
+//! blob.extend("count\0".encode_utf16().flat_map(u16::to_le_bytes));
+//!
+//! let metadata = EventMetadata::parse(&blob).unwrap();
+//! assert_eq!(metadata.fields, [Field::new("count", FieldType::I32)]);
+//! let payload = Payload::decode(&metadata, &42i32.to_le_bytes()).unwrap();
+//! assert_eq!(payload.get("count"), Some(&Value::I32(42)));
+//! assert_eq!(payload.to_string(), "count=42");
+//! ```
+//!
+//! [`CorProfilerCallback::event_pipe_event_delivered`]: crate::CorProfilerCallback
+
+mod format;
+#[cfg(corprof_eventpipe)]
+mod runtime;
+
+pub use format::{BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload, Value};
+#[cfg(corprof_eventpipe)]
+pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};
+
+#[cfg(test)]
+mod tests;

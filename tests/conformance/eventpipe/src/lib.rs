@@ -1,0 +1,195 @@
+//! Conformance scenario "eventpipe" (.NET 5+): an in-process EventPipe session started in
+//! Initialize reads the app's EventSource "Conf-Events" (self-describing events with an int, a
+//! long, a string, a double, a char, an int array and an object), decoding each delivered
+//! event's metadata and payload with corprof's parser; the profiler's own provider
+//! "Conf-Profiler" writes an event (an int, a string, an int array) from JITCompilationStarted
+//! of the app's Marker, and the same session reads it back with the values written.
+
+use conformance_support::Recorder;
+use corprof::eventpipe::{
+    self, BoolSize, EventDefinition, EventMetadata, FieldType, Level, Payload, Provider, ProviderConfig, Session, Value,
+};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, EVENTPIPE_PROVIDER, FunctionID, ThreadID, UINT_PTR};
+use corprof::{CorProfilerCallback, GUID, HResult, IUnknown, Result};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20");
+
+/// The profiler's own provider and event.
+struct Own {
+    provider: Provider,
+    probe: eventpipe::Event,
+}
+
+#[derive(Default)]
+pub struct Conf {
+    rec: Recorder,
+    session: Mutex<Option<Session>>,
+    own: OnceLock<Own>,
+    /// Provider names by handle, and the event names already described.
+    names: Mutex<HashMap<EVENTPIPE_PROVIDER, String>>,
+    described: Mutex<Vec<String>>,
+}
+
+fn describe(ty: &FieldType) -> String {
+    match ty {
+        FieldType::Array(element) => format!("{}[]", describe(element)),
+        FieldType::Object(fields) => {
+            let inner: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.name, describe(&f.ty))).collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn code(e: HResult) -> String {
+    e.name().map_or_else(|| format!("{:#010x}", e.0 as u32), str::to_string)
+}
+
+impl Conf {
+    fn setup(&self) -> Result<()> {
+        let info = self.rec.info()?;
+        let session = Session::start(
+            info,
+            &[ProviderConfig::new("Conf-Events").level(Level::Verbose), ProviderConfig::new("Conf-Profiler")],
+            false,
+        );
+        let session = match session {
+            Ok(s) => s,
+            Err(e) => {
+                self.rec.say(format!("start session: {}", code(e)));
+                match Provider::create(info, "Conf-Profiler") {
+                    Ok(_) => self.rec.say("create provider: ok"),
+                    Err(e) => self.rec.say(format!("create provider: {}", code(e))),
+                }
+                return Ok(());
+            }
+        };
+        self.rec.say("session started");
+        match session.add_provider(&ProviderConfig::new("Conf-Manifest").keywords(u64::MAX).level(Level::Informational))
+        {
+            Ok(()) => self.rec.say("Conf-Manifest added to the session"),
+            Err(e) => self.rec.say(format!("add provider: {}", code(e))),
+        }
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+        let provider = Provider::create(info, "Conf-Profiler")?;
+        let probe = provider.define_event(
+            &EventDefinition::new("Probe", 7)
+                .field("count", FieldType::I32)
+                .field("label", FieldType::String)
+                .field("items", FieldType::Array(Box::new(FieldType::I32)))
+                .field("ok", FieldType::Bool)
+                .field("tags", FieldType::Array(Box::new(FieldType::String))),
+        )?;
+        self.rec.say("provider Conf-Profiler created, event Probe defined");
+        let _ = self.own.set(Own { provider, probe });
+        Ok(())
+    }
+}
+
+impl CorProfilerCallback for Conf {
+    fn initialize(&self, unknown: &IUnknown) -> Result<()> {
+        self.rec.start(unknown, COR_PRF_MONITOR::JIT_COMPILATION, COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE)?;
+        if self.rec.runtime_major() >= 5 {
+            self.rec.info()?.set_event_mask2(COR_PRF_MONITOR::JIT_COMPILATION, COR_PRF_HIGH_MONITOR::EVENT_PIPE)?;
+        }
+        self.setup()
+    }
+
+    fn jit_compilation_started(&self, function: FunctionID, _safe: bool) -> Result<()> {
+        if self.rec.function_name(function) != "ConfEventPipe.Program::Marker" {
+            return Ok(());
+        }
+        if let Some(own) = self.own.get() {
+            let probe = |count: i32| {
+                own.probe.write(&[
+                    Value::I32(count),
+                    Value::String("from the profiler".into()),
+                    Value::Array(vec![Value::I32(1), Value::I32(-2), Value::I32(i32::MAX)]),
+                    Value::Bool(true),
+                    Value::Array(vec![Value::String("a".into()), Value::String("".into()), Value::String("é€".into())]),
+                ])
+            };
+            // Delivered synchronously: its fact line comes before this one's.
+            self.rec.say(format!("write Probe(count=7): {:?}", probe(7).map_err(code)));
+            // A payload that does not match the definition never reaches the runtime.
+            let wrong = own.probe.write(&[Value::I64(7)]);
+            self.rec.say(format!("write with wrong values: {:?}", wrong.map_err(code)));
+            let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(session) = session {
+                self.rec.say(format!("stop session: {:?}", session.stop().map_err(code)));
+            }
+            // No session listens any more: written, but not delivered.
+            self.rec.say(format!("write Probe(count=8): {:?}", probe(8).map_err(code)));
+        }
+        Ok(())
+    }
+
+    fn event_pipe_event_delivered(
+        &self,
+        provider: EVENTPIPE_PROVIDER,
+        event_id: u32,
+        _event_version: u32,
+        metadata_blob: &[u8],
+        event_data: &[u8],
+        _activity_id: Option<&GUID>,
+        _related_activity_id: Option<&GUID>,
+        _event_thread: ThreadID,
+        _stack_frames: &[UINT_PTR],
+    ) -> Result<()> {
+        let provider_name = {
+            let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+            names
+                .entry(provider)
+                .or_insert_with(|| {
+                    let info = self.rec.info().ok();
+                    // SAFETY: `provider` is the handle the runtime is delivering this event from.
+                    info.and_then(|i| unsafe { eventpipe::provider_name(i, provider) }.ok())
+                        .unwrap_or_else(|| "?".to_string())
+                })
+                .clone()
+        };
+        if !provider_name.starts_with("Conf-") {
+            return Ok(());
+        }
+        let mine = self.own.get().is_some_and(|o| o.provider.handle() == provider);
+        let metadata = match EventMetadata::parse(metadata_blob) {
+            Ok(m) => m,
+            Err(e) => {
+                self.rec.say(format!("{provider_name}: bad metadata for event {event_id}: {e}"));
+                return Ok(());
+            }
+        };
+        let key = format!("{provider_name}/{}", metadata.name);
+        let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
+        if !described.contains(&key) {
+            described.push(key.clone());
+            let fields: Vec<String> =
+                metadata.fields.iter().map(|f| format!("{}: {}", f.name, describe(&f.ty))).collect();
+            self.rec.say(format!(
+                "{key} is event {} v{} level {}{}: ({})",
+                metadata.id,
+                metadata.version,
+                metadata.level,
+                if mine { ", from the profiler's provider" } else { "" },
+                fields.join(", ")
+            ));
+        }
+        drop(described);
+        // Conf-Events is self-describing (one-byte bools); the others write four-byte bools.
+        let bools = if provider_name == "Conf-Events" { BoolSize::One } else { BoolSize::Four };
+        match Payload::decode_with(&metadata, event_data, bools) {
+            Ok(payload) => self.rec.say(format!("{key}({payload})")),
+            Err(e) => self.rec.say(format!("{key}: bad payload: {e}")),
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        self.rec.say("shutdown");
+        self.rec.finish()
+    }
+}
+
+corprof::export_profiler!(Conf, CLSID);
