@@ -31,11 +31,11 @@
 //! ```
 
 use corprof::il::{Instruction, OpCode, Operand};
+use corprof::interfaces::ICorProfilerFunctionControl;
 use corprof::rewrite::{self, RewriteError};
 use corprof::sig::Token;
 use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID, ReJITID, mdMethodDef};
 use corprof::{CorProfilerCallback, HResult, IUnknown, MetaDataEmit, MetaDataImport, ProfilerInfo, Result};
-use corprof::interfaces::ICorProfilerFunctionControl;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
