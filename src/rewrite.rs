@@ -16,8 +16,8 @@
 //! - **Through ReJIT**: set `COR_PRF_ENABLE_REJIT` in `initialize` (it cannot be set later);
 //!   call [`ProfilerInfo::request_rejit`] (or [`request_rejit_with_inliners`](ProfilerInfo::request_rejit_with_inliners))
 //!   for `(module, method)` pairs; the runtime then calls `get_rejit_parameters`, where
-//!   [`ProfilerFunctionControl::set_il_body`] hands over the new body
-//!   ([`function_control`] turns the callback's parameter into the wrapper). Calls made after
+//!   [`set_rejit_body`] hands over the new body through the callback's `function_control`
+//!   ([`ProfilerFunctionControl::set_il_body`] does the same for the wrapper). Calls made after
 //!   the ReJIT run the new code; [`ProfilerInfo::revert_methods`] goes back to the original
 //!   (`RequestRevert`, with each method's status). Both are "synchronous" profiling calls: the
 //!   runtime takes them inside a callback (`jit_compilation_finished` of a trigger method, say)
@@ -122,11 +122,19 @@ fn checked_bytes(body: &MethodBody) -> Result<Vec<u8>, RewriteError> {
     Ok(bytes)
 }
 
-/// The `ICorProfilerFunctionControl` that `get_rejit_parameters` receives, as the safe wrapper
-/// (it takes a reference of its own, so it may be kept; the ReJIT reads what was set before the
-/// callback returned).
-pub fn function_control(raw: &ICorProfilerFunctionControl) -> crate::Result<ProfilerFunctionControl> {
-    ProfilerFunctionControl::from_unknown(raw)
+/// Gives the ReJIT that `get_rejit_parameters` is about its new IL, through the callback's own
+/// `function_control` parameter: encodes `body`, checks it, and hands the bytes to
+/// `SetILFunctionBody` (the runtime copies them). Call it inside that callback: the ReJIT reads
+/// what was set when the callback returns.
+pub fn set_rejit_body(function_control: &ICorProfilerFunctionControl, body: &MethodBody) -> Result<(), RewriteError> {
+    let bytes = checked_bytes(body)?;
+    let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
+    // SAFETY: `function_control` is a live object, borrowed for the call; the runtime copies
+    // `size` bytes from `bytes`, which hold exactly that many, and later reads the copy by its
+    // header, which `checked_bytes` made sure stays within them.
+    let hr = unsafe { function_control.SetILFunctionBody(size, bytes.as_ptr()) };
+    HResult(hr).ok()?;
+    Ok(())
 }
 
 impl ProfilerInfo {

@@ -127,7 +127,7 @@ impl Swap {
         for label in &literals {
             body.replace(*label, [Instruction { opcode: OpCode::LDSTR, operand: Operand::Token(text) }])?;
         }
-        rewrite::function_control(control)?.set_il_body(&body)?;
+        rewrite::set_rejit_body(control, &body)?;
         Ok(literals.len())
     }
 }
