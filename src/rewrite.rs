@@ -24,7 +24,9 @@
 //!   or on a thread it does not manage, one the profiler started; on an app thread outside a
 //!   callback, such as a P/Invoke into the profiler's library, it answers
 //!   `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` (`examples/rejit-swap` hands the request to a thread
-//!   of its own and waits for it).
+//!   of its own and waits for it). Both suspend the runtime, which can deadlock against a lock
+//!   the calling callback's thread holds (it has been seen from `module_load_finished`): a
+//!   thread of the profiler's own is the safe place.
 //! - **New tokens** for the body come from the module's metadata,
 //!   `info.get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)`: a string
 //!   literal for `ldstr` from `define_user_string`, a type from `define_type_ref_by_name`, a
@@ -146,10 +148,10 @@ impl ProfilerInfo {
         if body.method_header.is_null() || body.method_size == 0 {
             return Err(HResult::CORPROF_E_FUNCTION_NOT_IL);
         }
-        // SAFETY: the call succeeded, so the runtime says `method_header` points at the body's
-        // `method_size` bytes, in the module's image or in memory from its IMethodMalloc, both
-        // of which live as long as the module; the caller's module ID names a loaded module (the
-        // runtime refuses others), and the bytes are copied before this call returns.
+        // SAFETY: the call succeeded (and the pointer is not null), so the runtime says
+        // `method_header` points at the body's `method_size` bytes, in the module's image or in
+        // memory from its IMethodMalloc, both of which live as long as the module; the module
+        // was loaded for the call, and the bytes are copied at once, before this fn returns.
         let bytes = unsafe { std::slice::from_raw_parts(body.method_header, body.method_size as usize) };
         Ok(bytes.to_vec())
     }
