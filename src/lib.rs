@@ -21,7 +21,9 @@
 //!   [`Result`], [`set_quiet`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
 //! - pure parsing, no runtime needed: metadata signatures in [`sig`] (decode, encode, print
-//!   types and methods) and method bodies in [`il`] (read, edit and write IL).
+//!   types and methods) and method bodies in [`il`] (read, edit and write IL);
+//! - rewriting in the runtime, at JIT time and through ReJIT, with one safe call each:
+//!   [`ProfilerInfo::il_body`], [`ProfilerInfo::set_il_body`] and the rest of module [`rewrite`].
 
 // Every `unsafe` block says why it is sound, here and in the generated bindings included below.
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
@@ -42,6 +44,7 @@ mod hresult;
 pub mod il;
 #[doc(hidden)]
 pub mod params;
+pub mod rewrite;
 pub mod sig;
 pub mod stack;
 mod table;

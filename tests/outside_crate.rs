@@ -124,6 +124,7 @@ const ROOT_ITEMS: &[&str] = &[
     "mod info",
     "mod interfaces",
     "mod metadata",
+    "mod rewrite",
     "mod sig",
     "mod stack",
     "mod types",
