@@ -15,7 +15,7 @@
 
 use super::format::{Generics, NameResolver, TypeName, format_method, format_type};
 use super::types::{MethodSig, Token, Type};
-use crate::types::{ClassID, FunctionID, ModuleID};
+use crate::types::{ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
 use crate::{HResult, ProfilerInfo, Result};
 
 /// How deep type arguments may nest in [`class_name`] (`List<List<…>>`) before it gives up: the
@@ -39,7 +39,7 @@ pub fn function_name(info: &ProfilerInfo, function: FunctionID) -> Result<String
 
 /// The method definition `method` of `module` as declared, generic parameters by name:
 /// `System.Void Shop.Box<T>::.ctor(T)`, `T Shop.Catalog::Pick<T>(T[])`.
-pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: u32) -> Result<String> {
+pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: mdMethodDef) -> Result<String> {
     Names(info).definition(module, method)
 }
 
@@ -81,28 +81,10 @@ impl<R: NameResolver + ?Sized> NameResolver for Instantiated<'_, R> {
     }
 }
 
-/// The type an array's element type byte names when the element is a primitive (the only case
-/// where `IsArrayClass` may give no element class).
-fn primitive(element_type: u32) -> Option<Type> {
-    Some(match element_type {
-        0x02 => Type::Boolean,
-        0x03 => Type::Char,
-        0x04 => Type::I1,
-        0x05 => Type::U1,
-        0x06 => Type::I2,
-        0x07 => Type::U2,
-        0x08 => Type::I4,
-        0x09 => Type::U4,
-        0x0a => Type::I8,
-        0x0b => Type::U8,
-        0x0c => Type::R4,
-        0x0d => Type::R8,
-        0x0e => Type::String,
-        0x18 => Type::I,
-        0x19 => Type::U,
-        0x1c => Type::Object,
-        _ => return None,
-    })
+/// A [`Token`] from the header's `mdToken` (`u32`, but `i32` in coreclr-3.x's header).
+#[allow(clippy::unnecessary_cast)]
+fn token(bits: mdToken) -> Token {
+    Token(bits as u32)
 }
 
 /// Copies a signature blob the metadata returned.
@@ -128,7 +110,7 @@ mod stand_in {
     use crate::Result;
 
     pub struct MethodProps {
-        pub class: u32,
+        pub class: crate::types::mdTypeDef,
         pub name: String,
         pub sig_blob: *const u8,
         pub sig_blob_size: u32,
@@ -136,12 +118,12 @@ mod stand_in {
 
     /// The methods of `MetaDataImport` used here, on the stand-in (which has no values).
     pub trait Absent {
-        fn get_method_props(&self, _: u32) -> Result<MethodProps>;
+        fn get_method_props(&self, _: crate::types::mdMethodDef) -> Result<MethodProps>;
     }
 }
 
 impl stand_in::Absent for MetaDataImport {
-    fn get_method_props(&self, _: u32) -> Result<stand_in::MethodProps> {
+    fn get_method_props(&self, _: mdMethodDef) -> Result<stand_in::MethodProps> {
         match *self {}
     }
 }
@@ -175,13 +157,13 @@ const _: () = {
         }
 
         /// The method's owner, name and decoded signature.
-        fn method(import: &MetaDataImport, method: u32) -> Result<(Token, String, MethodSig)> {
+        fn method(import: &MetaDataImport, method: mdMethodDef) -> Result<(Token, String, MethodSig)> {
             let props = import.get_method_props(method)?;
             // SAFETY: GetMethodProps succeeded, so `sig_blob` points to `sig_blob_size` bytes of
             // the module's metadata, alive while `import` is; they are copied before it drops.
             let blob = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
             let sig = MethodSig::decode(&blob).map_err(|_| HResult::META_E_BAD_SIGNATURE)?;
-            Ok((Token(props.class), props.name, sig))
+            Ok((token(props.class), props.name, sig))
         }
 
         fn class(&self, class: ClassID, depth: usize) -> Result<String> {
@@ -189,12 +171,11 @@ const _: () = {
                 return Err(HResult::E_FAIL);
             }
             if let Some(array) = self.0.is_array_class(class)? {
-                let element = if array.base_class_id.as_raw() != 0 {
-                    self.class(array.base_class_id, depth + 1)?
-                } else {
-                    let ty = primitive(array.base_elem_type.0).ok_or(HResult::E_FAIL)?;
-                    format_type(&ty, &NoNames, Generics::default())
-                };
+                // The runtime gives every element type's class, primitives' too.
+                if array.base_class_id.as_raw() == 0 {
+                    return Err(HResult::E_FAIL);
+                }
+                let element = self.class(array.base_class_id, depth + 1)?;
                 let commas = ",".repeat(array.rank.saturating_sub(1).min(31) as usize);
                 return Ok(format!("{element}[{commas}]"));
             }
@@ -202,7 +183,7 @@ const _: () = {
             let import = self.import(c.module_id)?;
             let args =
                 c.type_args.iter().map(|&arg| self.class(arg, depth + 1)).collect::<Result<Vec<String>>>()?;
-            let owner = Token(c.type_def_token);
+            let owner = token(c.type_def_token);
             let resolver =
                 Instantiated { metadata: &import, class: owner, class_args: args, method: Token(0), method_args: vec![] };
             Ok(format_type(&Type::Class(owner), &resolver, Generics::default()))
@@ -221,24 +202,15 @@ const _: () = {
                 },
             };
             let method_args = f.type_args.iter().map(|&a| self.class(a, 1)).collect::<Result<Vec<String>>>()?;
-            let method = Token(f.token);
+            let method = token(f.token);
             let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
             Ok(format_method(&resolver, owner, &name, &sig, Some(method)))
         }
 
-        fn definition(&self, module: ModuleID, method: u32) -> Result<String> {
+        fn definition(&self, module: ModuleID, method: mdMethodDef) -> Result<String> {
             let import = self.import(module)?;
             let (owner, name, sig) = Self::method(&import, method)?;
-            Ok(format_method(&import, owner, &name, &sig, Some(Token(method))))
+            Ok(format_method(&import, owner, &name, &sig, Some(token(method))))
         }
     }
 };
-
-/// A resolver that knows no names (for primitives, which need none).
-struct NoNames;
-
-impl NameResolver for NoNames {
-    fn type_name(&self, _: Token) -> Option<TypeName> {
-        None
-    }
-}
