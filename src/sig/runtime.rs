@@ -181,11 +181,15 @@ const _: () = {
             }
             let c = self.0.get_class_id_info2(class)?;
             let import = self.import(c.module_id)?;
-            let args =
-                c.type_args.iter().map(|&arg| self.class(arg, depth + 1)).collect::<Result<Vec<String>>>()?;
+            let args = c.type_args.iter().map(|&arg| self.class(arg, depth + 1)).collect::<Result<Vec<String>>>()?;
             let owner = token(c.type_def_token);
-            let resolver =
-                Instantiated { metadata: &import, class: owner, class_args: args, method: Token(0), method_args: vec![] };
+            let resolver = Instantiated {
+                metadata: &import,
+                class: owner,
+                class_args: args,
+                method: Token(0),
+                method_args: vec![],
+            };
             Ok(format_type(&Type::Class(owner), &resolver, Generics::default()))
         }
 
