@@ -221,6 +221,7 @@ impl Walk<'_> {
     }
 }
 
+/// The profiler: the runtime's `ProfilerInfo` once initialized, and where the lines go.
 pub struct RoundTrip {
     info: OnceLock<ProfilerInfo>,
     out: Mutex<Box<dyn Write + Send>>,
