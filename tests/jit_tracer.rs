@@ -79,7 +79,7 @@ const SHOP_INSTANTIATIONS: &[&str] = &[
     "T Shop.Box<T>::Get()",
 ];
 
-const SIGNATURE_NAMES: &str = "the jit-tracer's signature lines for the Shop app (nested, generic, array, byref and out members; generic methods), as declared and as the runtime instantiates them, every JIT-compiled method's signature decoded";
+const SIGNATURE_NAMES: &str = "the jit-tracer's signature lines for the Shop app (nested, generic, array, byref and out members; generic methods), as declared and as the runtime instantiates them (System.__Canon for shared code), every JIT-compiled method's signature decoded; allocated classes named with their instantiation (arrays, nested generic instances)";
 
 /// The type a signature line's method belongs to: between the return type and `::` (a generic
 /// return type may hold spaces, the owner of these lines does not).
@@ -88,9 +88,10 @@ fn owner(line: &str) -> Option<&str> {
     left.rsplit(' ').next()
 }
 
-/// Runs the Shop app under the tracer in `mode` and returns the app's own lines, as a set
-/// (tiered compilation may JIT a method twice), after checking every line resolved.
-fn shop_lines(runtime: &'static str, test: &str, mode: &str, info: &str) -> BTreeSet<String> {
+/// Runs the Shop app under the tracer in `mode` and returns the app's own method lines, as a set
+/// (tiered compilation may JIT a method twice), after checking every line resolved; and the
+/// `NEW <class>` lines (runtime mode), as a set.
+fn shop_lines(runtime: &'static str, test: &str, mode: &str, info: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let lib = profiler_lib("jit_tracer");
     let out = TempFile::new(test);
     let env = [("CORPROF_TRACE_OUT", out.path()), ("CORPROF_TRACE_SIGNATURES", mode)];
@@ -104,7 +105,26 @@ fn shop_lines(runtime: &'static str, test: &str, mode: &str, info: &str) -> BTre
     assert!(!text.contains("# unresolved"), "every signature resolves:\n{text}");
     let runtime_methods = lines.iter().filter(|l| owner(l).is_some_and(|o| o.starts_with("System."))).count();
     assert!(runtime_methods > 0, "the runtime's own methods are traced too:\n{text}");
-    lines.iter().filter(|l| owner(l).is_some_and(|o| o.starts_with("Shop."))).map(|l| l.to_string()).collect()
+    let methods = lines.iter().filter(|l| owner(l).is_some_and(|o| o.starts_with("Shop."))).map(|l| l.to_string());
+    let classes = lines.iter().filter(|l| l.starts_with("NEW ")).map(|l| l.to_string());
+    (methods.collect(), classes.collect())
+}
+
+/// The classes of the runtime mode's `NEW` lines: the app's own exactly (the exact
+/// instantiations, not `System.__Canon`: an object's class is never shared code's), and arrays
+/// and nested generic instances the app and the runtime allocate in both versions.
+fn check_classes(classes: &BTreeSet<String>) {
+    let shop: BTreeSet<&str> = classes.iter().map(String::as_str).filter(|c| c.contains("Shop.")).collect();
+    let expected = ["NEW Shop.Box<System.Int32>", "NEW Shop.Box<System.String>", "NEW Shop.Order"];
+    assert_eq!(shop, expected.into_iter().collect(), "{classes:#?}");
+    for class in [
+        "NEW System.Int32[]",
+        "NEW System.String[]",
+        "NEW System.String[,]",
+        "NEW System.Collections.Generic.Dictionary<System.String, System.Object>+Entry[]",
+    ] {
+        assert!(classes.contains(class), "{class} in {classes:#?}");
+    }
 }
 
 fn expected(lines: &[&str]) -> BTreeSet<String> {
@@ -115,14 +135,22 @@ fn expected(lines: &[&str]) -> BTreeSet<String> {
 fn jit_tracer_signatures_on_coreclr_8() {
     let _row = ConformanceRow::new("signature-names", "8", SIGNATURE_NAMES);
     let info = "# info ICorProfilerInfo14 (version 14)";
-    assert_eq!(shop_lines("8", "signatures_8", "1", info), expected(SHOP_SIGNATURES));
-    assert_eq!(shop_lines("8", "instantiations_8", "runtime", info), expected(SHOP_INSTANTIATIONS));
+    let (methods, classes) = shop_lines("8", "signatures_8", "1", info);
+    assert_eq!(methods, expected(SHOP_SIGNATURES));
+    assert!(classes.is_empty(), "no NEW lines unless asked: {classes:#?}");
+    let (methods, classes) = shop_lines("8", "instantiations_8", "runtime", info);
+    assert_eq!(methods, expected(SHOP_INSTANTIATIONS));
+    check_classes(&classes);
 }
 
 #[test]
 fn jit_tracer_signatures_on_coreclr_3() {
     let _row = ConformanceRow::new("signature-names", "3", SIGNATURE_NAMES);
     let info = "# info ICorProfilerInfo11 (version 11)";
-    assert_eq!(shop_lines("3", "signatures_3", "1", info), expected(SHOP_SIGNATURES));
-    assert_eq!(shop_lines("3", "instantiations_3", "runtime", info), expected(SHOP_INSTANTIATIONS));
+    let (methods, classes) = shop_lines("3", "signatures_3", "1", info);
+    assert_eq!(methods, expected(SHOP_SIGNATURES));
+    assert!(classes.is_empty(), "no NEW lines unless asked: {classes:#?}");
+    let (methods, classes) = shop_lines("3", "instantiations_3", "runtime", info);
+    assert_eq!(methods, expected(SHOP_INSTANTIATIONS));
+    check_classes(&classes);
 }

@@ -23,8 +23,8 @@ use crate::{HResult, ProfilerInfo, Result};
 const MAX_ARG_DEPTH: usize = 32;
 
 /// `class` with the type arguments the runtime reports: `Shop.Box<System.Int32>`,
-/// `System.Collections.Generic.List<System.__Canon>`, `System.String[]`, `System.Int32[,]`,
-/// `Shop.Outer+Inner`.
+/// `System.Collections.Generic.Dictionary<System.String, System.Object>+Entry[]`,
+/// `System.String[,]`, `Shop.Outer+Inner`.
 pub fn class_name(info: &ProfilerInfo, class: ClassID) -> Result<String> {
     Names(info).class(class, 0)
 }

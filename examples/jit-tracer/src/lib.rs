@@ -9,13 +9,16 @@
 //! ([`corprof::sig::method_definition_name`]). With `CORPROF_TRACE_SIGNATURES=runtime` it is the
 //! instantiation the runtime compiles, e.g. `System.Void Shop.Box<System.Int32>::.ctor(System.Int32)`
 //! or, for code shared by reference types, `System.Void Shop.Box<System.__Canon>::.ctor(System.__Canon)`
-//! ([`corprof::sig::function_name`]).
+//! ([`corprof::sig::function_name`]); that mode also writes `NEW <class>` for each class the
+//! first time an object of it is allocated, e.g. `NEW Shop.Box<System.String>`,
+//! `NEW System.String[,]` ([`corprof::sig::class_name`]).
 //!
 //! Load with `CORECLR_PROFILER={A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C}`; lines go to the file in
 //! `CORPROF_TRACE_OUT`, else stderr.
 
 use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID, ObjectID, mdTypeDef};
 use corprof::{CorProfilerCallback, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
@@ -48,6 +51,8 @@ pub struct Tracer {
     info: OnceLock<ProfilerInfo>,
     out: Mutex<Box<dyn Write + Send>>,
     lines: Lines,
+    /// The classes already written as `NEW` lines.
+    allocated: Mutex<HashSet<ClassID>>,
 }
 
 impl Default for Tracer {
@@ -62,7 +67,7 @@ impl Default for Tracer {
             },
             None => Box::new(std::io::stderr()),
         };
-        Tracer { info: OnceLock::new(), out: Mutex::new(out), lines: Lines::from_env() }
+        Tracer { info: OnceLock::new(), out: Mutex::new(out), lines: Lines::from_env(), allocated: Mutex::default() }
     }
 }
 
@@ -109,7 +114,11 @@ impl Tracer {
 impl CorProfilerCallback for Tracer {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::EXCEPTIONS)?;
+        let mut mask = COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::EXCEPTIONS;
+        if self.lines == Lines::Instantiations {
+            mask = mask | COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED;
+        }
+        info.set_event_mask(mask)?;
         self.line(&format!("# info {} (version {})", info.interface_name(), info.version()));
         let _ = self.info.set(info);
         Ok(())
@@ -136,6 +145,17 @@ impl CorProfilerCallback for Tracer {
         match name {
             Ok(name) => self.line(&format!("EXC {name}")),
             Err(e) => self.line(&format!("# unresolved exception object: {e}")),
+        }
+        Ok(())
+    }
+
+    fn object_allocated(&self, _object: ObjectID, class_id: ClassID) -> Result<()> {
+        let first = self.allocated.lock().is_ok_and(|mut seen| seen.insert(class_id));
+        if first {
+            match corprof::sig::class_name(self.info()?, class_id) {
+                Ok(name) => self.line(&format!("NEW {name}")),
+                Err(e) => self.line(&format!("# unresolved class {class_id}: {e}")),
+            }
         }
         Ok(())
     }
