@@ -218,3 +218,63 @@ const _: () = {
         }
     }
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Shop.Box`1` (TypeDef 3, parameter `T`) with `Pick` (MethodDef 7, parameter `U`).
+    struct Table;
+
+    impl NameResolver for Table {
+        fn type_name(&self, token: Token) -> Option<TypeName> {
+            (token == Token(0x0200_0003)).then(|| TypeName {
+                namespace: "Shop".into(),
+                name: "Box`1".into(),
+                enclosing: None,
+            })
+        }
+        fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
+            match (owner.0, index) {
+                (0x0200_0003, 0) => Some("T".into()),
+                (0x0600_0007, 0) => Some("U".into()),
+                _ => None,
+            }
+        }
+    }
+
+    fn instantiated(class_args: &[&str], method_args: &[&str]) -> Instantiated<'static, Table> {
+        Instantiated {
+            metadata: &Table,
+            class: Token(0x0200_0003),
+            class_args: class_args.iter().map(|a| a.to_string()).collect(),
+            method: Token(0x0600_0007),
+            method_args: method_args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_runtimes_type_arguments_replace_the_parameters_everywhere() {
+        // !!0 Pick<U>(!0, !!0[]), generic, instance
+        let sig = MethodSig::decode(&[0x30, 0x01, 0x02, 0x1e, 0x00, 0x13, 0x00, 0x1d, 0x1e, 0x00]).unwrap();
+        let owner = Token(0x0200_0003);
+        let method = Some(Token(0x0600_0007));
+        let r = instantiated(&["System.Int32"], &["System.__Canon"]);
+        assert_eq!(
+            format_method(&r, owner, "Pick", &sig, method),
+            "System.__Canon Shop.Box<System.Int32>::Pick<System.__Canon>(System.Int32, System.__Canon[])"
+        );
+        // No class from the runtime (shared code without a frame): the parameters' names.
+        let r = instantiated(&[], &["System.String"]);
+        assert_eq!(
+            format_method(&r, owner, "Pick", &sig, method),
+            "System.String Shop.Box<T>::Pick<System.String>(T, System.String[])"
+        );
+        // A class name alone.
+        let r = instantiated(&["System.Collections.Generic.List<System.String>"], &[]);
+        assert_eq!(
+            format_type(&Type::Class(owner), &r, Generics::default()),
+            "Shop.Box<System.Collections.Generic.List<System.String>>"
+        );
+    }
+}
