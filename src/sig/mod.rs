@@ -34,9 +34,11 @@ mod decode;
 mod encode;
 pub mod format;
 mod metadata;
+mod runtime;
 mod types;
 
 pub use format::{Generics, NameResolver, TypeName, format_method, format_type};
+pub use runtime::{class_name, function_name, method_definition_name};
 pub use types::*;
 
 use std::fmt;

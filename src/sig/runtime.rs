@@ -1,0 +1,280 @@
+//! Names of the runtime's IDs: a [`ClassID`] or [`FunctionID`] printed with the instantiation
+//! the runtime reports, a method definition with its generic parameters' names.
+//!
+//! Where [`mod@format`](super::format) prints what metadata says, these functions ask the
+//! runtime first: [`class_name`] takes a class's type arguments from `GetClassIDInfo2` (or its
+//! element type and rank from `IsArrayClass`), [`function_name`] a method's from
+//! `GetFunctionInfo2` (its class's and its own), so `Box<int>` and `Box<string>` give
+//! `Shop.Box<System.Int32>` and `Shop.Box<System.__Canon>` (`System.__Canon` is the runtime's
+//! stand-in for any reference type where one compiled body serves them all).
+//! [`method_definition_name`] prints the definition as the module declares it
+//! (`System.Void Shop.Box<T>::.ctor(T)`).
+//!
+//! All three read the module's metadata through `IMetaDataImport`; a header folder without
+//! cor.h (coreclr-3.x's) builds them too, and they then answer `Err(E_NOINTERFACE)`.
+
+use super::format::{Generics, NameResolver, TypeName, format_method, format_type};
+use super::types::{MethodSig, Token, Type};
+use crate::types::{ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
+use crate::{HResult, ProfilerInfo, Result};
+
+/// How deep type arguments may nest in [`class_name`] (`List<List<…>>`) before it gives up: the
+/// runtime's types are finite, this only bounds the stack.
+const MAX_ARG_DEPTH: usize = 32;
+
+/// `class` with the type arguments the runtime reports: `Shop.Box<System.Int32>`,
+/// `System.Collections.Generic.Dictionary<System.String, System.Object>+Entry[]`,
+/// `System.String[,]`, `Shop.Outer+Inner`.
+pub fn class_name(info: &ProfilerInfo, class: ClassID) -> Result<String> {
+    Names(info).class(class, 0)
+}
+
+/// `function` as `ReturnType Namespace.Type<Args>::Method<Args>(ParamType, …)`, the class's and
+/// the method's type arguments those the runtime reports (`GetFunctionInfo2` without a frame,
+/// so shared code gives `System.__Canon`), substituted in the return and parameter types too:
+/// `System.__Canon Shop.Catalog::Pick<System.__Canon>(System.__Canon[])`.
+pub fn function_name(info: &ProfilerInfo, function: FunctionID) -> Result<String> {
+    Names(info).function(function)
+}
+
+/// The method definition `method` of `module` as declared, generic parameters by name:
+/// `System.Void Shop.Box<T>::.ctor(T)`, `T Shop.Catalog::Pick<T>(T[])`.
+pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: mdMethodDef) -> Result<String> {
+    Names(info).definition(module, method)
+}
+
+/// The runtime's calls behind the three functions; the methods are implemented in the block
+/// below, where `MetaDataImport` names the wrapper when the header has one.
+struct Names<'a>(&'a ProfilerInfo);
+
+/// A resolver that answers generic parameters with the runtime's type arguments, and the rest
+/// from metadata.
+struct Instantiated<'a, R: ?Sized> {
+    metadata: &'a R,
+    /// The `TypeDef` whose parameters `class_args` fill.
+    class: Token,
+    class_args: Vec<String>,
+    /// The `MethodDef` whose parameters `method_args` fill.
+    method: Token,
+    method_args: Vec<String>,
+}
+
+impl<R: NameResolver + ?Sized> NameResolver for Instantiated<'_, R> {
+    fn type_name(&self, token: Token) -> Option<TypeName> {
+        self.metadata.type_name(token)
+    }
+
+    fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
+        let args = match owner {
+            o if o == self.class => &self.class_args,
+            o if o == self.method => &self.method_args,
+            _ => return self.metadata.generic_param_name(owner, index),
+        };
+        match args.get(index as usize) {
+            Some(arg) => Some(arg.clone()),
+            None => self.metadata.generic_param_name(owner, index),
+        }
+    }
+
+    fn type_spec(&self, token: Token) -> Option<Vec<u8>> {
+        self.metadata.type_spec(token)
+    }
+}
+
+/// A [`Token`] from the header's `mdToken` (`u32`, but `i32` in coreclr-3.x's header).
+#[allow(clippy::unnecessary_cast)]
+fn token(bits: mdToken) -> Token {
+    Token(bits as u32)
+}
+
+/// Copies a signature blob the metadata returned.
+///
+/// # Safety
+/// `ptr` must be null or point to `len` readable bytes (metadata's blob heap, alive while the
+/// import that returned it is).
+unsafe fn copy_blob(ptr: *const u8, len: u32) -> Vec<u8> {
+    if ptr.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract: `len` readable bytes at a non-null `ptr`.
+    unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec()
+}
+
+/// Takes `MetaDataImport`'s place when the header has no metadata interfaces: no value of it
+/// exists, opening one fails.
+#[allow(dead_code)]
+enum MetaDataImport {}
+
+#[allow(dead_code)]
+mod stand_in {
+    use crate::Result;
+
+    pub struct MethodProps {
+        pub class: crate::types::mdTypeDef,
+        pub name: String,
+        pub sig_blob: *const u8,
+        pub sig_blob_size: u32,
+    }
+
+    /// The methods of `MetaDataImport` used here, on the stand-in (which has no values).
+    pub trait Absent {
+        fn get_method_props(&self, _: crate::types::mdMethodDef) -> Result<MethodProps>;
+    }
+}
+
+impl stand_in::Absent for MetaDataImport {
+    fn get_method_props(&self, _: mdMethodDef) -> Result<stand_in::MethodProps> {
+        match *self {}
+    }
+}
+
+impl NameResolver for MetaDataImport {
+    fn type_name(&self, _: Token) -> Option<TypeName> {
+        match *self {}
+    }
+}
+
+impl crate::wrap::Wrapper for MetaDataImport {
+    // IID_IMetaDataImport, so that a runtime asked for it answers as for the real wrapper.
+    const ROOT_IID: crate::GUID = crate::GUID::parse("7DAC8207-D3AE-4C75-9B67-92801A497D44");
+    fn from_unknown(_: &crate::IUnknown) -> Result<Self> {
+        Err(HResult::E_NOINTERFACE)
+    }
+}
+
+const _: () = {
+    #[allow(unused_imports)]
+    use self::stand_in::Absent as _;
+    // With cor.h in the header folder, this glob's `MetaDataImport` (the wrapper) shadows the
+    // stand-in above; without, the stand-in is what the code below names.
+    #[allow(unused_imports)]
+    use crate::*;
+
+    impl Names<'_> {
+        fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
+            // ofRead is 0 (the parameter's type differs between headers).
+            self.0.get_module_metadata::<MetaDataImport>(module, crate::wrap::zeroed())
+        }
+
+        /// The method's owner, name and decoded signature.
+        fn method(import: &MetaDataImport, method: mdMethodDef) -> Result<(Token, String, MethodSig)> {
+            let props = import.get_method_props(method)?;
+            // SAFETY: GetMethodProps succeeded, so `sig_blob` points to `sig_blob_size` bytes of
+            // the module's metadata, alive while `import` is; they are copied before it drops.
+            let blob = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
+            let sig = MethodSig::decode(&blob).map_err(|_| HResult::META_E_BAD_SIGNATURE)?;
+            Ok((token(props.class), props.name, sig))
+        }
+
+        fn class(&self, class: ClassID, depth: usize) -> Result<String> {
+            if depth > MAX_ARG_DEPTH {
+                return Err(HResult::E_FAIL);
+            }
+            if let Some(array) = self.0.is_array_class(class)? {
+                // The runtime gives every element type's class, primitives' too.
+                if array.base_class_id.as_raw() == 0 {
+                    return Err(HResult::E_FAIL);
+                }
+                let element = self.class(array.base_class_id, depth + 1)?;
+                let commas = ",".repeat(array.rank.saturating_sub(1).min(31) as usize);
+                return Ok(format!("{element}[{commas}]"));
+            }
+            let c = self.0.get_class_id_info2(class)?;
+            let import = self.import(c.module_id)?;
+            let args = c.type_args.iter().map(|&arg| self.class(arg, depth + 1)).collect::<Result<Vec<String>>>()?;
+            let owner = token(c.type_def_token);
+            let resolver = Instantiated {
+                metadata: &import,
+                class: owner,
+                class_args: args,
+                method: Token(0),
+                method_args: vec![],
+            };
+            Ok(format_type(&Type::Class(owner), &resolver, Generics::default()))
+        }
+
+        fn function(&self, function: FunctionID) -> Result<String> {
+            let f = self.0.get_function_info2(function, 0)?;
+            let import = self.import(f.module_id)?;
+            let (owner, name, sig) = Self::method(&import, f.token)?;
+            // Shared code may come without its class; its parameters then print by name.
+            let class_args = match f.class_id.as_raw() {
+                0 => Vec::new(),
+                _ => match self.0.get_class_id_info2(f.class_id) {
+                    Ok(c) => c.type_args.iter().map(|&a| self.class(a, 1)).collect::<Result<Vec<String>>>()?,
+                    Err(_) => Vec::new(),
+                },
+            };
+            let method_args = f.type_args.iter().map(|&a| self.class(a, 1)).collect::<Result<Vec<String>>>()?;
+            let method = token(f.token);
+            let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
+            Ok(format_method(&resolver, owner, &name, &sig, Some(method)))
+        }
+
+        fn definition(&self, module: ModuleID, method: mdMethodDef) -> Result<String> {
+            let import = self.import(module)?;
+            let (owner, name, sig) = Self::method(&import, method)?;
+            Ok(format_method(&import, owner, &name, &sig, Some(token(method))))
+        }
+    }
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Shop.Box`1` (TypeDef 3, parameter `T`) with `Pick` (MethodDef 7, parameter `U`).
+    struct Table;
+
+    impl NameResolver for Table {
+        fn type_name(&self, token: Token) -> Option<TypeName> {
+            (token == Token(0x0200_0003)).then(|| TypeName {
+                namespace: "Shop".into(),
+                name: "Box`1".into(),
+                enclosing: None,
+            })
+        }
+        fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
+            match (owner.0, index) {
+                (0x0200_0003, 0) => Some("T".into()),
+                (0x0600_0007, 0) => Some("U".into()),
+                _ => None,
+            }
+        }
+    }
+
+    fn instantiated(class_args: &[&str], method_args: &[&str]) -> Instantiated<'static, Table> {
+        Instantiated {
+            metadata: &Table,
+            class: Token(0x0200_0003),
+            class_args: class_args.iter().map(|a| a.to_string()).collect(),
+            method: Token(0x0600_0007),
+            method_args: method_args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_runtimes_type_arguments_replace_the_parameters_everywhere() {
+        // !!0 Pick<U>(!0, !!0[]), generic, instance
+        let sig = MethodSig::decode(&[0x30, 0x01, 0x02, 0x1e, 0x00, 0x13, 0x00, 0x1d, 0x1e, 0x00]).unwrap();
+        let owner = Token(0x0200_0003);
+        let method = Some(Token(0x0600_0007));
+        let r = instantiated(&["System.Int32"], &["System.__Canon"]);
+        assert_eq!(
+            format_method(&r, owner, "Pick", &sig, method),
+            "System.__Canon Shop.Box<System.Int32>::Pick<System.__Canon>(System.Int32, System.__Canon[])"
+        );
+        // No class from the runtime (shared code without a frame): the parameters' names.
+        let r = instantiated(&[], &["System.String"]);
+        assert_eq!(
+            format_method(&r, owner, "Pick", &sig, method),
+            "System.String Shop.Box<T>::Pick<System.String>(T, System.String[])"
+        );
+        // A class name alone.
+        let r = instantiated(&["System.Collections.Generic.List<System.String>"], &[]);
+        assert_eq!(
+            format_type(&Type::Class(owner), &r, Generics::default()),
+            "Shop.Box<System.Collections.Generic.List<System.String>>"
+        );
+    }
+}
