@@ -205,7 +205,10 @@ impl ProfilerFunctionControl {
     /// and hands the bytes to `SetILFunctionBody` (the runtime copies them).
     pub fn set_il_body(&self, body: &MethodBody) -> Result<(), RewriteError> {
         let bytes = checked_bytes(body)?;
-        self.set_il_function_body(&bytes)?;
+        let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        // SAFETY: the runtime copies `size` bytes from `bytes`, which hold exactly that many, and
+        // later reads the copy by its header, which `checked_bytes` made sure stays within them.
+        unsafe { self.set_il_function_body(size, bytes.as_ptr()) }?;
         Ok(())
     }
 }

@@ -18,6 +18,9 @@ pub struct Types {
     pub ids: Vec<IdType>,
     /// The enums bindgen emitted as newtypes, with their enumerators (for `Display`).
     pub enums: Vec<EnumType>,
+    /// The structs that hold raw pointers, directly or in a nested struct, with those fields'
+    /// names: the runtime reads through them, so a method taking one is `unsafe`.
+    pub pointer_records: HashMap<String, Vec<String>>,
 }
 
 /// A C enum as bindgen emitted it: `pub struct NAME(pub REPR)` with one associated constant per
@@ -86,6 +89,7 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
     let ids: Vec<String> = header.id_types.iter().map(|i| i.name.clone()).collect();
     Ok(Types {
         zeroable: zeroable_types(&file.items, &ids),
+        pointer_records: pointer_records(&file.items),
         enums: enum_types(&file.items, header),
         ids: header.id_types.clone(),
         code: prettyplease::unparse(&file),
@@ -247,6 +251,40 @@ fn zeroable_types(items: &[syn::Item], ids: &[String]) -> Vec<ZeroableType> {
             ZeroableType { name: r.name.clone(), params: r.params.clone(), fields }
         })
         .collect()
+}
+
+/// The structs bindgen emitted with a raw-pointer field (`*const WCHAR`, `*mut c_void`), or a
+/// field of such a struct type (or an array of one), each with those fields' names.
+fn pointer_records(items: &[syn::Item]) -> HashMap<String, Vec<String>> {
+    let structs: Vec<&syn::ItemStruct> =
+        items.iter().filter_map(|i| if let syn::Item::Struct(s) = i { Some(s) } else { None }).collect();
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    loop {
+        let before = out.len();
+        for st in &structs {
+            let fields: Vec<String> = st
+                .fields
+                .iter()
+                .filter(|f| holds_pointer(&f.ty, &out))
+                .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
+                .collect();
+            if !fields.is_empty() {
+                out.insert(st.ident.to_string(), fields);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+fn holds_pointer(ty: &syn::Type, known: &HashMap<String, Vec<String>>) -> bool {
+    match ty {
+        syn::Type::Ptr(_) => true,
+        syn::Type::Array(a) => holds_pointer(&a.elem, known),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| known.contains_key(&s.ident.to_string())),
+        _ => false,
+    }
 }
 
 fn derives_copy(attrs: &[syn::Attribute]) -> bool {

@@ -123,7 +123,9 @@ impl Session {
         // `wide` lives until the end of this function, so the pointers in `raw` stay valid for
         // the call, which is all the runtime needs: it copies names and filters into the session.
         let raw: Vec<_> = wide.iter().map(WideConfig::raw).collect();
-        let id = info.event_pipe_start_session(&raw, rundown)?;
+        // SAFETY: every name and filter pointer in `raw` points into a NUL-terminated UTF-16
+        // buffer of `wide` (or is null for no filter), alive until this function returns.
+        let id = unsafe { info.event_pipe_start_session(&raw, rundown) }?;
         Ok(Session { info: info.clone(), id })
     }
 
@@ -135,8 +137,9 @@ impl Session {
     /// Adds a provider to the running session.
     pub fn add_provider(&self, provider: &ProviderConfig<'_>) -> Result<()> {
         let wide = WideConfig::new(provider)?;
-        // `wide` outlives the call; the runtime copies what it keeps.
-        self.info.event_pipe_add_provider_to_session(self.id, wide.raw())
+        // SAFETY: the name and filter pointers of `wide.raw()` point into `wide`'s NUL-terminated
+        // UTF-16 buffers (or are null), which outlive the call; the runtime copies what it keeps.
+        unsafe { self.info.event_pipe_add_provider_to_session(self.id, wide.raw()) }
     }
 
     /// Stops the session: no more deliveries from it once this returns.
@@ -263,19 +266,22 @@ impl Provider {
                 name: name.as_ptr(),
             })
             .collect();
-        // `names` outlives the call; the runtime copies the names into the event's metadata.
-        // `self.handle` came from EventPipeCreateProvider and the runtime never frees it.
-        let handle = self.info.event_pipe_define_event(
-            self.handle,
-            &definition.name,
-            definition.id,
-            definition.keywords,
-            definition.version,
-            definition.level as u32,
-            definition.opcode,
-            definition.need_stack,
-            &descs,
-        )?;
+        // SAFETY: each descriptor's `name` points into `names`, NUL-terminated UTF-16 buffers that
+        // outlive the call (the runtime copies the names into the event's metadata); `self.handle`
+        // came from EventPipeCreateProvider and the runtime never frees it.
+        let handle = unsafe {
+            self.info.event_pipe_define_event(
+                self.handle,
+                &definition.name,
+                definition.id,
+                definition.keywords,
+                definition.version,
+                definition.level as u32,
+                definition.opcode,
+                definition.need_stack,
+                &descs,
+            )
+        }?;
         Ok(Event { info: self.info.clone(), handle, fields: definition.fields.clone() })
     }
 }
@@ -311,8 +317,11 @@ impl Event {
         // One descriptor for the whole payload: the runtime concatenates descriptors, so one or
         // many give the same bytes. `bytes` outlives the call, and the runtime copies them.
         let data = [COR_PRF_EVENT_DATA { ptr: bytes.as_ptr() as u64, size, reserved: 0 }];
-        let data = if bytes.is_empty() { &data[..0] } else { &data[..] };
-        self.info.event_pipe_write_event(self.handle, data, activity, related)
+        let count = u32::from(!bytes.is_empty());
+        // SAFETY: `data` holds `count` descriptors (none for an empty payload), each giving the
+        // address and size of `bytes`, which outlives the call; the runtime copies them.
+        // `self.handle` came from EventPipeDefineEvent and the runtime never frees it.
+        unsafe { self.info.event_pipe_write_event(self.handle, count, data.as_ptr().cast_mut(), activity, related) }
     }
 }
 

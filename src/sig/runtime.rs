@@ -15,7 +15,7 @@
 
 use super::format::{Generics, NameResolver, TypeName, format_method, format_type};
 use super::types::{MethodSig, Token, Type};
-use crate::types::{ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
+use crate::types::{COR_PRF_FRAME_INFO, ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
 use crate::{HResult, ProfilerInfo, Result};
 
 /// How deep type arguments may nest in [`class_name`] (`List<List<…>>`) before it gives up: the
@@ -194,7 +194,7 @@ const _: () = {
         }
 
         fn function(&self, function: FunctionID) -> Result<String> {
-            let f = self.0.get_function_info2(function, 0)?;
+            let f = self.0.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
             let import = self.import(f.module_id)?;
             let (owner, name, sig) = Self::method(&import, f.token)?;
             // Shared code may come without its class; its parameters then print by name.

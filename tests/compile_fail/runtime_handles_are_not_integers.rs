@@ -13,7 +13,8 @@ fn made_up_frame_info(info: &ProfilerInfo, function: FunctionID) {
 }
 
 fn made_up_event(info: &ProfilerInfo) {
-    let _ = info.event_pipe_write_event(0x1000, &[], None, None);
+    // Even where the caller vouches for the data pointer (`unsafe`), the handle's type stands.
+    let _ = unsafe { info.event_pipe_write_event(0x1000, 0, std::ptr::null_mut(), None, None) };
 }
 
 fn main() {

@@ -122,7 +122,8 @@ fn iid_u128(iid: &str) -> String {
 pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
     let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
-    let (callbacks, wrappers) = crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root))?;
+    let (callbacks, wrappers) =
+        crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root, &types.pointer_records))?;
     Ok(BindingsView {
         wrappers,
         root: root.to_string(),

@@ -7,6 +7,7 @@ use crate::classify::call::{CallKind, CallReturn, FnContract, classify_call, is_
 use crate::classify::rust_type;
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiMethod, doc_url};
+use std::collections::HashMap;
 
 pub struct WrapperView {
     pub name: String,
@@ -98,14 +99,18 @@ pub struct CallMethodView {
 const RESERVED: &[&str] =
     &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
 
-pub fn wrappers_view(api: &Api, root: &str) -> Result<Vec<WrapperView>, Errors> {
+pub fn wrappers_view(
+    api: &Api,
+    root: &str,
+    pointer_records: &HashMap<String, Vec<String>>,
+) -> Result<Vec<WrapperView>, Errors> {
     let mut errors = Errors::default();
     let mut out = Vec::new();
     for chain in api.wrapper_families() {
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = wrapper_name(family);
         let module = names::snake_case(&name);
-        let cx = FamilyCx { root, wrapper: &name, module: &module };
+        let cx = FamilyCx { root, wrapper: &name, module: &module, pointer_records };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -484,6 +489,8 @@ struct FamilyCx<'a> {
     wrapper: &'a str,
     /// `profiler_info`: where the result structs go.
     module: &'a str,
+    /// Structs holding raw pointers, with those fields (see `types::Types::pointer_records`).
+    pointer_records: &'a HashMap<String, Vec<String>>,
 }
 
 /// The view of one method and, when it returns several values, its result struct.
@@ -495,7 +502,7 @@ fn method_view(
     kinds: &[CallKind],
     ret: &CallReturn,
 ) -> (CallMethodView, Option<ResultView>) {
-    let FamilyCx { root, wrapper, module } = *cx;
+    let FamilyCx { root, wrapper, module, pointer_records } = *cx;
     let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
     let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
     let rust_names = names::param_names(&c_names, &shown);
@@ -525,7 +532,12 @@ fn method_view(
             | CallKind::OutInterface { .. }
             | CallKind::OutIid { .. } => lower_output(&mut l, i, kind),
             CallKind::OutString { .. } | CallKind::OutArray { .. } => lower_buffer(&mut l, i, kind),
-            _ => lower_input(&mut l, i, rust, kind),
+            _ => {
+                if let Some(safety) = pointer_record_safety(&rust, kind, pointer_records) {
+                    l.safety.push(safety);
+                }
+                lower_input(&mut l, i, rust, kind)
+            }
         }
     }
     if kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })) {
@@ -595,6 +607,26 @@ fn method_view(
 }
 
 /// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
+/// The `# Safety` line of an input whose struct holds raw pointers the runtime reads through
+/// (`COR_PRF_EVENTPIPE_PROVIDER_CONFIG::providerName`): safe code could fill them with anything.
+fn pointer_record_safety(param: &str, kind: &CallKind, records: &HashMap<String, Vec<String>>) -> Option<String> {
+    let ty = match kind {
+        CallKind::Value { ty }
+        | CallKind::InRef { ty, .. }
+        | CallKind::InSlice { ty, .. }
+        | CallKind::Ref { ty, .. } => ty,
+        _ => return None,
+    };
+    let fields = records.get(ty.rsplit("::").next().unwrap_or(ty))?;
+    let fields: Vec<String> = fields.iter().map(|f| format!("`{f}`")).collect();
+    Some(format!(
+        "- The pointers inside `{param}` ({ty}: {}) must each be null where the method allows it, or point to \
+         valid memory of what the method documents (for text, a NUL-terminated UTF-16 string) for the whole call: the \
+         runtime reads through them.",
+        fields.join(", ")
+    ))
+}
+
 fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
     let what = match contract {
         FnContract::EltHook => {
