@@ -327,9 +327,16 @@ fn report_hook_panic(flag: &AtomicBool, name: &str, payload: Box<dyn std::any::A
 }
 
 /// Runs hook `KIND` of the installed `P` on `data`, catching a panic.
+///
+/// # Safety
+/// Only from a hook of `P` the runtime calls: it calls hooks only for functions the mapper
+/// hooked, and `map::<P>` hooks one only after reading a non-null `INSTANCE`.
 #[inline(always)]
-fn run_hook<P: FunctionHooks, const KIND: u8>(data: P::Data, frame: &HookFrame<'_>) {
-    let Some(profiler) = instance::<P>() else { return };
+unsafe fn run_hook<P: FunctionHooks, const KIND: u8>(data: P::Data, frame: &HookFrame<'_>) {
+    // SAFETY: per this function's contract `INSTANCE` was set (once, by `install::<P>`, to a `P`
+    // kept alive until the process ends) before the mapper hooked the function this hook runs
+    // for; the hot path of every hooked call skips the null check.
+    let profiler = unsafe { &*INSTANCE.load(Ordering::Acquire).cast_const().cast::<P>() };
     let result = catch_unwind(AssertUnwindSafe(|| match KIND {
         ENTER => profiler.enter(data, frame),
         LEAVE => profiler.leave(data, frame),
@@ -362,7 +369,8 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
     // SAFETY: `elt` is the runtime's frame handle for this very call, valid until it returns,
     // and `entry.function` the function it belongs to.
     let frame = unsafe { HookFrame::with_info(kind_of(KIND), entry.function, elt, info) };
-    run_hook::<P, KIND>(sealed::Sealed::from_raw(entry.data), &frame);
+    // SAFETY: the runtime calls this with-info hook of `P` only for a function `map::<P>` hooked.
+    unsafe { run_hook::<P, KIND>(sealed::Sealed::from_raw(entry.data), &frame) };
 }
 
 /// The Rust side of the fast stubs: `raw` is the client data the mapper returned.
@@ -370,7 +378,9 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
 /// # Safety
 /// Only for the fast stubs of `P`: `raw` must be what `map::<P>` returned in fast mode.
 unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
-    run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND)));
+    // SAFETY: per this function's contract the stub of `P` calls it for a function `map::<P>`
+    // hooked.
+    unsafe { run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND))) };
 }
 
 #[cfg(all(target_arch = "x86_64", unix))]

@@ -5,16 +5,21 @@
 //! the same report, in the same format, to the file in `CORPROF_ELT_OUT`.
 #![deny(unsafe_code)]
 
-use corprof::hooks::{self, HookFrame, HookTable};
+use corprof::hooks::{self, HookFrame};
 use corprof::types::FunctionID;
 use corprof::{CorProfilerCallback, FunctionHooks, HookMode, IUnknown, ProfilerInfo, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The CLSID this profiler answers to.
 pub const CLSID: corprof::GUID = corprof::GUID::parse("9B3E5D17-2C4A-4F86-B1E0-8D6A2F4C7E52");
+
+/// One slot per mapped function, as in the C reference: a flat array indexed by the mapper's
+/// number, masked so that the index needs no bounds check (slot numbers wrap, which the C
+/// reference's slot 0 handles the same way; the benchmark maps far fewer functions).
+const SLOTS: usize = 1 << 16;
 
 #[derive(Default)]
 struct Counter {
@@ -22,7 +27,7 @@ struct Counter {
     leaves: AtomicU64,
     tailcalls: AtomicU64,
     /// Nonzero for a method of EltBench.dll.
-    app_token: u32,
+    app_token: AtomicU32,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -35,7 +40,7 @@ enum Mode {
 pub struct EltBench {
     info: OnceLock<ProfilerInfo>,
     mode: Mode,
-    counters: HookTable<Counter>,
+    counters: Box<[Counter; SLOTS]>,
     mapped: AtomicUsize,
 }
 
@@ -46,12 +51,9 @@ impl Default for EltBench {
             Ok("unhooked") => Mode::Unhooked,
             _ => Mode::Fast,
         };
-        EltBench {
-            info: OnceLock::new(),
-            mode,
-            counters: HookTable::with_capacity(1 << 16),
-            mapped: AtomicUsize::new(0),
-        }
+        let counters: Box<[Counter]> = (0..SLOTS).map(|_| Counter::default()).collect();
+        let counters = counters.try_into().unwrap_or_else(|_| unreachable!("SLOTS counters"));
+        EltBench { info: OnceLock::new(), mode, counters, mapped: AtomicUsize::new(0) }
     }
 }
 
@@ -67,14 +69,16 @@ impl EltBench {
     fn report(&self) -> std::io::Result<()> {
         let (mut enters, mut leaves, mut tailcalls) = (0, 0, 0);
         let mut app: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
-        for c in self.counters.iter() {
+        let used = self.mapped.load(Ordering::Relaxed).min(SLOTS);
+        for c in &self.counters[..used] {
             let counts = [&c.enters, &c.leaves, &c.tailcalls].map(|n| n.load(Ordering::Relaxed));
             enters += counts[0];
             leaves += counts[1];
             tailcalls += counts[2];
-            if c.app_token != 0 {
+            let token = c.app_token.load(Ordering::Relaxed);
+            if token != 0 {
                 // Summed per token: the runtime maps each new code version of a method again.
-                let sum = app.entry(c.app_token).or_default();
+                let sum = app.entry(token).or_default();
                 for (s, n) in sum.iter_mut().zip(counts) {
                     *s += n;
                 }
@@ -102,31 +106,24 @@ impl FunctionHooks for EltBench {
     type Data = usize;
 
     fn map_function(&self, function: FunctionID) -> Option<usize> {
-        self.mapped.fetch_add(1, Ordering::Relaxed);
-        let counter = Counter { app_token: self.app_token(function).unwrap_or(0), ..Counter::default() };
-        let index = self.counters.push(counter)?;
+        let index = self.mapped.fetch_add(1, Ordering::Relaxed) % SLOTS;
+        self.counters[index].app_token.store(self.app_token(function).unwrap_or(0), Ordering::Relaxed);
         (self.mode != Mode::Unhooked).then_some(index)
     }
 
     #[inline]
     fn enter(&self, index: usize, _frame: &HookFrame<'_>) {
-        if let Some(c) = self.counters.get(index) {
-            c.enters.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counters[index % SLOTS].enters.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn leave(&self, index: usize, _frame: &HookFrame<'_>) {
-        if let Some(c) = self.counters.get(index) {
-            c.leaves.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counters[index % SLOTS].leaves.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn tailcall(&self, index: usize, _frame: &HookFrame<'_>) {
-        if let Some(c) = self.counters.get(index) {
-            c.tailcalls.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counters[index % SLOTS].tailcalls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
