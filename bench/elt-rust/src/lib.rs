@@ -21,7 +21,6 @@ pub const CLSID: corprof::GUID = corprof::GUID::parse("9B3E5D17-2C4A-4F86-B1E0-8
 /// reference's slot 0 handles the same way; the benchmark maps far fewer functions).
 const SLOTS: usize = 1 << 16;
 
-#[derive(Default)]
 struct Counter {
     enters: AtomicU64,
     leaves: AtomicU64,
@@ -29,6 +28,19 @@ struct Counter {
     /// Nonzero for a method of EltBench.dll.
     app_token: AtomicU32,
 }
+
+impl Counter {
+    const NEW: Counter = Counter {
+        enters: AtomicU64::new(0),
+        leaves: AtomicU64::new(0),
+        tailcalls: AtomicU64::new(0),
+        app_token: AtomicU32::new(0),
+    };
+}
+
+/// The counters, static like the C reference's: a hook reaches its slot with no load of the
+/// profiler's fields.
+static COUNTERS: [Counter; SLOTS] = [Counter::NEW; SLOTS];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -40,7 +52,6 @@ enum Mode {
 pub struct EltBench {
     info: OnceLock<ProfilerInfo>,
     mode: Mode,
-    counters: Box<[Counter; SLOTS]>,
     mapped: AtomicUsize,
 }
 
@@ -51,9 +62,7 @@ impl Default for EltBench {
             Ok("unhooked") => Mode::Unhooked,
             _ => Mode::Fast,
         };
-        let counters: Box<[Counter]> = (0..SLOTS).map(|_| Counter::default()).collect();
-        let counters = counters.try_into().unwrap_or_else(|_| unreachable!("SLOTS counters"));
-        EltBench { info: OnceLock::new(), mode, counters, mapped: AtomicUsize::new(0) }
+        EltBench { info: OnceLock::new(), mode, mapped: AtomicUsize::new(0) }
     }
 }
 
@@ -70,7 +79,7 @@ impl EltBench {
         let (mut enters, mut leaves, mut tailcalls) = (0, 0, 0);
         let mut app: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
         let used = self.mapped.load(Ordering::Relaxed).min(SLOTS);
-        for c in &self.counters[..used] {
+        for c in &COUNTERS[..used] {
             let counts = [&c.enters, &c.leaves, &c.tailcalls].map(|n| n.load(Ordering::Relaxed));
             enters += counts[0];
             leaves += counts[1];
@@ -107,23 +116,23 @@ impl FunctionHooks for EltBench {
 
     fn map_function(&self, function: FunctionID) -> Option<usize> {
         let index = self.mapped.fetch_add(1, Ordering::Relaxed) % SLOTS;
-        self.counters[index].app_token.store(self.app_token(function).unwrap_or(0), Ordering::Relaxed);
+        COUNTERS[index].app_token.store(self.app_token(function).unwrap_or(0), Ordering::Relaxed);
         (self.mode != Mode::Unhooked).then_some(index)
     }
 
     #[inline]
     fn enter(&self, index: usize, _frame: &HookFrame<'_>) {
-        self.counters[index % SLOTS].enters.fetch_add(1, Ordering::Relaxed);
+        COUNTERS[index % SLOTS].enters.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn leave(&self, index: usize, _frame: &HookFrame<'_>) {
-        self.counters[index % SLOTS].leaves.fetch_add(1, Ordering::Relaxed);
+        COUNTERS[index % SLOTS].leaves.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn tailcall(&self, index: usize, _frame: &HookFrame<'_>) {
-        self.counters[index % SLOTS].tailcalls.fetch_add(1, Ordering::Relaxed);
+        COUNTERS[index % SLOTS].tailcalls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
