@@ -30,17 +30,19 @@ struct Counter {
 }
 
 impl Counter {
-    const NEW: Counter = Counter {
-        enters: AtomicU64::new(0),
-        leaves: AtomicU64::new(0),
-        tailcalls: AtomicU64::new(0),
-        app_token: AtomicU32::new(0),
-    };
+    const fn new() -> Counter {
+        Counter {
+            enters: AtomicU64::new(0),
+            leaves: AtomicU64::new(0),
+            tailcalls: AtomicU64::new(0),
+            app_token: AtomicU32::new(0),
+        }
+    }
 }
 
 /// The counters, static like the C reference's: a hook reaches its slot with no load of the
 /// profiler's fields.
-static COUNTERS: [Counter; SLOTS] = [Counter::NEW; SLOTS];
+static COUNTERS: [Counter; SLOTS] = [const { Counter::new() }; SLOTS];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
