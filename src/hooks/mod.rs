@@ -337,6 +337,12 @@ unsafe fn run_hook<P: FunctionHooks, const KIND: u8>(data: P::Data, frame: &Hook
     // kept alive until the process ends) before the mapper hooked the function this hook runs
     // for; the hot path of every hooked call skips the null check.
     let profiler = unsafe { &*INSTANCE.load(Ordering::Acquire).cast_const().cast::<P>() };
+    run_hook_on::<P, KIND>(profiler, data, frame);
+}
+
+/// [`run_hook`] with the instance already read.
+#[inline(always)]
+fn run_hook_on<P: FunctionHooks, const KIND: u8>(profiler: &P, data: P::Data, frame: &HookFrame<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| match KIND {
         ENTER => profiler.enter(data, frame),
         LEAVE => profiler.leave(data, frame),
@@ -377,10 +383,14 @@ unsafe extern "C" fn with_info<P: FunctionHooks, const KIND: u8>(id: FunctionIDO
 ///
 /// # Safety
 /// Only for the fast stubs of `P`: `raw` must be what `map::<P>` returned in fast mode.
-unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize) {
+/// `instance` is `INSTANCE` as the stub read it.
+unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize, instance: *const c_void) {
     // SAFETY: per this function's contract the stub of `P` calls it for a function `map::<P>`
-    // hooked.
-    unsafe { run_hook::<P, KIND>(sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND))) };
+    // hooked, so `instance` is what `install::<P>` stored before: a `P` alive until the process
+    // ends. The stub's plain read of the static is ordered after that store as `run_hook`'s
+    // acquire load is: the mapper read the instance before the runtime could call this hook.
+    let profiler = unsafe { &*instance.cast::<P>() };
+    run_hook_on::<P, KIND>(profiler, sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND)));
 }
 
 #[cfg(all(target_arch = "x86_64", unix))]
@@ -406,7 +416,17 @@ mod stubs {
     /// in rdi to the Rust side, restores everything and returns. Flags are not preserved (the
     /// JIT does not expect them to be).
     macro_rules! stub {
+        // Fast stubs: the hook's data in rdi, and in rsi the installed instance, read here
+        // RIP-relative (a Rust function would reach the static through the GOT: one more load
+        // in front of every hook's work).
+        ($name:ident($($param:ident: $ty:ty),*) -> $target:ident::<$kind:ident>, $arg:literal, instance) => {
+            stub!(@emit $name($($param: $ty),*) -> $target::<$kind>,
+                concat!("mov rdi, ", $arg, "\nmov rsi, qword ptr [rip + {instance}]"), instance = sym super::INSTANCE);
+        };
         ($name:ident($($param:ident: $ty:ty),*) -> $target:ident::<$kind:ident>, $arg:literal) => {
+            stub!(@emit $name($($param: $ty),*) -> $target::<$kind>, concat!("mov rdi, ", $arg));
+        };
+        (@emit $name:ident($($param:ident: $ty:ty),*) -> $target:ident::<$kind:ident>, $load:expr $(, $op:ident = sym $path:path)?) => {
             #[unsafe(naked)]
             pub unsafe extern "C" fn $name<P: FunctionHooks>($($param: $ty),*) {
                 core::arch::naked_asm!(
@@ -445,7 +465,7 @@ mod stubs {
                     "movaps [rsp + 208], xmm13",
                     "movaps [rsp + 224], xmm14",
                     "movaps [rsp + 240], xmm15",
-                    concat!("mov rdi, ", $arg),
+                    $load,
                     "call {hook}",
                     "movaps xmm0, [rsp + 0]",
                     "movaps xmm1, [rsp + 16]",
@@ -479,14 +499,15 @@ mod stubs {
                     "ret",
                     ".cfi_endproc",
                     hook = sym $target::<P, $kind>,
+                    $($op = sym $path,)?
                 )
             }
         };
     }
 
-    stub!(enter_stub(_id: FunctionIDOrClientID) -> fast_hook::<ENTER>, "r14");
-    stub!(leave_stub(_id: FunctionIDOrClientID) -> fast_hook::<LEAVE>, "rdi");
-    stub!(tailcall_stub(_id: FunctionIDOrClientID) -> fast_hook::<TAILCALL>, "rdi");
+    stub!(enter_stub(_id: FunctionIDOrClientID) -> fast_hook::<ENTER>, "r14", instance);
+    stub!(leave_stub(_id: FunctionIDOrClientID) -> fast_hook::<LEAVE>, "rdi", instance);
+    stub!(tailcall_stub(_id: FunctionIDOrClientID) -> fast_hook::<TAILCALL>, "rdi", instance);
     // The with-info hooks are ordinary C functions (rdi, rsi) called from the runtime's stub,
     // wrapped all the same: CoreCLR 3.1's stub restores only xmm0 and xmm1 after the hook, so
     // a hook that used xmm2–xmm7 (as GetFunctionEnter3Info itself does) would change the

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 pub const CLSID: corprof::GUID = corprof::GUID::parse("9B3E5D17-2C4A-4F86-B1E0-8D6A2F4C7E52");
 
 /// One slot per mapped function, as in the C reference: a flat array indexed by the mapper's
-/// number, masked so that the index needs no bounds check (slot numbers wrap, which the C
-/// reference's slot 0 handles the same way; the benchmark maps far fewer functions).
-const SLOTS: usize = 1 << 16;
+/// number, masked so that the index needs no bounds check (slot numbers wrap; the benchmark maps
+/// about 600 functions).
+const SLOTS: usize = 1 << 12;
 
 struct Counter {
     enters: AtomicU64,
@@ -40,10 +40,6 @@ impl Counter {
     }
 }
 
-/// The counters, static like the C reference's: a hook reaches its slot with no load of the
-/// profiler's fields.
-static COUNTERS: [Counter; SLOTS] = [const { Counter::new() }; SLOTS];
-
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Fast,
@@ -52,6 +48,9 @@ enum Mode {
 }
 
 pub struct EltBench {
+    /// In the profiler object itself, which the hooks are handed: a hook reaches its slot with
+    /// no other load (a static would be read through the GOT in a shared library).
+    counters: [Counter; SLOTS],
     info: OnceLock<ProfilerInfo>,
     mode: Mode,
     mapped: AtomicUsize,
@@ -64,7 +63,12 @@ impl Default for EltBench {
             Ok("unhooked") => Mode::Unhooked,
             _ => Mode::Fast,
         };
-        EltBench { info: OnceLock::new(), mode, mapped: AtomicUsize::new(0) }
+        EltBench {
+            counters: [const { Counter::new() }; SLOTS],
+            info: OnceLock::new(),
+            mode,
+            mapped: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -81,7 +85,7 @@ impl EltBench {
         let (mut enters, mut leaves, mut tailcalls) = (0, 0, 0);
         let mut app: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
         let used = self.mapped.load(Ordering::Relaxed).min(SLOTS);
-        for c in &COUNTERS[..used] {
+        for c in &self.counters[..used] {
             let counts = [&c.enters, &c.leaves, &c.tailcalls].map(|n| n.load(Ordering::Relaxed));
             enters += counts[0];
             leaves += counts[1];
@@ -118,23 +122,23 @@ impl FunctionHooks for EltBench {
 
     fn map_function(&self, function: FunctionID) -> Option<usize> {
         let index = self.mapped.fetch_add(1, Ordering::Relaxed) % SLOTS;
-        COUNTERS[index].app_token.store(self.app_token(function).unwrap_or(0), Ordering::Relaxed);
+        self.counters[index].app_token.store(self.app_token(function).unwrap_or(0), Ordering::Relaxed);
         (self.mode != Mode::Unhooked).then_some(index)
     }
 
     #[inline]
     fn enter(&self, index: usize, _frame: &HookFrame<'_>) {
-        COUNTERS[index % SLOTS].enters.fetch_add(1, Ordering::Relaxed);
+        self.counters[index % SLOTS].enters.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn leave(&self, index: usize, _frame: &HookFrame<'_>) {
-        COUNTERS[index % SLOTS].leaves.fetch_add(1, Ordering::Relaxed);
+        self.counters[index % SLOTS].leaves.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
     fn tailcall(&self, index: usize, _frame: &HookFrame<'_>) {
-        COUNTERS[index % SLOTS].tailcalls.fetch_add(1, Ordering::Relaxed);
+        self.counters[index % SLOTS].tailcalls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
