@@ -1,7 +1,9 @@
 //! Just enough of a method signature (ECMA-335 II.23.2.1) to decode primitive arguments and
 //! return values: the element type of each parameter and of the return, nothing about classes
-//! or generic instantiations beyond "a reference" or "a value type".
+//! or generic instantiations beyond "a reference" or "a value type". The blob is read by
+//! [`crate::sig::MethodSig::decode`]; this module only sorts its types.
 
+use crate::sig::Type;
 use crate::types::ObjectID;
 use crate::{HResult, Result};
 use std::fmt;
@@ -53,16 +55,10 @@ impl MethodSignature {
     /// [`method_signature!`](crate::method_signature) macro reads it from metadata).
     /// `CLDB_E_FILE_CORRUPT`-like failures are reported as `E_INVALIDARG`.
     pub fn parse(blob: &[u8]) -> Result<MethodSignature> {
-        let mut r = Reader { blob, pos: 0 };
-        let conv = r.byte()?;
-        if conv & 0x10 != 0 {
-            r.compressed()?; // generic parameter count
-        }
-        let count = r.compressed()? as usize;
-        let ret = r.element()?;
-        let params = (0..count).map(|_| r.element()).collect::<Result<Vec<_>>>()?;
+        let sig = crate::sig::MethodSig::decode(blob).map_err(|_| HResult::E_INVALIDARG)?;
+        let params = sig.params.iter().map(element).collect();
         // 0x20 HASTHIS without 0x40 EXPLICITTHIS: `this` is passed but not listed.
-        Ok(MethodSignature { has_this: conv & 0x60 == 0x20, ret, params })
+        Ok(MethodSignature { has_this: sig.call_conv.0 & 0x60 == 0x20, ret: element(&sig.ret), params })
     }
 
     /// Whether calls pass a `this` not listed among the parameters (an instance method).
@@ -80,114 +76,29 @@ impl MethodSignature {
     }
 }
 
-struct Reader<'a> {
-    blob: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8> {
-        let b = *self.blob.get(self.pos).ok_or(HResult::E_INVALIDARG)?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    /// A compressed unsigned integer (II.23.2).
-    fn compressed(&mut self) -> Result<u32> {
-        let b0 = self.byte()? as u32;
-        Ok(if b0 & 0x80 == 0 {
-            b0
-        } else if b0 & 0xC0 == 0x80 {
-            ((b0 & 0x3F) << 8) | self.byte()? as u32
-        } else if b0 & 0xE0 == 0xC0 {
-            let rest = [self.byte()?, self.byte()?, self.byte()?];
-            ((b0 & 0x1F) << 24) | (rest[0] as u32) << 16 | (rest[1] as u32) << 8 | rest[2] as u32
-        } else {
-            return Err(HResult::E_INVALIDARG);
-        })
-    }
-
-    /// One type (with its custom modifiers), classified; the reader moves past it.
-    fn element(&mut self) -> Result<ElementType> {
-        use ElementType::*;
-        Ok(match self.byte()? {
-            0x01 => Void,
-            0x02 => Bool,
-            0x03 => Char,
-            0x04 => I1,
-            0x05 => U1,
-            0x06 => I2,
-            0x07 => U2,
-            0x08 => I4,
-            0x09 => U4,
-            0x0A => I8,
-            0x0B => U8,
-            0x0C => R4,
-            0x0D => R8,
-            0x18 => I,
-            0x19 => U,
-            0x0E | 0x1C => Reference, // string, object
-            0x12 => {
-                self.compressed()?; // class token
-                Reference
-            }
-            0x11 => {
-                self.compressed()?; // value type token
-                Other
-            }
-            0x1D => {
-                self.element()?; // single-dimensional array of it
-                Reference
-            }
-            0x14 => {
-                // general array: type, rank, sizes, lower bounds (signed, same encoding)
-                self.element()?;
-                self.compressed()?;
-                for _ in 0..2 {
-                    let n = self.compressed()?;
-                    for _ in 0..n {
-                        self.compressed()?;
-                    }
-                }
-                Reference
-            }
-            0x15 => {
-                // generic instantiation: CLASS or VALUETYPE, token, count, arguments
-                let kind = self.byte()?;
-                self.compressed()?;
-                let n = self.compressed()?;
-                for _ in 0..n {
-                    self.element()?;
-                }
-                if kind == 0x12 { Reference } else { Other }
-            }
-            0x13 | 0x1E => {
-                self.compressed()?; // type parameter number
-                Other
-            }
-            0x0F | 0x10 | 0x45 => {
-                self.element()?; // pointer, byref, pinned: to a type
-                Other
-            }
-            0x1F | 0x20 => {
-                self.compressed()?; // custom modifier's token, then the modified type
-                return self.element();
-            }
-            0x16 => Other, // typedref
-            0x1B => {
-                // function pointer: a whole method signature
-                let conv = self.byte()?;
-                if conv & 0x10 != 0 {
-                    self.compressed()?;
-                }
-                let n = self.compressed()?;
-                for _ in 0..=n {
-                    self.element()?;
-                }
-                Other
-            }
-            _ => return Err(HResult::E_INVALIDARG),
-        })
+/// What [`Value::decode`] makes of a signature's type.
+fn element(ty: &Type) -> ElementType {
+    use ElementType::*;
+    match ty {
+        Type::Void => Void,
+        Type::Boolean => Bool,
+        Type::Char => Char,
+        Type::I1 => I1,
+        Type::U1 => U1,
+        Type::I2 => I2,
+        Type::U2 => U2,
+        Type::I4 => I4,
+        Type::U4 => U4,
+        Type::I8 => I8,
+        Type::U8 => U8,
+        Type::R4 => R4,
+        Type::R8 => R8,
+        Type::I => I,
+        Type::U => U,
+        Type::String | Type::Object | Type::Class(_) | Type::SzArray(_) | Type::Array(..) => Reference,
+        Type::GenericInst { value_type: false, .. } => Reference,
+        Type::Modified { ty, .. } => element(ty),
+        _ => Other,
     }
 }
 
