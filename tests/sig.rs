@@ -238,6 +238,15 @@ fn types_print_as_people_read_them() {
     assert_eq!(format_type(&Type::Class(Token::new(TD, 4)), &Table, generics), "App.Box<T>+Cursor");
 }
 
+/// The metadata form profilers print beside a method name: arity suffixes kept, nesting with `+`.
+#[test]
+fn type_paths_are_metadata_names_with_their_nesting() {
+    assert_eq!(type_path(&Table, Token::new(TD, 2)).as_deref(), Some("App.Outer+Inner"));
+    assert_eq!(type_path(&Table, Token::new(TD, 5)).as_deref(), Some("App.Box`1+Pair`1"));
+    assert_eq!(type_path(&Table, Token::new(TR, 1)).as_deref(), Some("System.Collections.Generic.Dictionary`2"));
+    assert_eq!(type_path(&Table, Token::new(TD, 9)), None, "a token the resolver does not know");
+}
+
 #[test]
 fn methods_print_as_people_read_them() {
     // instance bool Box<T>::Put<U>(!0&, !!0[], string, ...)

@@ -106,6 +106,47 @@ pub fn format_method<R: NameResolver + ?Sized>(
 /// The name without the arity suffix, and the arity (`` Dictionary`2 `` → `Dictionary`, 2).
 /// A suffix above metadata's limit on generic parameters (16-bit numbers) is no arity: a
 /// malformed name must not make the formatter ask for billions of parameter names.
+/// The full name of a `TypeDef` or `TypeRef` as metadata spells it, each nested type after the
+/// one enclosing it: `Namespace.Outer+Inner`, arity suffixes kept (``Shop.Box`1``); `None` when
+/// the resolver does not know the token. What profilers print next to a method name
+/// (`format!("{}::{}", type_path(&import, Token(class))?, method)`); [`format_type`] gives the
+/// C# form with type arguments instead.
+pub fn type_path<R: NameResolver + ?Sized>(resolver: &R, token: Token) -> Option<String> {
+    let chain = nesting_chain(resolver, token)?;
+    let mut out = String::new();
+    for (i, level) in chain.iter().enumerate() {
+        if i > 0 {
+            out.push('+');
+        } else if !level.namespace.is_empty() {
+            out.push_str(&level.namespace);
+            out.push('.');
+        }
+        out.push_str(&level.name);
+    }
+    Some(out)
+}
+
+/// `token`'s name and those of the types enclosing it, outermost first. Bounded, as a malformed
+/// module may make enclosing types a cycle; an enclosing type the resolver does not know ends the
+/// chain as its token (`[0x02000004]`).
+fn nesting_chain<R: NameResolver + ?Sized>(resolver: &R, token: Token) -> Option<Vec<TypeName>> {
+    let mut chain = vec![resolver.type_name(token)?];
+    while let Some(outer) = chain.last().and_then(|n| n.enclosing) {
+        if chain.len() >= MAX_NESTING {
+            break;
+        }
+        match resolver.type_name(outer) {
+            Some(n) => chain.push(n),
+            None => {
+                chain.push(TypeName { name: format!("[0x{:08x}]", outer.0), ..TypeName::default() });
+                break;
+            }
+        }
+    }
+    chain.reverse();
+    Some(chain)
+}
+
 fn split_arity(name: &str) -> (&str, u32) {
     match name.rsplit_once('`').map(|(base, n)| (base, n.parse::<u16>())) {
         Some((base, Ok(arity))) => (base, arity.into()),
@@ -165,25 +206,10 @@ impl<R: NameResolver + ?Sized> Printer<'_, R> {
             self.spec_depth -= 1;
             return;
         }
-        let Some(name) = self.resolver.type_name(token) else {
+        let Some(chain) = nesting_chain(self.resolver, token) else {
             let _ = write!(self.out, "[0x{:08x}]", token.0);
             return;
         };
-        // Outermost first; bounded, as a malformed module may make enclosing types a cycle.
-        let mut chain = vec![name];
-        while let Some(outer) = chain.last().and_then(|n| n.enclosing) {
-            if chain.len() >= MAX_NESTING {
-                break;
-            }
-            match self.resolver.type_name(outer) {
-                Some(n) => chain.push(n),
-                None => {
-                    chain.push(TypeName { name: format!("[0x{:08x}]", outer.0), ..TypeName::default() });
-                    break;
-                }
-            }
-        }
-        chain.reverse();
         let mut next = 0usize;
         for (i, level) in chain.iter().enumerate() {
             if i > 0 {

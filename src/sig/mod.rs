@@ -37,7 +37,7 @@ mod metadata;
 mod runtime;
 mod types;
 
-pub use format::{Generics, NameResolver, TypeName, format_method, format_type};
+pub use format::{Generics, NameResolver, TypeName, format_method, format_type, type_path};
 pub use runtime::{class_name, function_name, method_definition_name};
 pub use types::*;
 

@@ -88,11 +88,7 @@ impl Default for EltTracer {
 
 /// The full name of a type definition: `Namespace.Outer+Inner`.
 fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
-    let props = import.get_type_def_props(td)?;
-    match import.get_nested_class_props(td) {
-        Ok(outer) if outer != 0 => Ok(format!("{}+{}", type_name(import, outer)?, props.name)),
-        _ => Ok(props.name),
-    }
+    corprof::sig::type_path(import, corprof::sig::Token(td)).ok_or(HResult::CLDB_E_RECORD_NOTFOUND)
 }
 
 impl EltTracer {

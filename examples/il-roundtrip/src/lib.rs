@@ -103,18 +103,6 @@ unsafe fn copy(ptr: *const u8, len: u32) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec()
 }
 
-/// The method's IL body, copied out of the module's image; `Err` for a method without one.
-fn il_body(info: &ProfilerInfo, module: ModuleID, method: mdMethodDef) -> Result<Vec<u8>> {
-    let body = info.get_il_function_body(module, method)?;
-    if body.method_header.is_null() {
-        return Err(HResult::E_POINTER);
-    }
-    // SAFETY: GetILFunctionBody succeeded: `method_header` points at `method_size` bytes of the
-    // module's mapped image, which stays mapped while the module is loaded (it is, for the
-    // ModuleLoadFinished callback this runs in); copied before returning.
-    Ok(unsafe { copy(body.method_header, body.method_size) })
-}
-
 /// The signature blob behind `token`, with its [`record`] kind; `None` for a token without one
 /// (a `TypeDef`, a string, …).
 fn signature_of(import: &MetaDataImport, token: Token) -> Option<Result<(u8, Vec<u8>)>> {
@@ -195,7 +183,7 @@ impl Walk<'_> {
     }
 
     fn method(&mut self, method: mdMethodDef) {
-        let Ok(bytes) = il_body(self.info, self.module, method) else { return };
+        let Ok(bytes) = self.info.il_body_bytes(self.module, method) else { return };
         self.counts.bodies += 1;
         if let Some(dump) = &mut self.dump {
             write_record(dump, record::BODY, &bytes);

@@ -73,12 +73,7 @@ impl Default for Tracer {
 
 /// The full name of a type definition: `Namespace.Outer+Inner`.
 pub fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
-    let props = import.get_type_def_props(td)?;
-    // Nested types have an enclosing class; top-level ones answer "record not found".
-    match import.get_nested_class_props(td) {
-        Ok(outer) if outer != 0 => Ok(format!("{}+{}", type_name(import, outer)?, props.name)),
-        _ => Ok(props.name),
-    }
+    corprof::sig::type_path(import, corprof::sig::Token(td)).ok_or(corprof::HResult::CLDB_E_RECORD_NOTFOUND)
 }
 
 impl Tracer {

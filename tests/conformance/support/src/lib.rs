@@ -57,13 +57,9 @@ impl Recorder {
         self.info()?.get_module_metadata::<MetaDataImport>(module, CorOpenFlags::ofRead)
     }
 
+    /// `Namespace.Outer+Inner`, as metadata spells it.
     fn type_name(&self, import: &MetaDataImport, td: corprof::types::mdTypeDef) -> Result<String> {
-        let name = import.get_type_def_props(td)?.name;
-        // Nested types: `Outer+Inner`, as reflection writes them.
-        match import.get_nested_class_props(td) {
-            Ok(outer) => Ok(format!("{}+{name}", self.type_name(import, outer)?)),
-            Err(_) => Ok(name),
-        }
+        corprof::sig::type_path(import, corprof::sig::Token(td)).ok_or(HResult::CLDB_E_RECORD_NOTFOUND)
     }
 
     /// `Namespace.Type` of a class, or `?` when it has none (arrays, unresolvable).
