@@ -70,7 +70,8 @@ pub use stack::{Frame, FrameContext};
 pub use table::CallbackCounts;
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so
-// the generator lists whichever this header gives for a glob.
+// the generator lists whichever this header gives for a glob (an empty one without cor.h).
+#[allow(unused_imports)]
 pub use bindings::root_wrappers__::*;
 
 /// Reached by tests and by generated code, not by profilers.

@@ -117,7 +117,6 @@ const ROOT_ITEMS: &[&str] = &[
     "fn is_quiet",
     "fn set_quiet",
     "macro export_profiler",
-    "macro method_signature",
     "mod eventpipe",
     "mod hooks",
     "mod il",

@@ -3,9 +3,9 @@
 //! or generic instantiations beyond "a reference" or "a value type". The blob is read by
 //! [`crate::sig::MethodSig::decode`]; this module only sorts its types.
 
-use crate::sig::Type;
-use crate::types::ObjectID;
-use crate::{HResult, Result};
+use crate::sig::{MethodSig, Type};
+use crate::types::{FunctionID, ObjectID};
+use crate::{HResult, ProfilerInfo, Result};
 use std::fmt;
 
 /// A parameter's or return value's type, as far as [`Value::decode`] cares.
@@ -51,14 +51,28 @@ pub struct MethodSignature {
 }
 
 impl MethodSignature {
-    /// Parses a method signature blob (what `IMetaDataImport::GetMethodProps` gives; the
-    /// [`method_signature!`](crate::method_signature) macro reads it from metadata).
-    /// `CLDB_E_FILE_CORRUPT`-like failures are reported as `E_INVALIDARG`.
+    /// The signature of `function`'s method definition, read from its module's metadata: what
+    /// [`Value::decode`] needs to read the function's arguments and return value. Call it from
+    /// the mapper (once per function) and keep the result with the hook's data.
+    ///
+    /// `Err(E_NOINTERFACE)` where corprof was built from a header folder without the metadata
+    /// interfaces (coreclr-3.x's has no cor.h); `Err(META_E_BAD_SIGNATURE)` for a blob that
+    /// does not decode.
+    pub fn of_function(info: &ProfilerInfo, function: FunctionID) -> Result<MethodSignature> {
+        crate::sig::function_definition_sig(info, function).map(|sig| Self::from_sig(&sig))
+    }
+
+    /// Parses a method signature blob (what `IMetaDataImport::GetMethodProps` gives).
+    /// A blob that does not decode is `E_INVALIDARG`.
     pub fn parse(blob: &[u8]) -> Result<MethodSignature> {
         let sig = crate::sig::MethodSig::decode(blob).map_err(|_| HResult::E_INVALIDARG)?;
+        Ok(Self::from_sig(&sig))
+    }
+
+    fn from_sig(sig: &MethodSig) -> MethodSignature {
         let params = sig.params.iter().map(element).collect();
         // 0x20 HASTHIS without 0x40 EXPLICITTHIS: `this` is passed but not listed.
-        Ok(MethodSignature { has_this: sig.call_conv.0 & 0x60 == 0x20, ret: element(&sig.ret), params })
+        MethodSignature { has_this: sig.call_conv.0 & 0x60 == 0x20, ret: element(&sig.ret), params }
     }
 
     /// Whether calls pass a `this` not listed among the parameters (an instance method).
@@ -182,29 +196,6 @@ impl fmt::Display for Value {
             Value::Object(v) => write!(f, "{v}"),
         }
     }
-}
-
-/// The [`MethodSignature`](crate::hooks::MethodSignature) of a method definition, read from
-/// metadata: `method_signature!(&import, token)` with a [`MetaDataImport`](crate::MetaDataImport)
-/// and an `mdMethodDef` gives `Result<MethodSignature>`.
-///
-/// A macro rather than a function because corprof builds from headers without the metadata
-/// interfaces too (coreclr-3.x has no `cor.h`); it expands only where it is used.
-#[macro_export]
-macro_rules! method_signature {
-    ($import:expr, $method:expr $(,)?) => {{
-        let import: &$crate::MetaDataImport = $import;
-        match import.get_method_props($method) {
-            Ok(props) if props.sig_blob.is_null() => Err($crate::HResult::E_UNEXPECTED),
-            Ok(props) => {
-                // SAFETY: GetMethodProps succeeded: the blob is `sig_blob_size` bytes of the
-                // module's metadata, alive as long as `import`, which outlives this parse.
-                let blob = unsafe { ::core::slice::from_raw_parts(props.sig_blob, props.sig_blob_size as usize) };
-                $crate::hooks::MethodSignature::parse(blob)
-            }
-            Err(e) => Err(e),
-        }
-    }};
 }
 
 #[cfg(test)]

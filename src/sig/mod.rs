@@ -38,6 +38,7 @@ mod runtime;
 mod types;
 
 pub use format::{Generics, NameResolver, TypeName, format_method, format_type, type_path};
+pub(crate) use runtime::function_definition_sig;
 pub use runtime::{class_name, function_name, method_definition_name};
 pub use types::*;
 

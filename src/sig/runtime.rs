@@ -11,7 +11,9 @@
 //! (`System.Void Shop.Box<T>::.ctor(T)`).
 //!
 //! All three read the module's metadata through `IMetaDataImport`; a header folder without
-//! cor.h (coreclr-3.x's) builds them too, and they then answer `Err(E_NOINTERFACE)`.
+//! cor.h (coreclr-3.x's) builds them too, and they then answer `Err(E_NOINTERFACE)`. So does
+//! [`MethodSignature::of_function`](crate::hooks::MethodSignature::of_function), which reads a
+//! signature here.
 
 use super::format::{Generics, NameResolver, TypeName, format_method, format_type};
 use super::types::{MethodSig, Token, Type};
@@ -43,7 +45,13 @@ pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: mdM
     Names(info).definition(module, method)
 }
 
-/// The runtime's calls behind the three functions; the methods are implemented in the block
+/// The decoded signature of `function`'s method definition (the declared types: generic
+/// parameters stay parameters).
+pub(crate) fn function_definition_sig(info: &ProfilerInfo, function: FunctionID) -> Result<MethodSig> {
+    Names(info).function_sig(function)
+}
+
+/// The runtime's calls behind the functions above; the methods are implemented in the block
 /// below, where `MetaDataImport` names the wrapper when the header has one.
 struct Names<'a>(&'a ProfilerInfo);
 
@@ -209,6 +217,12 @@ const _: () = {
             let method = token(f.token);
             let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
             Ok(format_method(&resolver, owner, &name, &sig, Some(method)))
+        }
+
+        fn function_sig(&self, function: FunctionID) -> Result<MethodSig> {
+            let f = self.0.get_function_info(function)?;
+            let import = self.import(f.module_id)?;
+            Ok(Self::method(&import, f.token)?.2)
         }
 
         fn definition(&self, module: ModuleID, method: mdMethodDef) -> Result<String> {

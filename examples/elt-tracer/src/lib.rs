@@ -110,7 +110,7 @@ impl EltTracer {
         let method = import.get_method_props(f.token)?;
         let ty = type_name(&import, method.class)?;
         let sig = match self.mode {
-            HookMode::WithInfo => Some(corprof::method_signature!(&import, f.token)?),
+            HookMode::WithInfo => Some(MethodSignature::of_function(info, function)?),
             HookMode::Fast => None,
         };
         Ok((ty, method.name, sig))

@@ -5,9 +5,9 @@
 //! parameters are primitives or references (CoreCLR 3.1 corrupts xmm0/xmm1 when asked for a
 //! value type passed in registers: see `HookFrame::arguments`). `CLSID` below; writes nothing.
 
-use corprof::hooks::{self, ElementType, HookFrame};
-use corprof::types::{CorOpenFlags, FunctionID};
-use corprof::{CorProfilerCallback, FunctionHooks, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use corprof::hooks::{self, ElementType, HookFrame, MethodSignature};
+use corprof::types::FunctionID;
+use corprof::{CorProfilerCallback, FunctionHooks, HookMode, IUnknown, ProfilerInfo, Result};
 use std::sync::OnceLock;
 
 /// The CLSID this profiler answers to.
@@ -22,9 +22,7 @@ impl Clobber {
     /// Whether the function's arguments may be read: every parameter a primitive or a reference.
     fn plain_params(&self, function: FunctionID) -> Result<bool> {
         let info = self.info.get().ok_or(corprof::HResult::E_UNEXPECTED)?;
-        let f = info.get_function_info(function)?;
-        let import = info.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
-        let sig = corprof::method_signature!(&import, f.token)?;
+        let sig = MethodSignature::of_function(info, function)?;
         Ok(sig.params().iter().all(|p| p.is_primitive() || *p == ElementType::Reference))
     }
 }
