@@ -9,42 +9,13 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 
 const ELT_CLSID: &str = "7D4E2A9C-1B3F-4C58-A6E0-5F2D8B9C3E71";
 const N: u64 = 100_000;
 
-fn modified(path: &Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// `target/bench/libelt_reference.so`, built by bench/reference-elt/build.sh when it is missing
-/// or older than its sources (one build at a time).
+/// `target/bench/libelt_reference.so`, built when missing or stale.
 fn elt_reference() -> PathBuf {
-    static BUILD: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
-    let lib = profile_dir().parent().expect("no target directory").join("bench/libelt_reference.so");
-    let script = root.join("bench/reference-elt/build.sh");
-    let sources = [root.join("bench/reference-elt/elt.c"), script.clone()];
-    let built = modified(&lib);
-    if built.is_none_or(|b| sources.iter().any(|s| modified(s).is_some_and(|m| m > b))) {
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&lib)
-            .current_dir(&root)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "bench/reference-elt/build.sh failed ({}; a C compiler is needed: apt-get install gcc, or set CC):\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    lib
+    c_reference("reference-elt", "elt.c", "libelt_reference.so")
 }
 
 /// What EltBench prints: the sum of `Leaf(i) = i ^ (i >> 3)` for `i < n`.

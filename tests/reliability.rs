@@ -19,11 +19,9 @@ use common::*;
 use corprof::{CALLBACK_IIDS, CorProfilerCallback, GUID, HRESULT, HResult, IUnknown, Interface};
 use std::collections::BTreeMap;
 use std::ffi::{CString, c_char, c_int, c_void};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::SystemTime;
 
 const THREADS: usize = 16;
 
@@ -241,57 +239,9 @@ fn the_last_release_frees_exactly_once_when_threads_race_for_it() {
 // ---------------------------------------------------------------------------------------------
 // The C reference profiler
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-fn c_compiler_present(cc: &str) -> bool {
-    Command::new(cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
-/// `$CC`, else the first of cc, gcc, clang that runs (as bench/reference/build.sh chooses).
-fn c_compiler() -> Option<String> {
-    match std::env::var("CC") {
-        Ok(cc) if !cc.is_empty() => c_compiler_present(&cc).then_some(cc),
-        _ => ["cc", "gcc", "clang"].into_iter().find(|cc| c_compiler_present(cc)).map(String::from),
-    }
-}
-
-/// `target/bench/libreference_profiler.so`, built by bench/reference/build.sh when it is
-/// missing or older than its sources (once per test process).
+/// `target/bench/libreference_profiler.so`, built when missing or stale.
 fn reference_profiler() -> PathBuf {
-    static BUILD: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
-    let lib = profile_dir().parent().expect("no target directory").join("bench/libreference_profiler.so");
-    let script = root.join("bench/reference/build.sh");
-    let sources = [root.join("bench/reference/reference.c"), script.clone()];
-    let built = modified(&lib);
-    let stale = built.is_none_or(|b| sources.iter().any(|s| modified(s).is_some_and(|m| m > b)));
-    if stale {
-        let Some(cc) = c_compiler() else {
-            panic!(
-                "no C compiler ({}): the reliability tests compare against the C reference profiler \
-                 bench/reference/reference.c; install one (`apt-get install gcc`) or set CC",
-                std::env::var("CC").map(|cc| format!("`{cc}`")).unwrap_or_else(|_| "cc, gcc or clang".to_string())
-            )
-        };
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&lib)
-            .env("CC", cc)
-            .current_dir(&root)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "bench/reference/build.sh failed ({}):\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    lib
+    c_reference("reference", "reference.c", "libreference_profiler.so")
 }
 
 unsafe extern "C" {

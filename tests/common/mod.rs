@@ -334,3 +334,58 @@ impl Drop for ConformanceRow {
         let _ = std::fs::write(&self.path, format!("{outcome}\n{}\n", self.what));
     }
 }
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn c_compiler_present(cc: &str) -> bool {
+    Command::new(cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// `$CC`, else the first of cc, gcc, clang that runs (as bench/common/compile.sh chooses).
+fn c_compiler() -> Option<String> {
+    match std::env::var("CC") {
+        Ok(cc) if !cc.is_empty() => c_compiler_present(&cc).then_some(cc),
+        _ => ["cc", "gcc", "clang"].into_iter().find(|cc| c_compiler_present(cc)).map(String::from),
+    }
+}
+
+/// `target/bench/<lib>`: the C reference profiler of `bench/<dir>` (`<dir>/<source>`), built by
+/// `bench/<dir>/build.sh` when it is missing or older than its source, its build script or
+/// bench/common (one build at a time in a test process).
+pub fn c_reference(dir: &str, source: &str, lib: &str) -> PathBuf {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let root = repo_root();
+    let out = profile_dir().parent().expect("no target directory").join("bench").join(lib);
+    let bench = root.join("bench");
+    let script = bench.join(dir).join("build.sh");
+    let sources =
+        [bench.join(dir).join(source), script.clone(), bench.join("common/com.h"), bench.join("common/compile.sh")];
+    let built = modified(&out);
+    if built.is_none_or(|b| sources.iter().any(|s| modified(s).is_none_or(|m| m > b))) {
+        let Some(cc) = c_compiler() else {
+            panic!(
+                "no C compiler ({}): the test compares against the C reference profiler bench/{dir}/{source}; \
+                 install one (`apt-get install gcc`) or set CC",
+                std::env::var("CC").map(|cc| format!("`{cc}`")).unwrap_or_else(|_| "cc, gcc or clang".to_string())
+            )
+        };
+        let run = Command::new("bash")
+            .arg(&script)
+            .arg(&out)
+            .env("CC", cc)
+            .current_dir(&root)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            run.status.success(),
+            "bench/{dir}/build.sh failed ({}):\n{}{}",
+            run.status,
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    out
+}
