@@ -191,12 +191,16 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
     match mode {
         HookMode::Fast => stubs::set_hooks::<P>(info),
         HookMode::WithInfo => {
-            let (enter, leave, tailcall) = stubs::with_info_hooks::<P>();
+            // CoreCLR 8's stub restores every argument register after the hook (its
+            // ProfileEnterNaked: rdi–r9, xmm0–7); 3.1's only xmm0 and xmm1, so the hooks are
+            // wrapped in the register-saving stubs there (and on the untested versions between).
+            let runtime_restores = info.get_runtime_information().is_ok_and(|r| r.major_version >= 8);
+            let (enter, leave, tailcall) = stubs::with_info_hooks::<P>(!runtime_restores);
             // SAFETY: with the frame-information bits just set, the runtime calls these through
             // its own register-saving stub as ordinary C functions of FunctionEnter3WithInfo's
             // (etc.) signature, which they have (wrapped in a stub that saves every volatile
-            // register where there is one); they catch every panic and live as long as the
-            // library.
+            // register where the runtime's stub does not restore them all); they catch every
+            // panic and live as long as the library.
             unsafe { info.set_enter_leave_function_hooks3_with_info(enter, leave, tailcall) }
         }
     }
@@ -512,17 +516,23 @@ mod stubs {
     stub!(leave_stub(_id: FunctionIDOrClientID) -> fast_hook::<LEAVE>, "rdi", instance);
     stub!(tailcall_stub(_id: FunctionIDOrClientID) -> fast_hook::<TAILCALL>, "rdi", instance);
     // The with-info hooks are ordinary C functions (rdi, rsi) called from the runtime's stub,
-    // wrapped all the same: CoreCLR 3.1's stub restores only xmm0 and xmm1 after the hook, so
-    // a hook that used xmm2–xmm7 (as GetFunctionEnter3Info itself does) would change the
-    // method's floating-point arguments. The wrappers pass rdi and rsi through unchanged.
+    // wrapped where that stub does not restore every argument register: CoreCLR 3.1's restores
+    // only xmm0 and xmm1 after the hook, so a hook that used xmm2–xmm7 (as
+    // GetFunctionEnter3Info itself does) would change the method's floating-point arguments.
+    // The wrappers pass rdi and rsi through unchanged.
     stub!(enter_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<ENTER>, "rdi");
     stub!(leave_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<LEAVE>, "rdi");
     stub!(tailcall_info_stub(_id: FunctionIDOrClientID, _elt: COR_PRF_ELT_INFO) -> with_info::<TAILCALL>, "rdi");
 
-    /// The with-info hooks to hand the runtime.
-    pub fn with_info_hooks<P: FunctionHooks>()
-    -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
-        (Some(enter_info_stub::<P>), Some(leave_info_stub::<P>), Some(tailcall_info_stub::<P>))
+    /// The with-info hooks to hand the runtime: wrapped in a register-saving stub when `wrap`.
+    pub fn with_info_hooks<P: FunctionHooks>(
+        wrap: bool,
+    ) -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+        if wrap {
+            (Some(enter_info_stub::<P>), Some(leave_info_stub::<P>), Some(tailcall_info_stub::<P>))
+        } else {
+            (Some(with_info::<P, ENTER>), Some(with_info::<P, LEAVE>), Some(with_info::<P, TAILCALL>))
+        }
     }
 
     pub fn set_hooks<P: FunctionHooks>(info: &ProfilerInfo) -> Result<()> {
@@ -545,9 +555,11 @@ mod stubs {
 
     pub const SUPPORTED: bool = false;
 
-    /// The with-info hooks to hand the runtime: its stub saves the registers.
-    pub fn with_info_hooks<P: FunctionHooks>()
-    -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
+    /// The with-info hooks to hand the runtime: its stub saves the registers (no platform
+    /// here has a register-saving stub of corprof's to `wrap` them in).
+    pub fn with_info_hooks<P: FunctionHooks>(
+        _wrap: bool,
+    ) -> (FunctionEnter3WithInfo, FunctionLeave3WithInfo, FunctionTailcall3WithInfo) {
         (Some(with_info::<P, ENTER>), Some(with_info::<P, LEAVE>), Some(with_info::<P, TAILCALL>))
     }
 
