@@ -97,6 +97,7 @@ unsafe extern "system" {
 type Newest = ICorProfilerCallback11;
 
 fn unknown(p: *mut c_void) -> &'static IUnknown {
+    // SAFETY: the test passes only live objects from `create` or `DllGetClassObject`, whose first field is the vtable pointer, as `IUnknown`'s.
     unsafe { &*(p as *const IUnknown) }
 }
 
@@ -104,17 +105,22 @@ fn unknown(p: *mut c_void) -> &'static IUnknown {
 fn create() -> *mut Newest {
     let clsid = GUID::parse(CLSID);
     let mut factory: *mut c_void = null_mut();
+    // SAFETY: valid GUIDs and a valid out pointer.
     let hr = unsafe { DllGetClassObject(&clsid, &corprof::glue::IID_ICLASSFACTORY, &mut factory) };
     assert_eq!(hr, 0);
+    // SAFETY: `factory` is the class factory `DllGetClassObject` just returned (hr 0 checked).
     let vt = unsafe { &**(factory as *const *const corprof::glue::IClassFactory_Vtbl) };
     let mut obj: *mut c_void = null_mut();
+    // SAFETY: a live factory, no outer object, a valid IID and out pointer.
     let hr = unsafe { (vt.CreateInstance)(factory.cast(), null_mut(), &Newest::IID, &mut obj) };
     assert_eq!(hr, 0);
+    // SAFETY: releases the factory's only reference; it is not used again.
     assert_eq!(unsafe { unknown(factory).Release() }, 0, "the factory is freed at its last Release");
     obj.cast()
 }
 
 fn vtbl(p: *mut Newest) -> &'static ICorProfilerCallback11_Vtbl {
+    // SAFETY: `p` is the live profiler object `create` returned; the tests release it last.
     unsafe { &*p }.vtable()
 }
 
@@ -131,6 +137,7 @@ fn query_interface_answers_iunknown_and_every_callback_version() {
     assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-net8 declares ICorProfilerCallback 1-11");
     for iid in CALLBACK_IIDS.iter().chain([&IUnknown::IID]) {
         let mut out: *mut c_void = null_mut();
+        // SAFETY: `unk` is live (one reference held); every call below passes a valid IID and out pointer or, for the E_POINTER case, null, which QueryInterface must refuse.
         assert_eq!(unsafe { unk.QueryInterface(iid, &mut out) }, 0, "{iid}");
         assert_eq!(out, p.cast(), "one object serves every version");
         assert_eq!(unsafe { unk.Release() }, 1);
@@ -148,6 +155,7 @@ fn reference_counting_frees_at_the_last_release() {
     let before = DROPS.load(Ordering::SeqCst);
     let p = create();
     let unk = unknown(p.cast());
+    // SAFETY: `unk` is live; the Releases below never drop the count under the one `create` gave.
     assert_eq!(unsafe { unk.AddRef() }, 2);
     assert_eq!(unsafe { unk.AddRef() }, 3);
     assert_eq!(unsafe { unk.Release() }, 2);
@@ -161,6 +169,7 @@ fn reference_counting_frees_at_the_last_release() {
 fn a_wrong_clsid_is_refused() {
     let other = GUID::parse("00000000-1111-2222-3333-444444444444");
     let mut out: *mut c_void = std::ptr::dangling_mut();
+    // SAFETY: a valid GUID pair and out pointer.
     let hr = unsafe { DllGetClassObject(&other, &corprof::glue::IID_ICLASSFACTORY, &mut out) };
     assert_eq!(HResult(hr), HResult::CLASS_E_CLASSNOTAVAILABLE);
     assert!(out.is_null());
@@ -170,6 +179,7 @@ fn a_wrong_clsid_is_refused() {
 fn callbacks_of_each_shape_reach_the_profiler() {
     let p = create();
     let v = v1(p);
+    // SAFETY: `p` is live, each call passes it as `this` with the arguments its slot declares.
     unsafe {
         assert_eq!((v.Initialize)(p.cast(), p.cast()), 0);
         let before = JIT_STARTED.load(Ordering::SeqCst);
@@ -198,6 +208,7 @@ fn attach_client_data_arrives_as_bytes() {
     let p = create();
     let v3 = &vtbl(p).base__.base__.base__.base__.base__.base__.base__.base__;
     let data = *b"hello\0attach";
+    // SAFETY: `p` is live; the client data pointers point to `data`'s bytes for the lengths passed (or are null with 0).
     unsafe {
         assert_eq!((v3.InitializeForAttach)(p.cast(), p.cast(), null_mut(), 0), 0, "null with 0");
         assert_eq!((v3.InitializeForAttach)(p.cast(), p.cast(), data.as_ptr().cast_mut().cast(), data.len() as u32), 0);
@@ -212,6 +223,7 @@ fn attach_client_data_arrives_as_bytes() {
 fn a_panic_in_a_callback_becomes_e_fail_and_the_process_goes_on() {
     let p = create();
     let v = v1(p);
+    // SAFETY: as in `callbacks_of_each_shape_reach_the_profiler`: `p` is live and passed as `this`.
     unsafe {
         assert_eq!(HResult((v.ExceptionThrown)(p.cast(), oid(0xdead))), HResult::E_FAIL);
         assert_eq!(HResult((v.ExceptionThrown)(p.cast(), oid(0xbeef))), HResult::E_FAIL, "non-string payload");
@@ -227,5 +239,6 @@ fn every_callback_version_shares_one_vtable_prefix() {
     let newest = vtbl(p) as *const _ as *const c_void;
     assert_eq!(newest, v1(p) as *const _ as *const c_void);
     assert_eq!(std::mem::size_of::<ICorProfilerCallback_Vtbl>(), (3 + 69) * 8);
+    // SAFETY: the test's only reference; `p` is not used again.
     unsafe { unknown(p.cast()).Release() };
 }

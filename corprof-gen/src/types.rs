@@ -87,13 +87,49 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
         }
     }
     let ids: Vec<String> = header.id_types.iter().map(|i| i.name.clone()).collect();
+    let zeroable = zeroable_types(&file.items, &ids);
+    justify_zeroed_defaults(&mut file.items, &zeroable);
     Ok(Types {
-        zeroable: zeroable_types(&file.items, &ids),
+        zeroable,
         pointer_records: pointer_records(&file.items),
         enums: enum_types(&file.items, header),
         ids: header.id_types.clone(),
         code: prettyplease::unparse(&file),
     })
+}
+
+/// bindgen writes `impl Default` by zeroing the bytes (`unsafe { write_bytes(…); assume_init() }`)
+/// for records it cannot derive `Default` for (raw pointers, unions). Where the zeroable analysis
+/// agrees, the `unsafe` block gets its `// SAFETY:` comment (as a marker `restore_comments`
+/// turns back into one); where it does not, the impl goes, since nothing here shows it sound.
+fn justify_zeroed_defaults(items: &mut Vec<syn::Item>, zeroable: &[ZeroableType]) {
+    let zeroed_default_of = |item: &syn::Item| -> Option<String> {
+        let syn::Item::Impl(imp) = item else { return None };
+        let (_, path, _) = imp.trait_.as_ref()?;
+        let syn::Type::Path(ty) = &*imp.self_ty else { return None };
+        let unsafe_body = imp.items.iter().any(|ii| {
+            matches!(ii, syn::ImplItem::Fn(f) if f.block.stmts.iter().any(|st| matches!(st, syn::Stmt::Expr(syn::Expr::Unsafe(_), _))))
+        });
+        (path.is_ident("Default") && unsafe_body)
+            .then(|| ty.path.segments.last().map(|s| s.ident.to_string()))
+            .flatten()
+    };
+    items.retain(|item| zeroed_default_of(item).is_none_or(|name| zeroable.iter().any(|z| z.name == name)));
+    for item in items.iter_mut() {
+        let Some(name) = zeroed_default_of(item) else { continue };
+        let syn::Item::Impl(imp) = item else { continue };
+        let text = format!(
+            "all-zero bytes are a valid `{name}`: every field is zeroable, as its `Zeroable` impl (whose `where` bounds rustc checks) says."
+        );
+        for ii in &mut imp.items {
+            let syn::ImplItem::Fn(f) = ii else { continue };
+            if let Some(at) = f.block.stmts.iter().position(|st| matches!(st, syn::Stmt::Expr(syn::Expr::Unsafe(_), _)))
+            {
+                let marker = format!("{}{:?});", crate::SAFETY_MARKER, text);
+                f.block.stmts.insert(at, syn::parse_str(&marker).expect("a SAFETY marker parses as a statement"));
+            }
+        }
+    }
 }
 
 /// The header's enums that bindgen emitted as newtype structs, with the constants of their
@@ -401,6 +437,25 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zeroing `Default` keeps its impl, with a SAFETY marker, only for a zeroable record.
+    #[test]
+    fn zeroed_defaults_are_justified_or_dropped() {
+        let code = "
+            pub struct Z { pub p: *mut u8 }
+            pub struct F { pub p: *mut u8, pub f: fn() }
+            impl Default for Z { fn default() -> Self { let mut s = ::std::mem::MaybeUninit::<Self>::uninit(); unsafe { s.assume_init() } } }
+            impl Default for F { fn default() -> Self { let mut s = ::std::mem::MaybeUninit::<Self>::uninit(); unsafe { s.assume_init() } } }
+        ";
+        let mut items = syn::parse_file(code).unwrap().items;
+        let zeroable = [ZeroableType { name: "Z".into(), params: vec![], fields: vec!["* mut u8".into()] }];
+        justify_zeroed_defaults(&mut items, &zeroable);
+        let out = crate::restore_comments(&prettyplease::unparse(&syn::File { shebang: None, attrs: vec![], items }));
+        assert!(out.contains("impl Default for Z"), "{out}");
+        assert!(out.contains("// SAFETY: all-zero bytes are a valid `Z`"), "{out}");
+        assert!(!out.contains("impl Default for F"), "no justification, no impl:\n{out}");
+        assert!(out.contains("pub struct F"), "{out}");
+    }
 
     #[test]
     fn only_records_of_zeroable_fields_are_zeroable() {

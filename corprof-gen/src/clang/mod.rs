@@ -2,6 +2,12 @@
 //! (after bindgen's `clang.rs`). It takes a header path plus compiler arguments and gives
 //! [`TranslationUnit`], [`Cursor`], [`Type`] and [`Location`] values; nothing clang-typed leaves
 //! the `extract` stage that walks them.
+//!
+//! The invariant every `unsafe` block below relies on: a [`Cursor`] or [`Type`] holds a value
+//! libclang returned for a [`TranslationUnit`] of this module and borrows that unit (`'tu`),
+//! so the unit, which owns what the value points into, is alive for every query made with it.
+//! libclang's queries accept any such cursor or type, answering a null or sentinel value for a
+//! kind they do not apply to.
 
 #![allow(non_upper_case_globals)] // clang-sys spells its constants like the C API
 
@@ -23,7 +29,10 @@ pub fn load() -> Result<(), String> {
     })
 }
 
+/// Copies and disposes a string libclang returned (only ever called on one, once).
 fn cx_string(s: CXString) -> String {
+    // SAFETY: `s` comes straight from a libclang call and is disposed of exactly once, here;
+    // a non-null `clang_getCString` is a NUL-terminated string alive until then.
     unsafe {
         let p = clang_getCString(s);
         let out = if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
@@ -65,6 +74,9 @@ impl TranslationUnit {
                 Length: text.as_bytes().len() as _,
             })
             .collect();
+        // SAFETY: every pointer passed (file name, argument array, unsaved files) points into the
+        // CStrings and vectors above, alive for the call; `tu` is a local out pointer, and the
+        // index is disposed of here if no unit comes back, else by the unit's `Drop`.
         unsafe {
             let index = clang_createIndex(0, 0);
             let mut tu: CXTranslationUnit = std::ptr::null_mut();
@@ -87,6 +99,8 @@ impl TranslationUnit {
     }
 
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        // SAFETY: `self.tu` is live; each diagnostic is fetched by an index below the count and
+        // disposed of once, after its text is copied.
         unsafe {
             let n = clang_getNumDiagnostics(self.tu);
             (0..n)
@@ -102,16 +116,20 @@ impl TranslationUnit {
     }
 
     pub fn cursor(&self) -> Cursor<'_> {
+        // SAFETY: `self.tu` is live; the cursor borrows `self`.
         Cursor { raw: unsafe { clang_getTranslationUnitCursor(self.tu) }, _tu: std::marker::PhantomData }
     }
 
     /// Every file the parse read (for `rerun-if-changed`).
     pub fn included_files(&self) -> Vec<String> {
         extern "C" fn visit(file: CXFile, _stack: *mut CXSourceLocation, _len: c_uint, data: CXClientData) {
+            // SAFETY: `data` is the `&mut files` passed to clang_getInclusions below, which calls
+            // this only during that call; `file` is one of the unit's files.
             let files = unsafe { &mut *(data as *mut Vec<String>) };
             files.push(cx_string(unsafe { clang_getFileName(file) }));
         }
         let mut files: Vec<String> = Vec::new();
+        // SAFETY: `self.tu` is live; `visit` reads `data` as the `Vec<String>` it is.
         unsafe { clang_getInclusions(self.tu, visit, &mut files as *mut Vec<String> as CXClientData) };
         files.sort();
         files.dedup();
@@ -121,6 +139,8 @@ impl TranslationUnit {
 
 impl Drop for TranslationUnit {
     fn drop(&mut self) {
+        // SAFETY: both were created by `parse` and are disposed of once; no cursor or type
+        // outlives the unit (they borrow it).
         unsafe {
             clang_disposeTranslationUnit(self.tu);
             clang_disposeIndex(self.index);
@@ -165,6 +185,7 @@ impl<'tu> Cursor<'tu> {
     }
 
     pub fn kind(&self) -> CursorKind {
+        // SAFETY: a live cursor (module invariant).
         match unsafe { clang_getCursorKind(self.raw) } {
             CXCursor_StructDecl | CXCursor_ClassDecl => CursorKind::Struct,
             CXCursor_CXXMethod => CursorKind::Method,
@@ -182,18 +203,22 @@ impl<'tu> Cursor<'tu> {
     }
 
     pub fn spelling(&self) -> String {
+        // SAFETY: a live cursor (module invariant).
         cx_string(unsafe { clang_getCursorSpelling(self.raw) })
     }
 
     pub fn is_definition(&self) -> bool {
+        // SAFETY: a live cursor (module invariant).
         unsafe { clang_isCursorDefinition(self.raw) != 0 }
     }
 
     pub fn is_virtual_method(&self) -> bool {
+        // SAFETY: a live cursor (module invariant); libclang answers 0 for a non-method.
         unsafe { clang_CXXMethod_isVirtual(self.raw) != 0 }
     }
 
     pub fn location(&self) -> Location {
+        // SAFETY: a live cursor (module invariant); the out pointers are locals.
         unsafe {
             let loc = clang_getCursorLocation(self.raw);
             let mut file: CXFile = std::ptr::null_mut();
@@ -206,8 +231,8 @@ impl<'tu> Cursor<'tu> {
 
     /// The value of an enumerator, widened so both signed and unsigned ones fit.
     pub fn enum_value(&self) -> i128 {
-        // SAFETY: the cursor belongs to a live translation unit; for a cursor of another kind
-        // libclang answers a sentinel rather than failing.
+        // SAFETY: a live cursor (module invariant); for a cursor of another kind libclang
+        // answers a sentinel rather than failing.
         unsafe {
             let underlying = clang_getEnumDeclIntegerType(clang_getCursorSemanticParent(self.raw));
             match underlying.kind {
@@ -233,24 +258,30 @@ impl<'tu> Cursor<'tu> {
     }
 
     pub fn ty(&self) -> Type<'tu> {
+        // SAFETY: a live cursor (module invariant); the type borrows the same unit.
         Type::wrap(unsafe { clang_getCursorType(self.raw) })
     }
 
     pub fn result_type(&self) -> Type<'tu> {
+        // SAFETY: a live cursor (module invariant); the type borrows the same unit.
         Type::wrap(unsafe { clang_getCursorResultType(self.raw) })
     }
 
     pub fn typedef_underlying(&self) -> Type<'tu> {
+        // SAFETY: a live cursor (module invariant); the type borrows the same unit.
         Type::wrap(unsafe { clang_getTypedefDeclUnderlyingType(self.raw) })
     }
 
     pub fn children(&self) -> Vec<Cursor<'tu>> {
         extern "C" fn visit(c: CXCursor, _parent: CXCursor, data: CXClientData) -> CXChildVisitResult {
+            // SAFETY: `data` is the `&mut raw` passed to clang_visitChildren below, which calls
+            // this only during that call.
             let out = unsafe { &mut *(data as *mut Vec<CXCursor>) };
             out.push(c);
             CXChildVisit_Continue
         }
         let mut raw: Vec<CXCursor> = Vec::new();
+        // SAFETY: a live cursor (module invariant); `visit` reads `data` as the `Vec<CXCursor>` it is.
         unsafe { clang_visitChildren(self.raw, visit, &mut raw as *mut Vec<CXCursor> as CXClientData) };
         raw.into_iter().map(Cursor::wrap).collect()
     }
@@ -262,6 +293,7 @@ impl<'tu> Cursor<'tu> {
 
     /// The declaration a base specifier or type refers to.
     pub fn referenced(&self) -> Option<Cursor<'tu>> {
+        // SAFETY: a live cursor (module invariant), and `r` one libclang returned for its unit.
         let r = unsafe { clang_getCursorReferenced(self.raw) };
         if unsafe { clang_Cursor_isNull(r) } != 0 { None } else { Some(Cursor::wrap(r)) }
     }
@@ -311,6 +343,7 @@ impl<'tu> Type<'tu> {
     }
 
     pub fn spelling(&self) -> String {
+        // SAFETY: a live type (module invariant).
         cx_string(unsafe { clang_getTypeSpelling(self.raw) })
     }
 
@@ -320,30 +353,37 @@ impl<'tu> Type<'tu> {
     }
 
     pub fn is_const(&self) -> bool {
+        // SAFETY: a live type (module invariant).
         unsafe { clang_isConstQualifiedType(self.raw) != 0 }
     }
 
     pub fn pointee(&self) -> Type<'tu> {
+        // SAFETY: a live type (module invariant); an invalid type comes back for other kinds.
         Type::wrap(unsafe { clang_getPointeeType(self.raw) })
     }
 
     pub fn element(&self) -> Type<'tu> {
+        // SAFETY: a live type (module invariant); an invalid type comes back for other kinds.
         Type::wrap(unsafe { clang_getArrayElementType(self.raw) })
     }
 
     pub fn canonical(&self) -> Type<'tu> {
+        // SAFETY: a live type (module invariant); an invalid type comes back for other kinds.
         Type::wrap(unsafe { clang_getCanonicalType(self.raw) })
     }
 
     pub fn named(&self) -> Type<'tu> {
+        // SAFETY: a live type (module invariant); an invalid type comes back for other kinds.
         Type::wrap(unsafe { clang_Type_getNamedType(self.raw) })
     }
 
     pub fn typedef_name(&self) -> String {
+        // SAFETY: a live type (module invariant).
         cx_string(unsafe { clang_getTypedefName(self.raw) })
     }
 
     pub fn declaration(&self) -> Cursor<'tu> {
+        // SAFETY: a live type (module invariant); the cursor borrows the same unit.
         Cursor::wrap(unsafe { clang_getTypeDeclaration(self.raw) })
     }
 }
