@@ -6,9 +6,17 @@ fn main() {
     // src/eventpipe's sessions and providers call ICorProfilerInfo12, which older headers
     // (coreclr-3.x) do not declare: compile them only when the bindings have it.
     println!("cargo::rustc-check-cfg=cfg(corprof_eventpipe)");
+    println!("cargo::rustc-check-cfg=cfg(corprof_info13)");
+    println!("cargo::rustc-check-cfg=cfg(corprof_info14)");
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let bindings = std::fs::read_to_string(out.join("corprof_bindings.rs")).unwrap_or_default();
     if bindings.contains("fn event_pipe_start_session(") {
         println!("cargo::rustc-cfg=corprof_eventpipe");
+    }
+    // src/heap's handles (Info13) and non-GC heap ranges (Info14) likewise.
+    for (iface, cfg) in [("ICorProfilerInfo13", "corprof_info13"), ("ICorProfilerInfo14", "corprof_info14")] {
+        if bindings.contains(&format!("pub struct {iface} ")) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
 }

@@ -39,6 +39,7 @@ pub mod eventpipe;
 #[doc(hidden)]
 pub mod glue;
 mod guid;
+pub mod heap;
 pub mod hooks;
 mod hresult;
 pub mod il;

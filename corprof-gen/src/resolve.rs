@@ -3,7 +3,7 @@
 //! exist (with a suggestion), directions on non-pointers, bad `len`/`string` uses, and pointer
 //! parameters of a generated-safe interface that have no direction.
 
-use crate::annotations::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec};
+use crate::annotations::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, WrapperSpec};
 use crate::diag::{Diagnostic, Errors, suggest};
 use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
 
@@ -30,6 +30,20 @@ pub struct ApiMethod {
     pub params: Vec<ApiParam>,
     /// What S_FALSE means, when the method answers "no" with it (annotation `return:`).
     pub s_false: Option<String>,
+    /// How the safe wrapper departs from its parameters (annotation `wrapper:`).
+    pub wrapper: WrapperRule,
+}
+
+/// What annotation `wrapper:` decided for a method the profiler calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WrapperRule {
+    /// The wrapper its parameters give.
+    #[default]
+    Generated,
+    /// An `unsafe fn`, whose `# Safety` section states this requirement.
+    Unsafe(String),
+    /// No generated wrapper; corprof's hand-written one is where this says.
+    Manual(String),
 }
 
 #[derive(Clone, Debug)]
@@ -170,7 +184,12 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                 })
                 .collect();
             let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
-            let method = ApiMethod { ir: m.clone(), params, s_false };
+            let wrapper = match method_ann.and_then(|ma| ma.wrapper.as_ref()) {
+                Some((WrapperSpec { manual: Some(at), .. }, _)) => WrapperRule::Manual(at.clone()),
+                Some((WrapperSpec { unsafe_reason: Some(why), .. }, _)) => WrapperRule::Unsafe(why.clone()),
+                _ => WrapperRule::Generated,
+            };
+            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
                 if !consumed.contains(&p.ir.name.as_str()) {
@@ -264,6 +283,7 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
     for ma in &ia.methods {
         let Some(method) = check_method_known(&mut cx, iface, ma) else { continue };
         check_return(&mut cx, iface, method, ma);
+        check_wrapper(&mut cx, iface, method, ma);
         for pa in &ma.params {
             let Some(p) = check_param_known(&mut cx, iface, method, pa) else { continue };
             check_counts(&mut cx, &p);
@@ -360,6 +380,29 @@ fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Method
             ))
             .at(loc.clone())
             .declared_at(&method.loc),
+        );
+    }
+}
+
+/// `wrapper:` is about the safe wrapper of a method the profiler calls, and says one thing.
+fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
+    let Some((spec, loc)) = &ma.wrapper else { return };
+    let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
+    let problem = if cx.header.is_callback(iface) || !returns_hresult {
+        Some("describes the safe wrapper of a method the profiler calls and that returns HRESULT")
+    } else {
+        match (&spec.unsafe_reason, &spec.manual) {
+            (Some(_), Some(_)) => Some("says both `unsafe` and `manual`: a hand-written wrapper states its own safety"),
+            (None, None) => Some("says neither `unsafe: \"<requirement>\"` nor `manual: \"<where>\"`"),
+            (Some(t), _) | (_, Some(t)) if t.trim().is_empty() => Some("needs its text: the requirement, or where"),
+            _ => None,
+        }
+    };
+    if let Some(problem) = problem {
+        cx.errors.push(
+            Diagnostic::error(format!("`wrapper:` of {}::{} {problem}", iface.name, method.name))
+                .at(loc.clone())
+                .declared_at(&method.loc),
         );
     }
 }

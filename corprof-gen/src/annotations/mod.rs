@@ -119,6 +119,22 @@ pub struct ReturnSpec {
     pub s_false: Option<String>,
 }
 
+/// How the safe wrapper of a method the profiler calls departs from what its parameters alone
+/// give, written under the reserved key `wrapper:`. Exactly one of the two fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrapperSpec {
+    /// The call can break memory safety or take the process down however its arguments are typed
+    /// (injected code, a runtime suspension never resumed): the wrapper is an `unsafe fn`, and the
+    /// text is the requirement its `# Safety` section states.
+    #[serde(default, rename = "unsafe")]
+    pub unsafe_reason: Option<String>,
+    /// No generated safe wrapper: corprof offers a hand-written one (a guard, an owned handle)
+    /// where the text says. The raw interface keeps the method in its slot.
+    #[serde(default)]
+    pub manual: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MethodAnn {
     pub name: String,
@@ -128,6 +144,8 @@ pub struct MethodAnn {
     /// Other header spellings of this method, from the reserved key `aka:`: a header that
     /// renamed the method (fixing a typo, same slot) matches the entry under either name.
     pub aka: Vec<(String, Loc)>,
+    /// The `wrapper:` entry, with where it was written.
+    pub wrapper: Option<(WrapperSpec, Loc)>,
     pub loc: Loc,
 }
 
@@ -144,6 +162,9 @@ pub const RETURN_KEY: &str = "return";
 /// The key of a method's other header spellings ([`MethodAnn::aka`]): `aka: LoadAsNotficationOnly`
 /// or a list. Reserved: a parameter of that name cannot be annotated.
 pub const AKA_KEY: &str = "aka";
+
+/// The key of a method's [`WrapperSpec`]. Reserved: a parameter of that name cannot be annotated.
+pub const WRAPPER_KEY: &str = "wrapper";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceAnn {

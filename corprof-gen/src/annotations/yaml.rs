@@ -3,7 +3,10 @@
 //! [`Outline`] of the text maps each key path to the line:col where it is written.
 
 use super::outline::Outline;
-use super::{AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec};
+use super::{
+    AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec, WRAPPER_KEY,
+    WrapperSpec,
+};
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::Value;
@@ -42,6 +45,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 params: Vec::new(),
                 ret: None,
                 aka: Vec::new(),
+                wrapper: None,
                 loc: method_loc.clone(),
             };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
@@ -56,6 +60,17 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                             Diagnostic::error(format!("invalid `{RETURN_KEY}` annotation: {e}"))
                                 .at(loc)
                                 .help("write `return: { s_false: \"<what S_FALSE means>\" }`"),
+                        ),
+                    }
+                    continue;
+                }
+                if param == WRAPPER_KEY {
+                    match serde_yaml::from_value::<WrapperSpec>(spec) {
+                        Ok(w) => method_ann.wrapper = Some((w, loc)),
+                        Err(e) => errors.push(
+                            Diagnostic::error(format!("invalid `{WRAPPER_KEY}` annotation: {e}"))
+                                .at(loc)
+                                .help("write `wrapper: { unsafe: \"<what the caller must ensure>\" }` or `wrapper: { manual: \"<where the hand-written wrapper is>\" }`"),
                         ),
                     }
                     continue;

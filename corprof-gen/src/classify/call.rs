@@ -48,6 +48,31 @@ pub enum CallKind {
     /// A function pointer the runtime will call (`FunctionEnter3 *`, `StackSnapshotCallback *`):
     /// passed as its bindgen typedef; the wrapper is an `unsafe fn` stating `contract`.
     FnPtr { ty: String, contract: FnContract },
+    /// A runtime ID passed by value that the runtime dereferences and that dies while a profiler
+    /// may still hold it (a `ThreadID` after ThreadDestroyed, an `ObjectID` after the next GC):
+    /// passed like a value; the wrapper is an `unsafe fn` stating `contract`.
+    LiveId { ty: String, contract: IdContract },
+}
+
+/// When an ID the runtime dereferences is still alive, by the ID's typedef. IDs not listed here
+/// (ClassID, ModuleID, FunctionID, AppDomainID, …) are taken as alive for as long as a profiler
+/// can name them; the README's "What no guard can catch" says why and where that stops holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdContract {
+    /// `ThreadID`: a pointer to the runtime's Thread object, freed after ThreadDestroyed.
+    Thread,
+    /// `ObjectID`: an object's address, which the next GC may move or free.
+    Object,
+}
+
+impl IdContract {
+    pub fn of(c_type: &CType) -> Option<IdContract> {
+        match c_type {
+            CType::Named(n) if n == "ThreadID" => Some(IdContract::Thread),
+            CType::Named(n) if n == "ObjectID" => Some(IdContract::Object),
+            _ => None,
+        }
+    }
 }
 
 /// What the runtime requires of a function pointer a profiler hands it, by the pointer's typedef.
@@ -147,7 +172,10 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                         CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
                     }
                     ty if super::is_bool(ty) => CallKind::Bool,
-                    ty => CallKind::Value { ty: rust_type(ty) },
+                    ty => match IdContract::of(ty) {
+                        Some(contract) => CallKind::LiveId { ty: rust_type(ty), contract },
+                        None => CallKind::Value { ty: rust_type(ty) },
+                    },
                 },
                 Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
                     Some(ty) => CallKind::Flags { ty: ty.clone() },

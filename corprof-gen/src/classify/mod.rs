@@ -216,6 +216,7 @@ mod tests {
                 param("pNew", CType::FnPtr { typedef: "SomeNewCallback".into(), star: false }, None),
             ],
             s_false: None,
+            wrapper: Default::default(),
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         let contracts: Vec<FnContract> = kinds
@@ -233,6 +234,30 @@ mod tests {
     }
 
     #[test]
+    fn ids_that_die_make_the_wrapper_state_when_they_are_alive() {
+        use call::{CallKind, IdContract, classify_call};
+        let m = ApiMethod {
+            ir: Method { name: "M".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
+            params: vec![
+                param("threadId", named("ThreadID"), None),
+                param("objectId", named("ObjectID"), None),
+                param("classId", named("ClassID"), None),
+            ],
+            s_false: None,
+            wrapper: Default::default(),
+        };
+        let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
+        assert_eq!(
+            kinds,
+            [
+                CallKind::LiveId { ty: "ThreadID".into(), contract: IdContract::Thread },
+                CallKind::LiveId { ty: "ObjectID".into(), contract: IdContract::Object },
+                CallKind::Value { ty: "ClassID".into() },
+            ]
+        );
+    }
+
+    #[test]
     fn each_annotation_becomes_one_kind() {
         let spec = |dir, f: fn(&mut ParamSpec)| {
             let mut s = ParamSpec::direction(dir);
@@ -242,6 +267,7 @@ mod tests {
         let m = ApiMethod {
             ir: Method { name: "M".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
             s_false: None,
+            wrapper: Default::default(),
             params: vec![
                 param("hr", named("HRESULT"), None),
                 param("cIds", named("ULONG"), None),

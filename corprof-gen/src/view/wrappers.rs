@@ -3,10 +3,10 @@
 
 use super::loc;
 use super::names::{self, ident};
-use crate::classify::call::{CallKind, CallReturn, FnContract, classify_call, is_free_threaded, wrapper_name};
+use crate::classify::call::{IdContract, CallKind, CallReturn, FnContract, classify_call, is_free_threaded, wrapper_name};
 use crate::classify::rust_type;
 use crate::diag::Errors;
-use crate::resolve::{Api, ApiMethod, doc_url};
+use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url};
 use std::collections::HashMap;
 
 pub struct WrapperView {
@@ -122,6 +122,9 @@ pub fn wrappers_view(
         for (v, iface) in chain.iter().enumerate() {
             let version = v as u32 + 1;
             for m in &iface.methods {
+                if matches!(m.wrapper, WrapperRule::Manual(_)) {
+                    continue;
+                }
                 let (kinds, ret) = match classify_call(api, &iface.ir.name, m) {
                     Ok(k) => k,
                     Err(e) => {
@@ -291,6 +294,10 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
         CallKind::Flags { ty } => (format!("{rust}: {ty}"), format!("{rust}.0 as _")),
         CallKind::FnPtr { ty, contract } => {
             l.safety.push(fn_safety(&rust, ty, *contract));
+            (format!("{rust}: {ty}"), rust.clone())
+        }
+        CallKind::LiveId { ty, contract } => {
+            l.safety.push(id_safety(&rust, *contract));
             (format!("{rust}: {ty}"), rust.clone())
         }
         CallKind::InRef { ty, optional: true } => (
@@ -540,6 +547,9 @@ fn method_view(
             }
         }
     }
+    if let WrapperRule::Unsafe(why) = &m.wrapper {
+        l.safety.insert(0, format!("- {}", why.trim()));
+    }
     if kinds.iter().any(|k| matches!(k, CallKind::Raw { .. })) {
         l.safety
             .insert(0, "- The raw pointer arguments must be valid as the method's documentation requires.".to_string());
@@ -651,6 +661,27 @@ fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
         }
     };
     format!("- `{param}` (`{typedef}`) {what}.")
+}
+
+/// The `# Safety` line for an ID the runtime dereferences and that dies while a profiler may hold
+/// it, by what kills it.
+fn id_safety(param: &str, contract: IdContract) -> String {
+    match contract {
+        IdContract::Thread => format!(
+            "- `{param}` must be a thread the runtime has not destroyed, and will not destroy during the call: \
+             the runtime reads its Thread object, freed once `ThreadDestroyed` for it has returned. Alive for \
+             certain: the calling thread (`get_current_thread_id`), the thread a callback is about while that \
+             callback runs, and every thread enumerated while the profiler holds the runtime suspended \
+             (`suspend_runtime`), until it resumes."
+        ),
+        IdContract::Object => format!(
+            "- `{param}` must be the current address of a live object, and no garbage collection may run before \
+             this call returns: an `ObjectID` is valid from the runtime handing it out until the next GC, which may \
+             move or free the object. That holds inside the callback that gave it (for a managed thread), under a \
+             runtime suspension the profiler holds, and always for a non-GC-heap (frozen) object; an ObjectID kept \
+             across a GC may point into another object or into freed memory."
+        ),
+    }
 }
 
 fn snake_method(name: &str) -> String {
