@@ -48,6 +48,7 @@ pub mod params;
 pub mod rewrite;
 pub mod sig;
 pub mod stack;
+pub mod suspend;
 mod table;
 #[doc(hidden)]
 pub mod wrap;
@@ -68,6 +69,7 @@ pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
 pub use stack::{Frame, FrameContext};
+pub use suspend::{SuspendedThread, SuspendedThreads, Suspension};
 pub use table::CallbackCounts;
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so

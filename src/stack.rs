@@ -192,11 +192,11 @@ impl ProfilerInfo {
         unsafe { self.snapshot(thread, context, &mut visit) }
     }
 
-    /// The walk behind both methods.
+    /// The walk behind both methods and [`Suspension::walk`](crate::Suspension::walk).
     ///
     /// # Safety
     /// `thread` is null (the current thread) or a thread alive for the call.
-    unsafe fn snapshot(
+    pub(crate) unsafe fn snapshot(
         &self,
         thread: ThreadID,
         context: FrameContext,

@@ -1,8 +1,9 @@
-//! Stack walks through the closure API (`ProfilerInfo::do_stack_snapshot_with` / `_of`,
-//! tests/stack-profiler) in real runtimes, on the Stacks app: the current thread's managed frames
-//! inside a callback are exactly the app's call chain, a stop and a panic end the walk as
-//! documented, register contexts come with every frame, and walking another thread is refused
-//! with E_NOTIMPL on Linux unless the profiler has suspended the runtime.
+//! Stack walks through the closure API (`ProfilerInfo::do_stack_snapshot_with` / `_of`, and
+//! `Suspension::walk`, tests/stack-profiler) in real runtimes, on the Stacks app: the current
+//! thread's managed frames inside a callback are exactly the app's call chain, a stop and a panic
+//! end the walk as documented, register contexts come with every frame, and walking another
+//! thread is refused with E_NOTIMPL on Linux unless the profiler holds the runtime suspended,
+//! which its guard ends on every way out: a return, a `?`, a panic in a walk's closure.
 
 mod common;
 
@@ -14,7 +15,7 @@ fn stacks(runtime: &'static str, test: &str, context_size: usize) {
     let _row = ConformanceRow::new(
         "stack-walks",
         runtime,
-        "do_stack_snapshot_with from a callback: exactly the app's frames, a stop, register contexts, a panic re-raised; another thread refused (E_NOTIMPL) unless the runtime is suspended, a nested walk refused",
+        "do_stack_snapshot_with from a callback: exactly the app's frames, a stop, register contexts, a panic re-raised; another thread refused (E_NOTIMPL) unless the runtime is suspended, a nested walk refused; with no unsafe, a suspension guard resumes on a `?`, refuses a second suspension, lists the threads and walks another one",
     );
     let lib = profiler_lib("stack_profiler");
     let out = TempFile::new(test);
@@ -35,7 +36,12 @@ fn stacks(runtime: &'static str, test: &str, context_size: usize) {
         "nested Ok: inner CORPROF_E_STACKSNAPSHOT_UNSAFE with 0 frame(s)",
         "sleeper unsuspended E_NOTIMPL: 0 frame(s)",
         "own thread Ok: 0 frame(s)",
-        "sleeper suspended: suspend Ok, walk Ok: app frames StacksApp.Program::Sleeper",
+        // The `?` dropped the guard, which resumed the runtime: the next suspension succeeds.
+        "early return under suspension: E_FAIL",
+        // A second suspension while one is held is refused before the runtime is asked (the
+        // runtime would accept it and hang the app); the Sleeper is among the listed threads.
+        "sleeper suspended: suspend Ok, again CORPROF_E_SUSPENSION_IN_PROGRESS, listed, os id Ok(true), \
+         app domain Ok(true), walk Ok: app frames StacksApp.Program::Sleeper; resume Ok",
     ];
     assert_eq!(text.lines().collect::<Vec<_>>(), expected, "stack-profiler output on CoreCLR {runtime}");
     // The panic went through the panic hook once (re-raised with resume_unwind, which does not
@@ -55,4 +61,40 @@ fn stack_walks_on_coreclr_8() {
 #[test]
 fn stack_walks_on_coreclr_3() {
     stacks("3", "stack_walks_on_coreclr_3", 1232);
+}
+
+/// A panic in a walk's closure while the profiler holds the runtime suspended (issue 18, break 10):
+/// the panic ends the walking thread, the guard resumes the runtime as it unwinds, and the app runs
+/// to its end. Before the guard, the thread died holding the suspension and the app hung for good
+/// (the harness kills an app after RUN_TIMEOUT and fails the test).
+fn panic_under_suspension(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "stack-walk-panic",
+        runtime,
+        "a panic in Suspension::walk's closure: the guard resumes the runtime while unwinding, the app finishes",
+    );
+    let lib = profiler_lib("stack_profiler");
+    let out = TempFile::new(test);
+    let env = [("CORPROF_STACK_OUT", out.path()), ("CORPROF_STACK_PANIC", "1")];
+    let run = run_profiled(runtime, "Stacks", STACK_CLSID, &lib, &env);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, "Stacks done 11\n", "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no stack-profiler output: {}", run.describe()));
+    let last: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("own thread")).collect();
+    let expected = [
+        "own thread Ok: 0 frame(s)",
+        "early return under suspension: E_FAIL",
+        "walking thread panicked: \"boom under suspension\", the app goes on",
+    ];
+    assert_eq!(last, expected, "stack-profiler output on CoreCLR {runtime}");
+}
+
+#[test]
+fn panic_under_suspension_on_coreclr_8() {
+    panic_under_suspension("8", "panic_under_suspension_on_coreclr_8");
+}
+
+#[test]
+fn panic_under_suspension_on_coreclr_3() {
+    panic_under_suspension("3", "panic_under_suspension_on_coreclr_3");
 }

@@ -9,8 +9,10 @@
 //!   with a closure that panics on the first frame, then with a closure that starts a walk of its
 //!   own (the runtime refuses the inner one);
 //! - the Sleeper thread from this thread (the runtime refuses: no suspension);
-//! - from a thread of its own: its own stack (no managed frame), then the Sleeper thread while
-//!   it holds the runtime suspended (`suspend_runtime`).
+//! - from a thread of its own, with no `unsafe`: its own stack (no managed frame); a `?` out of a
+//!   scope holding the runtime suspended; then the Sleeper thread, found among the threads the
+//!   suspension lists (`suspend_runtime`, `Suspension::threads`, `Suspension::walk`). With
+//!   `CORPROF_STACK_PANIC` set, that walk's closure panics.
 //!
 //! Function IDs are collected during the walks and named (`Namespace.Type::Method`) afterwards.
 
@@ -136,11 +138,7 @@ impl Stacks {
         }));
         let message = match &caught {
             Ok(r) => format!("no panic ({})", outcome(*r)),
-            Err(payload) => payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_default(),
+            Err(payload) => panic_message(&**payload),
         };
         self.say(format!("panic re-raised: {message:?} after {calls} call(s)"));
 
@@ -177,9 +175,11 @@ impl Stacks {
     }
 
     /// From a thread the runtime does not manage: its own (empty) stack, then the Sleeper's while
-    /// the runtime is suspended.
+    /// the runtime is suspended, all without `unsafe`. With `CORPROF_STACK_PANIC` set, the walk of
+    /// the Sleeper panics instead and the panic ends that thread.
     fn walk_from_own_thread(&self, sleeper: ThreadID) {
-        let (own, suspended) = std::thread::scope(|s| {
+        let panicky = std::env::var_os("CORPROF_STACK_PANIC").is_some();
+        let joined = std::thread::scope(|s| {
             s.spawn(|| {
                 let info = self.info().expect("initialized");
                 let mut own = 0;
@@ -187,33 +187,72 @@ impl Stacks {
                     own += 1;
                     ControlFlow::Continue(())
                 });
-                let own = (outcome(r), own);
-
-                let suspend = info.suspend_runtime();
-                let mut frames = Vec::new();
-                let walked = suspend.and_then(|()| {
-                    // SAFETY: the Sleeper thread is blocked until Main returns from the chain, and
-                    // Main waits for this thread (the scope) inside that chain.
-                    unsafe {
-                        info.do_stack_snapshot_of(sleeper, FrameContext::Without, |frame| {
-                            frames.push(seen(frame));
-                            ControlFlow::Continue(())
-                        })
-                    }
-                });
-                if suspend.is_ok() {
-                    info.resume_runtime().expect("resume_runtime");
-                }
-                (own, (outcome(suspend), outcome(walked), frames))
+                self.say(format!("own thread {}: {own} frame(s)", outcome(r)));
+                // A `?` out of a scope holding the suspension resumes the runtime: the next
+                // suspension succeeds.
+                self.say(format!("early return under suspension: {}", outcome(fail_while_suspended(info))));
+                self.say(self.sample_sleeper(info, sleeper, panicky));
             })
             .join()
-            .expect("the walking thread panicked")
         });
-        self.say(format!("own thread {}: {} frame(s)", own.0, own.1));
-        let (suspend, walked, frames) = suspended;
-        let app: Vec<String> = self.names(&frames).into_iter().filter(|n| n.starts_with("StacksApp.")).collect();
-        self.say(format!("sleeper suspended: suspend {suspend}, walk {walked}: app frames {}", app.join(" ")));
+        if let Err(payload) = joined {
+            self.say(format!("walking thread panicked: {:?}, the app goes on", panic_message(&*payload)));
+        }
     }
+
+    /// Suspends the runtime, lists its threads and walks the Sleeper's stack.
+    fn sample_sleeper(&self, info: &ProfilerInfo, sleeper: ThreadID, panicky: bool) -> String {
+        let suspension = match info.suspend_runtime() {
+            Ok(suspension) => suspension,
+            Err(e) => return format!("sleeper suspended: suspend {}", outcome(Err(e))),
+        };
+        let again = info.suspend_runtime().map(drop);
+        let threads = match suspension.threads() {
+            Ok(threads) => threads.collect::<Vec<_>>(),
+            Err(e) => return format!("sleeper suspended: threads {}", outcome(Err(e))),
+        };
+        let Some(&thread) = threads.iter().find(|t| t.id() == sleeper) else {
+            return format!("sleeper suspended: not among the {} listed thread(s)", threads.len());
+        };
+        let mut frames = Vec::new();
+        let walked = suspension.walk(thread, FrameContext::Without, |frame| {
+            if panicky {
+                panic!("boom under suspension");
+            }
+            frames.push(seen(frame));
+            ControlFlow::Continue(())
+        });
+        let os_id = suspension.os_thread_id(thread).map(|id| id != 0);
+        let domain = suspension.app_domain(thread).map(|d| !d.is_null());
+        let resumed = suspension.resume();
+        let app: Vec<String> = self.names(&frames).into_iter().filter(|n| n.starts_with("StacksApp.")).collect();
+        format!(
+            "sleeper suspended: suspend Ok, again {}, listed, os id {:?}, app domain {:?}, walk {}: app frames {}; \
+             resume {}",
+            outcome(again),
+            os_id,
+            domain,
+            outcome(walked),
+            app.join(" "),
+            outcome(resumed)
+        )
+    }
+}
+
+/// Suspends the runtime, then fails with `?` while the suspension is held.
+fn fail_while_suspended(info: &ProfilerInfo) -> Result<()> {
+    let _suspension = info.suspend_runtime()?;
+    Err(HResult::E_FAIL)?;
+    Ok(())
+}
+
+/// A panic payload's message.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 impl CorProfilerCallback for Stacks {

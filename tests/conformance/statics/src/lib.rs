@@ -43,21 +43,23 @@ fn read_statics(rec: &Recorder, class: ClassID, module: ModuleID, domain: AppDom
             }),
             "Name" => info.get_app_domain_static_address(class, field, domain).and_then(|at| {
                 // With the runtime suspended no GC can move or free the string between reading
-                // the reference and asking for its class.
-                info.suspend_runtime()?;
+                // the reference and asking for its class; the guard resumes it at the scope's end.
+                let _suspension = info.suspend_runtime()?;
                 // SAFETY: the runtime gave the address of this class's reference static in
                 // `domain`; the slot holds an object reference (or null), read once while no GC
                 // can run.
                 let object = unsafe { ObjectID::from_raw(at.cast::<usize>().read()) };
-                let class = info.get_class_from_object(object).map(|c| rec.class_name(c));
-                info.resume_runtime()?;
-                class
+                // SAFETY: `object` is the string the static refers to, read just now, and no GC
+                // can run while the runtime is suspended.
+                unsafe { info.get_class_from_object(object) }.map(|c| rec.class_name(c))
             }),
             "PerThread" => {
                 // GetThreadStaticAddress answers for the calling thread only; the 2 form takes
                 // any managed thread.
-                let v1 = info.get_thread_static_address(class, field, main).map(|_| "Ok".to_string());
-                let v2 = info.get_thread_static_address2(class, field, domain, main).map(|at| {
+                // SAFETY (both calls): the main thread is alive, waiting in JITCompilationStarted
+                // for this thread to finish.
+                let v1 = unsafe { info.get_thread_static_address(class, field, main) }.map(|_| "Ok".to_string());
+                let v2 = unsafe { info.get_thread_static_address2(class, field, domain, main) }.map(|at| {
                     // SAFETY: the runtime gave the address of the main thread's `int` thread
                     // static; the main thread is alive (it waits for this thread to finish).
                     unsafe { at.cast::<i32>().read() }.to_string()
@@ -99,7 +101,8 @@ impl CorProfilerCallback for Statics {
         };
         let info = self.rec.info()?;
         let main = info.get_current_thread_id()?;
-        let domain = info.get_thread_app_domain(main)?;
+        // SAFETY: `main` is the calling thread, alive for the call.
+        let domain = unsafe { info.get_thread_app_domain(main) }?;
         let rec = &self.rec;
         std::thread::scope(|s| {
             s.spawn(|| {
