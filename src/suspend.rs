@@ -32,10 +32,12 @@
 //!   `ResumeRuntime` runs `ThreadSuspend::RestartEE`, which releases it (`UnlockThreadStore`). The
 //!   lock belongs to the thread that took it, so `ResumeRuntime` must come from the thread that
 //!   suspended: [`Suspension`] is neither `Send` nor `Sync`.
-//! - A managed thread's `Thread` object is freed by `Thread::~Thread`, which first takes it out
-//!   of the thread store (`ThreadStore::RemoveThread`, `threads.cpp`), a change made only under
-//!   the thread store lock. So no thread the store holds can be freed while a [`Suspension`] is
-//!   alive, and every ID `EnumThreads` gives under it stays valid until it drops. `EnumThreads`
+//! - A managed thread's `Thread` object (its ThreadID) is freed under the thread store lock: a
+//!   dying thread's `Thread::OnThreadTerminate` takes the lock after its `ThreadDestroyed`
+//!   callback and only then drops the last reference, whose `Thread::~Thread` takes it out of the
+//!   store (`ThreadStore::RemoveThread`) and frees it (`threads.cpp`). So no thread the store
+//!   holds can be freed while a [`Suspension`] is alive (a dying thread waits for the lock), and
+//!   every ID `EnumThreads` gives under it stays valid until it drops. `EnumThreads`
 //!   knows the lock is already held by a profiler suspension and lists the store's live threads
 //!   without taking it again (`profilingenumerators.cpp`, `ProfilerThreadEnum::Init`).
 //! - On Linux, `DoStackSnapshot` walks a thread other than the caller's only while the profiler
@@ -174,7 +176,7 @@ impl<'info> Suspension<'info> {
         // `thread` was listed by EnumThreads while a guard held the suspension, and that guard is
         // still alive (the handle borrows it). If it is this one, the thread cannot be freed
         // until `self` drops: the suspension holds the thread store lock, and a Thread is freed
-        // only after `Thread::~Thread` has taken it out of the store, under that lock. Only one
+        // only under that lock (`Thread::OnThreadTerminate`, see the module docs). Only one
         // guard exists at a time (`HELD`), but the check keeps that argument local.
         if std::ptr::eq(thread.guard, (self as *const Self).cast()) {
             Ok(thread.id)
