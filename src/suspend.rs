@@ -46,6 +46,9 @@
 //!
 //! What no guard can catch: a [`Suspension`] passed to `std::mem::forget` never resumes the
 //! runtime, and the app then waits forever (safe Rust may leak; nothing is freed or corrupted).
+//! The same for a call that makes the runtime suspend itself again, made on the suspending thread
+//! while the guard is held: `force_gc` there never returns (CoreCLR 8.0.4), like locking a
+//! `Mutex` twice on one thread.
 
 use crate::interfaces::ICorProfilerInfo10;
 use crate::stack::{Frame, FrameContext};
@@ -119,11 +122,12 @@ impl<'info> Suspension<'info> {
 
     /// The call behind [`resume`](Suspension::resume) and the drop.
     fn resume_runtime(&self) -> Result<()> {
-        let raw = self.info.get::<ICorProfilerInfo10>()?;
-        // SAFETY: this guard holds the suspension its SuspendRuntime started, on this thread (the
-        // guard cannot leave it), and resumes it once: `resume` consumes the guard without running
-        // its drop, the drop runs at most once.
-        let resumed = HResult(unsafe { raw.ResumeRuntime() }).ok();
+        let resumed = self.info.get::<ICorProfilerInfo10>().and_then(|raw| {
+            // SAFETY: this guard holds the suspension its SuspendRuntime started, on this thread
+            // (the guard cannot leave it), and resumes it once: `resume` consumes the guard
+            // without running its drop, the drop runs at most once.
+            HResult(unsafe { raw.ResumeRuntime() }).ok()
+        });
         HELD.store(false, Ordering::Release);
         resumed
     }
