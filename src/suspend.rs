@@ -143,7 +143,12 @@ impl<'info> Suspension<'info> {
     /// each run of native frames (the thread is stopped, so the stack holds still); `visit`
     /// returns [`ControlFlow::Break`] to stop early. See
     /// [`ProfilerInfo::do_stack_snapshot_with`] for the frames, the results and what the runtime
-    /// refuses; `E_INVALIDARG` if `thread` came from another suspension.
+    /// refuses; `E_INVALIDARG` if `thread` came from another suspension. Under a suspension the
+    /// runtime still refuses some threads for their state: on Linux, a thread other than the
+    /// caller stopped in cooperative mode (in managed code) with `E_NOTIMPL`, as the Unix runtime
+    /// does not read another thread's register context (`DoStackSnapshot`); others with
+    /// `E_FAIL` or `CORPROF_E_STACKSNAPSHOT_UNMANAGED_CTX` (seen by the sampler in
+    /// `tests/stack.rs`, a few threads in each round).
     ///
     /// # Panics
     /// A panic in `visit` ends the walk and is raised again from this call once the runtime has

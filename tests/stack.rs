@@ -98,3 +98,46 @@ fn panic_under_suspension_on_coreclr_8() {
 fn panic_under_suspension_on_coreclr_3() {
     panic_under_suspension("3", "panic_under_suspension_on_coreclr_3");
 }
+
+/// A sampler with no `unsafe` (tests/stack-profiler with `CORPROF_STACK_SAMPLE`): a thread of the
+/// profiler's suspends the runtime every millisecond and walks every managed thread while the
+/// Workload app loads modules, throws, collects and runs threads that start and end, until
+/// Shutdown joins it. The app's result is unchanged; the walks the runtime refuses are refused for
+/// the thread's state (E_NOTIMPL for a thread stopped in cooperative mode, whose context the Unix
+/// runtime does not read; E_FAIL; CORPROF_E_STACKSNAPSHOT_UNMANAGED_CTX), never because the handle
+/// was another suspension's (E_INVALIDARG).
+fn sampler(runtime: &'static str, test: &str) {
+    let _row = ConformanceRow::new(
+        "stack-sampler",
+        runtime,
+        "a sampler thread with no unsafe: every millisecond, Suspension::threads and Suspension::walk of each managed thread while the Workload app runs (threads start and end, GCs, exceptions); the app's result unchanged",
+    );
+    let lib = profiler_lib("stack_profiler");
+    let out = TempFile::new(test);
+    let mut env = profiler_env(STACK_CLSID, &lib);
+    env.push(("CORPROF_STACK_OUT", out.path().to_string()));
+    env.push(("CORPROF_STACK_SAMPLE", "1".to_string()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = run_app_with_args(runtime, "Workload", &["20"], &env);
+    run.assert_workload_done();
+    let text = out.read().unwrap_or_else(|| panic!("no stack-profiler output: {}", run.describe()));
+    let line = text.lines().find(|l| l.starts_with("sampler")).unwrap_or_else(|| panic!("no sampler line: {text}"));
+    let count = |what: &str| -> u64 {
+        let after = line.split(&format!("{what} ")).nth(1).unwrap_or_else(|| panic!("no {what} in {line:?}"));
+        after.split(',').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no {what} count in {line:?}"))
+    };
+    // Each round resumes the runtime, so the next one can suspend it again: the app runs for
+    // tens of milliseconds, so a sampler that could suspend only once would show 1 round.
+    assert!(count("rounds") >= 3 && count("walks") > 0, "{line}");
+    assert!(!line.contains("E_INVALIDARG"), "{line}");
+}
+
+#[test]
+fn sampler_on_coreclr_8() {
+    sampler("8", "sampler_on_coreclr_8");
+}
+
+#[test]
+fn sampler_on_coreclr_3() {
+    sampler("3", "sampler_on_coreclr_3");
+}

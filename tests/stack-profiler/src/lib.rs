@@ -15,11 +15,19 @@
 //!   `CORPROF_STACK_PANIC` set, that walk's closure panics.
 //!
 //! Function IDs are collected during the walks and named (`Namespace.Type::Method`) afterwards.
+//!
+//! With `CORPROF_STACK_SAMPLE` set (any app), a sampler thread started in `Initialize` suspends
+//! the runtime every millisecond and walks every managed thread, with no `unsafe`, until
+//! `Shutdown` stops and joins it; it writes one line of counts.
 
 use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ThreadID};
 use corprof::{CorProfilerCallback, Frame, FrameContext, HResult, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("3C5A7E91-2B4D-4F60-8A17-9E0B6C2D4F58");
 
@@ -32,6 +40,55 @@ pub struct Stacks {
     sleeper: Mutex<Option<ThreadID>>,
     lines: Mutex<Vec<String>>,
     done: Mutex<bool>,
+    sampler: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Samples>)>>,
+}
+
+/// What the sampler saw.
+#[derive(Default)]
+struct Samples {
+    rounds: u64,
+    walks: u64,
+    frames: u64,
+    /// What the runtime refused (a suspension, a listing, a walk), by code.
+    refused: BTreeMap<String, u64>,
+}
+
+/// Suspends the runtime every millisecond and walks each managed thread, until `stop`.
+fn sample_until(info: &ProfilerInfo, stop: &AtomicBool) -> Samples {
+    let mut samples = Samples::default();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(1));
+        let suspension = match info.suspend_runtime() {
+            Ok(suspension) => suspension,
+            Err(e) => {
+                *samples.refused.entry(format!("suspend {}", outcome(Err(e)))).or_default() += 1;
+                continue;
+            }
+        };
+        samples.rounds += 1;
+        let threads = match suspension.threads() {
+            Ok(threads) => threads,
+            Err(e) => {
+                *samples.refused.entry(format!("threads {}", outcome(Err(e)))).or_default() += 1;
+                continue;
+            }
+        };
+        for thread in threads {
+            let mut frames = 0;
+            let walked = suspension.walk(thread, FrameContext::Without, |_| {
+                frames += 1;
+                ControlFlow::Continue(())
+            });
+            match walked {
+                Ok(()) => {
+                    samples.walks += 1;
+                    samples.frames += frames;
+                }
+                Err(e) => *samples.refused.entry(format!("walk {}", outcome(Err(e)))).or_default() += 1,
+            }
+        }
+    }
+    samples
 }
 
 /// What one frame was, kept for naming after the walk.
@@ -259,6 +316,12 @@ impl CorProfilerCallback for Stacks {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::COR_PRF_ENABLE_STACK_SNAPSHOT)?;
+        if std::env::var_os("CORPROF_STACK_SAMPLE").is_some() {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (flag, info) = (Arc::clone(&stop), info.clone());
+            let thread = std::thread::spawn(move || sample_until(&info, &flag));
+            *self.sampler.lock().unwrap() = Some((stop, thread));
+        }
         let _ = self.info.set(info);
         Ok(())
     }
@@ -284,6 +347,17 @@ impl CorProfilerCallback for Stacks {
     }
 
     fn shutdown(&self) -> Result<()> {
+        if let Some((stop, thread)) = self.sampler.lock().unwrap().take() {
+            stop.store(true, Ordering::Relaxed);
+            let line = match thread.join() {
+                Ok(s) => format!(
+                    "sampler: rounds {}, walks {}, frames {}, refused {:?}",
+                    s.rounds, s.walks, s.frames, s.refused
+                ),
+                Err(payload) => format!("sampler panicked: {:?}", panic_message(&*payload)),
+            };
+            self.say(line);
+        }
         if let Some(path) = std::env::var_os("CORPROF_STACK_OUT") {
             let text: String = self.lines.lock().unwrap().iter().map(|l| format!("{l}\n")).collect();
             std::fs::write(path, text).map_err(|_| HResult::E_FAIL)?;
