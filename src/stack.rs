@@ -15,9 +15,10 @@
 //! - **The current thread** can be walked from inside any callback. From a thread the runtime does
 //!   not manage (one the profiler created) the walk succeeds with no frame.
 //! - **Another thread** can be walked on Linux only while the profiler itself has suspended the
-//!   runtime (`ICorProfilerInfo10::SuspendRuntime`, [`ProfilerInfo::suspend_runtime`]): the Unix
-//!   runtime cannot suspend a single thread safely, so outside such a suspension it refuses with
-//!   `E_NOTIMPL` (`proftoeeinterfaceimpl.cpp`, `DoStackSnapshot`, built without
+//!   runtime (`ICorProfilerInfo10::SuspendRuntime`, [`ProfilerInfo::suspend_runtime`], whose
+//!   guard walks the threads it lists safely: [`Suspension::walk`](crate::Suspension::walk)):
+//!   the Unix runtime cannot suspend a single thread safely, so outside such a suspension it
+//!   refuses with `E_NOTIMPL` (`proftoeeinterfaceimpl.cpp`, `DoStackSnapshot`, built without
 //!   `PLATFORM_SUPPORTS_SAFE_THREADSUSPEND`). A suspension the runtime started for a GC does not
 //!   count. Windows suspends the target thread for the walk instead.
 //! - Before the runtime has started, while the target is in a region where walking could
@@ -183,7 +184,8 @@ impl ProfilerInfo {
     /// `thread` must be a managed thread that stays alive for the whole call: the runtime
     /// dereferences the ID before any check, so a thread that has been destroyed (after its
     /// `ThreadDestroyed` callback has returned) is a use after free. Hold `ThreadDestroyed` for a
-    /// thread until its walks are over, or walk it while the runtime is suspended.
+    /// thread until its walks are over, or walk it through a [`Suspension`](crate::Suspension),
+    /// which needs no `unsafe`.
     pub unsafe fn do_stack_snapshot_of<F>(&self, thread: ThreadID, context: FrameContext, mut visit: F) -> Result<()>
     where
         F: FnMut(&Frame<'_>) -> ControlFlow<()>,
