@@ -99,7 +99,8 @@ impl CorProfilerCallback for Statics {
         };
         let info = self.rec.info()?;
         let main = info.get_current_thread_id()?;
-        let domain = info.get_thread_app_domain(main)?;
+        // SAFETY: `main` is the calling thread, alive while it runs this callback.
+        let domain = unsafe { info.get_thread_app_domain(main)? };
         let rec = &self.rec;
         std::thread::scope(|s| {
             s.spawn(|| {
