@@ -2,7 +2,10 @@
 //! mode with the corprof prelude force-included, and collects every COM interface: the C++
 //! `MIDL_INTERFACE("iid") Name : public Base { virtual … }` blocks, which carry IID, base and the
 //! methods in vtable order. MIDL attribute comments are read from the source text next to each
-//! parameter (comments are not in clang's AST).
+//! parameter (comments are not in clang's AST). That text is read as bytes: a header need not be
+//! UTF-8 (a Latin-1 `é` in a comment is common), and what the generator looks for in it (`/* [in] */`,
+//! `// [OUT]`, an enumerator's initializer) is ASCII, so nothing is lost; a file that cannot be read
+//! at all is an error, never an empty text.
 
 use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
 use crate::diag::{Diagnostic, Errors};
@@ -79,6 +82,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
     let mut walker = Walker {
         include_dir,
         sources: HashMap::new(),
+        unreadable: Errors::default(),
         interfaces: Vec::new(),
         guids: HashMap::new(),
         tag_names: Vec::new(),
@@ -113,6 +117,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
             }
         }
     }
+    walker.unreadable.check()?;
     let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
     Ok(Header {
         interfaces: walker.interfaces,
@@ -127,7 +132,10 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
 
 struct Walker<'a> {
     include_dir: &'a Path,
-    sources: HashMap<String, String>,
+    /// Each source file's bytes, as clang's byte offsets index them.
+    sources: HashMap<String, Vec<u8>>,
+    /// Files clang parsed but that could not be read back for their comments.
+    unreadable: Errors,
     interfaces: Vec<Interface>,
     /// `IID_Foo` → `xxxxxxxx-xxxx-…`, from `EXTERN_GUID` declarations.
     guids: HashMap<String, String>,
@@ -181,19 +189,30 @@ impl<'tu> Walker<'_> {
         if name.is_empty() || name.contains(['(', ' ']) || self.enums.iter().any(|e| e.name == name) {
             return;
         }
-        let file = c.location().file;
-        let text =
-            self.sources.entry(file.clone()).or_insert_with(|| std::fs::read_to_string(&file).unwrap_or_default());
+        let text = self.source(&c.location().file);
         let mut values = Vec::new();
         for k in c.children().into_iter().filter(|k| k.kind() == CursorKind::EnumConstant) {
             let (start, end) = k.extent();
-            let decl = text.get(start as usize..end as usize).unwrap_or("");
+            let decl = String::from_utf8_lossy(text.get(start as usize..end as usize).unwrap_or_default());
             values.push((k.enum_value(), decl.split_once('=').map(|(_, init)| init.to_string())));
         }
         let enumerators: Vec<(i128, Option<&str>)> = values.iter().map(|(v, t)| (*v, t.as_deref())).collect();
         let flags = is_flag_enum(&enumerators);
         let loc = self.loc(&c);
         self.enums.push(EnumDecl { name, aliases: Vec::new(), flags, loc });
+    }
+
+    /// The bytes of `file`, read once. One that cannot be read is recorded as an error (and
+    /// answers empty, so the walk goes on and reports everything at once).
+    fn source(&mut self, file: &str) -> &[u8] {
+        let Walker { sources, unreadable, include_dir, .. } = self;
+        sources.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read(file).unwrap_or_else(|e| {
+                let shown = relative_to(Path::new(file), include_dir);
+                unreadable.push(Diagnostic::error(format!("cannot read {shown} for its MIDL comments: {e}")));
+                Vec::new()
+            })
+        })
     }
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {
@@ -250,50 +269,55 @@ impl<'tu> Walker<'_> {
         }
     }
 
-    /// The `[a][b]` attributes of the `/* … */` comments between the previous `(` or `,` and the
-    /// parameter's name. Commas inside SAL argument lists are skipped by tracking parentheses.
+    /// The MIDL attributes of the parameter whose name starts at `name_offset` of `file`.
     fn midl_attributes(&mut self, file: &str, name_offset: usize) -> Vec<String> {
-        let text =
-            self.sources.entry(file.to_string()).or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
-        let bytes = text.as_bytes();
-        let mut depth = 0i32;
-        let mut start = name_offset.min(bytes.len());
-        while start > 0 {
-            let ch = bytes[start - 1];
-            match ch {
-                b')' => depth += 1,
-                b'(' if depth == 0 => break,
-                b'(' => depth -= 1,
-                b',' if depth == 0 => break,
-                _ => {}
-            }
-            start -= 1;
-        }
-        let prefix = &text[start..name_offset.min(text.len())];
-        let mut attrs = Vec::new();
-        let mut rest = prefix;
-        while let Some(open) = rest.find("/*") {
-            let Some(close) = rest[open..].find("*/") else {
-                break;
-            };
-            let comment = &rest[open + 2..open + close];
-            for part in comment.split('[').skip(1) {
-                if let Some(attr) = part.split(']').next() {
-                    attrs.push(attr.trim().to_string());
-                }
-            }
-            rest = &rest[open + close + 2..];
-        }
-        // cor.h writes them after the parameter instead: `mdTypeDef td, // [IN] TypeDef token`.
-        let line_end = text[name_offset.min(text.len())..].find('\n').map_or(text.len(), |n| name_offset + n);
-        if let Some(comment) = text[name_offset.min(line_end)..line_end].split("//").nth(1) {
-            let bracketed = comment.trim_start().strip_prefix('[').and_then(|c| c.split(']').next());
-            for attr in bracketed.into_iter().flat_map(|b| b.split([',', ' '])).filter(|a| !a.is_empty()) {
-                attrs.push(attr.to_ascii_lowercase());
-            }
-        }
-        attrs
+        midl_attributes(self.source(file), name_offset)
     }
+}
+
+/// The `[a][b]` attributes around the parameter whose name starts at byte `name_offset` of
+/// `text`: in the `/* … */` comments between the previous `(` or `,` and the name (commas inside
+/// SAL argument lists are skipped by tracking parentheses), or cor.h's `// [IN]` after it. Works
+/// on bytes: the attributes are ASCII, whatever encoding the rest of the file has.
+fn midl_attributes(text: &[u8], name_offset: usize) -> Vec<String> {
+    let name_offset = name_offset.min(text.len());
+    let mut depth = 0i32;
+    let mut start = name_offset;
+    while start > 0 {
+        match text[start - 1] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => break,
+            b'(' => depth -= 1,
+            b',' if depth == 0 => break,
+            _ => {}
+        }
+        start -= 1;
+    }
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let mut attrs = Vec::new();
+    let mut rest = &text[start..name_offset];
+    while let Some(open) = find(rest, b"/*") {
+        let Some(close) = find(&rest[open..], b"*/") else {
+            break;
+        };
+        let comment = String::from_utf8_lossy(&rest[open + 2..open + close]);
+        for part in comment.split('[').skip(1) {
+            if let Some(attr) = part.split(']').next() {
+                attrs.push(attr.trim().to_string());
+            }
+        }
+        rest = &rest[open + close + 2..];
+    }
+    // cor.h writes them after the parameter instead: `mdTypeDef td, // [IN] TypeDef token`.
+    let line_end = text[name_offset..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| name_offset + n);
+    let line = String::from_utf8_lossy(&text[name_offset..line_end]);
+    if let Some(comment) = line.split("//").nth(1) {
+        let bracketed = comment.trim_start().strip_prefix('[').and_then(|c| c.split(']').next());
+        for attr in bracketed.into_iter().flat_map(|b| b.split([',', ' '])).filter(|a| !a.is_empty()) {
+            attrs.push(attr.to_ascii_lowercase());
+        }
+    }
+    attrs
 }
 
 /// `0x7dac8207,0xd3ae,0x4c75,0x9b,…` (EXTERN_GUID's parts) → `7DAC8207-D3AE-4C75-9B67-…`.
