@@ -84,11 +84,12 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
         Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
-        Ok(_) => match std::fs::read(path).map(String::from_utf8) {
+        Ok(_) => match std::fs::read(path).map(|bytes| Annotations::text(&shown, bytes)) {
             Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
             Ok(Err(e)) => {
-                let at = e.utf8_error().valid_up_to();
-                return Err(refuse(format!("it is not UTF-8 text (invalid byte at offset {at})")));
+                let mut errors = Errors::from(e);
+                errors.extend(refuse("it is not UTF-8 text".into()));
+                return Err(errors);
             }
             Ok(Ok(text)) => text,
         },
