@@ -422,12 +422,29 @@ fn void_depth(t: Type<'_>) -> usize {
     if cur.kind() == TypeKind::Void { depth } else { 0 }
 }
 
-/// An integer, or a pointer or reference to one (through typedefs).
+/// A plain integer, or a pointer or reference to one, that can count elements: an integer after
+/// typedefs, but not one a typedef names as an ID or handle ([`id_typedef`]: `ClassID` is a
+/// `UINT_PTR` yet counts nothing, and the generated code gives it its own type), an enum, a bool
+/// or a pointer.
 fn counts(t: Type<'_>) -> bool {
-    let c = t.canonical();
-    match c.kind() {
-        TypeKind::Pointer | TypeKind::Reference => c.pointee().canonical().is_integer(),
-        _ => c.is_integer(),
+    match t.kind() {
+        TypeKind::Pointer | TypeKind::Reference => plain_integer(t.pointee()),
+        TypeKind::Elaborated => counts(t.named()),
+        // `PULONG`: a typedef hiding the pointer.
+        TypeKind::Typedef if t.canonical().kind() == TypeKind::Pointer => counts(t.declaration().typedef_underlying()),
+        _ => plain_integer(t),
+    }
+}
+
+/// An integer after typedefs, none of which names an ID or handle.
+fn plain_integer(t: Type<'_>) -> bool {
+    match t.kind() {
+        TypeKind::Elaborated => plain_integer(t.named()),
+        TypeKind::Typedef => {
+            let under = t.declaration().typedef_underlying();
+            id_typedef(&t.typedef_name(), &under.spelling(), void_depth(under)).is_none() && plain_integer(under)
+        }
+        _ => t.canonical().is_integer(),
     }
 }
 

@@ -425,13 +425,22 @@ fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
                 format!("{role} parameter `{name}` of `{}` does not exist in {}", pa.name, p.qualified),
                 &method.loc,
             )),
-            Some(lp) if role != "IID" && !lp.is_count => cx.errors.push(p.error(
-                format!(
-                    "{role} parameter `{name}` of `{}` is `{}`, not an integer: it cannot count elements",
-                    pa.name, lp.ty
-                ),
-                &lp.loc,
-            )),
+            Some(lp) if role != "IID" && !lp.is_count => {
+                // `ClassID` is an integer to C: say why it still is not one here.
+                let base = match &lp.ty {
+                    CType::Pointer { pointee, .. } => pointee.as_ref(),
+                    ty => ty,
+                };
+                let id = matches!(base, CType::Named(n) if cx.header.id_types.iter().any(|i| i.name == *n));
+                let what = if id { "an ID, not a plain integer" } else { "not an integer" };
+                cx.errors.push(p.error(
+                    format!(
+                        "{role} parameter `{name}` of `{}` is `{}`, {what}: it cannot count elements",
+                        pa.name, lp.ty
+                    ),
+                    &lp.loc,
+                ))
+            }
             Some(lp) if lp.ty.is_pointer() != want_pointer => cx.errors.push(p.error(
                 format!(
                     "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",
