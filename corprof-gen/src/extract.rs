@@ -9,6 +9,7 @@
 
 use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
 use crate::diag::{Diagnostic, Errors};
+use crate::idl::{self, IdlParam};
 use crate::ir::{CType, EnumDecl, Header, IdType, Interface, Loc, Method, Param, id_typedef, is_flag_enum};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -118,7 +119,8 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         }
     }
     walker.unreadable.check()?;
-    let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
+    let mut files: Vec<String> = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
+    let idl = idl_params(include_dirs, headers, &walker.interfaces, &mut files)?;
     Ok(Header {
         interfaces: walker.interfaces,
         files,
@@ -127,7 +129,50 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         without_iid: walker.without_iid,
         enums: walker.enums,
         id_types: walker.id_types,
+        idl,
     })
+}
+
+/// The parameters of the IDL beside each entry header (`corprof.idl` for `corprof.h`, in the
+/// first header folder that has one), where every count they name is a parameter the header
+/// declares for that method (an IDL of another version may differ; the header wins). The IDL
+/// read joins `files`.
+fn idl_params(
+    include_dirs: &[PathBuf],
+    headers: &[String],
+    interfaces: &[Interface],
+    files: &mut Vec<String>,
+) -> Result<HashMap<String, IdlParam>, Errors> {
+    let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+    let mut out = HashMap::new();
+    for h in headers {
+        let name = Path::new(h).with_extension("idl");
+        let Some(path) = include_dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) else { continue };
+        let shown = relative_to(&path, include_dir);
+        let bytes =
+            std::fs::read(&path).map_err(|e| Errors::from(Diagnostic::error(format!("cannot read {shown}: {e}"))))?;
+        files.push(path.display().to_string());
+        let params = idl::parse(&shown, &bytes);
+        for iface in interfaces {
+            for m in &iface.methods {
+                let declared = |n: &str| m.params.iter().any(|p| p.name == n);
+                for p in &m.params {
+                    let key = idl::key(&iface.name, &m.name, &p.name);
+                    let Some(found) = params.get(&key) else { continue };
+                    // `size_is(cMap)`, `length_is(*pcMap)`: each name must be a parameter here.
+                    let names_declared = found.attrs.iter().filter_map(|a| a.split_once('(')).all(|(_, arg)| {
+                        let name = arg.trim_end_matches(')').trim().trim_start_matches('*').trim();
+                        let is_name = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                        !is_name || declared(name)
+                    });
+                    if names_declared {
+                        out.entry(key).or_insert_with(|| found.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 struct Walker<'a> {

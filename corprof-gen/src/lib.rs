@@ -15,6 +15,7 @@ pub mod commands;
 pub mod contract;
 pub mod diag;
 pub mod extract;
+pub mod idl;
 pub mod infer;
 pub mod ir;
 pub mod resolve;
