@@ -44,11 +44,11 @@ pub fn expand(cfg: &Config) -> Result<Output, Errors> {
 }
 
 pub fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
-    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
-    let headers = entry_headers(&dirs);
+    let headers = entry_headers(include_dirs);
     for h in &headers {
-        crate::check_include_dirs(&dirs, h)?;
+        crate::check_include_dirs(include_dirs, h)?;
     }
+    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
     crate::extract::parse_header(&dirs, &headers)
 }
 

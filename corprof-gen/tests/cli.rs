@@ -445,3 +445,39 @@ fn a_size_is_count_is_checked_where_an_idl_states_it() {
     assert!(t.contains("note: `len`/`cap` unchecked on 51 `[size_is]`/`[length_is]` parameter(s)"), "{t}");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// `--include …/corprof.h` names the header where its folder belongs: every subcommand says so,
+/// and so does a build given the file in CORPROF_INCLUDE_DIR (the same check).
+#[test]
+fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
+    let h = shared("runtime-net8");
+    let file = h.join("corprof.h");
+    let expected = format!(
+        "error: header folder {} is a file: give the folder that holds corprof.h\n  = help: `--include {}` (or \
+         CORPROF_INCLUDE_DIR={})\n\nerror: aborting due to 1 previous error\n",
+        file.display(),
+        h.display(),
+        h.display()
+    );
+    let runs: [&[&std::ffi::OsStr]; 4] = [
+        &["check".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["expand".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["bootstrap".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["diff".as_ref(), h.as_os_str(), file.as_os_str()],
+    ];
+    for args in runs {
+        let o = gen_cmd().args(args).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stderr), expected, "{args:?}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+    }
+    // The build's path: the variable, through corprof_gen::build::include_dirs and load.
+    let cfg = corprof_gen::Config {
+        include_dirs: vec![file.clone()],
+        headers: vec!["corprof.h".into()],
+        annotations_dirs: vec![repo().join("annotations")],
+        display_root: repo(),
+        root: "::corprof".into(),
+    };
+    let e = corprof_gen::load(&cfg).err().expect("a file is no header folder");
+    assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
+}
