@@ -481,3 +481,47 @@ fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
     let e = corprof_gen::load(&cfg).err().expect("a file is no header folder");
     assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
 }
+
+/// `--write` onto a symbolic link that points nowhere is refused: the link stays, nothing is
+/// created where it points.
+#[test]
+fn bootstrap_refuses_a_dangling_symbolic_link() {
+    let tmp = temp("dangling");
+    let ann = callbacks_folder(&tmp);
+    let link = tmp.join("link.yaml");
+    std::os::unix::fs::symlink(tmp.join("gone/real.yaml"), &link).unwrap();
+    let o = bootstrap(&ann, &link);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: refusing to write drafts into {}: it is a symbolic link to {}, which does not exist\n  = note: \
+             the file is left as it was\n\nerror: aborting due to 1 previous error\n",
+            link.display(),
+            tmp.join("gone/real.yaml").display()
+        )
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(!tmp.join("gone").exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `--write` onto a file with another hard link rewrites the one file both names share.
+#[test]
+fn bootstrap_keeps_a_hard_link_one_file() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = temp("hard");
+    let ann = callbacks_folder(&tmp);
+    let (a, b) = (tmp.join("a.yaml"), tmp.join("b.yaml"));
+    std::fs::write(&a, "# mine\n").unwrap();
+    std::fs::hard_link(&a, &b).unwrap();
+    let o = bootstrap(&ann, &b);
+    assert!(o.status.success(), "{}", text(&o));
+    let (ma, mb) = (std::fs::metadata(&a).unwrap(), std::fs::metadata(&b).unwrap());
+    assert_eq!((ma.ino(), ma.nlink()), (mb.ino(), 2), "still one file");
+    let written = std::fs::read_to_string(&a).unwrap();
+    assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n"), "{written:.200}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 3, "no temporary file is left: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
