@@ -478,7 +478,7 @@ fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
         display_root: repo(),
         root: "::corprof".into(),
     };
-    let e = corprof_gen::load(&cfg).err().expect("a file is no header folder");
+    let Err(e) = corprof_gen::load(&cfg) else { panic!("a file is no header folder") };
     assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
 }
 
