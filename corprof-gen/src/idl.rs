@@ -233,4 +233,11 @@ interface ICorProfilerCallback10 : ICorProfilerCallback9
         // Comments and strings hold no declarations.
         assert_eq!(params.len(), 7, "{params:?}");
     }
+
+    #[test]
+    fn an_idl_that_is_not_utf8_is_read_all_the_same() {
+        let idl = b"// caf\xe9\ninterface I : IUnknown\n{\n    HRESULT F([in] ULONG n, /* \xe9 */ [in, size_is(n)] BYTE *p);\n}\n";
+        let p = &parse("x.idl", idl)[&key("I", "F", "p")];
+        assert_eq!((p.attrs.as_slice(), p.loc.line), (&["in".to_string(), "size_is(n)".to_string()][..], 4));
+    }
 }
