@@ -1,5 +1,6 @@
 //! Rewriting method bodies in the runtime: read a method's IL, edit it with [`crate::il`], and
-//! hand the edited body back, at JIT time or through ReJIT, each with one safe call.
+//! hand the edited body back, at JIT time or through ReJIT, each with one call: reading is safe,
+//! handing code to the runtime is `unsafe` (it runs unverified; see [`ProfilerInfo::set_il_body`]).
 //!
 //! - **Read**: [`ProfilerInfo::il_body`] copies a method's body out of the runtime
 //!   (`GetILFunctionBody`) and parses it into a [`MethodBody`]; [`ProfilerInfo::il_body_bytes`]
@@ -128,12 +129,24 @@ fn checked_bytes(body: &MethodBody) -> Result<Vec<u8>, RewriteError> {
 /// `function_control` parameter: encodes `body`, checks it, and hands the bytes to
 /// `SetILFunctionBody` (the runtime copies them). Call it inside that callback: the ReJIT reads
 /// what was set when the callback returns.
-pub fn set_rejit_body(function_control: &ICorProfilerFunctionControl, body: &MethodBody) -> Result<(), RewriteError> {
+///
+/// # Safety
+/// The runtime compiles the new body without verifying it and runs it as the method's code, so
+/// it must be IL the method could have been compiled from: each instruction finds operands of
+/// the types it expects on the stack, tokens and branch targets are valid, calls get the
+/// arguments their signatures take, and no address is made up from an integer and then read,
+/// written or called through (`ldind`/`stind`/`cpblk`/`calli`). Unverifiable IL of that kind
+/// reads or writes any memory of the process when the method runs. What is checked here is the
+/// encoding (a body that does not hold together is an `Err`), not what the code does.
+pub unsafe fn set_rejit_body(
+    function_control: &ICorProfilerFunctionControl,
+    body: &MethodBody,
+) -> Result<(), RewriteError> {
     let bytes = checked_bytes(body)?;
     let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
     // SAFETY: `function_control` is a live object, borrowed for the call; the runtime copies
     // `size` bytes from `bytes`, which hold exactly that many, and later reads the copy by its
-    // header, which `checked_bytes` made sure stays within them.
+    // header, which `checked_bytes` made sure stays within them; the caller vouches for the code.
     let hr = unsafe { function_control.SetILFunctionBody(size, bytes.as_ptr()) };
     HResult(hr).ok()?;
     Ok(())
@@ -165,7 +178,21 @@ impl ProfilerInfo {
     /// into memory from the module's `IMethodMalloc` (the runtime keeps that memory for the
     /// module's life) and calls `SetILFunctionBody`. See the [module](crate::rewrite) for when
     /// the runtime accepts it; otherwise its refusal comes back as [`RewriteError::Runtime`].
-    pub fn set_il_body(&self, module: ModuleID, method: mdMethodDef, body: &MethodBody) -> Result<(), RewriteError> {
+    ///
+    /// # Safety
+    /// The runtime compiles the new body without verifying it and runs it as the method's code, so
+    /// it must be IL the method could have been compiled from: each instruction finds operands of
+    /// the types it expects on the stack, tokens and branch targets are valid, calls get the
+    /// arguments their signatures take, and no address is made up from an integer and then read,
+    /// written or called through (`ldind`/`stind`/`cpblk`/`calli`). Unverifiable IL of that kind
+    /// reads or writes any memory of the process when the method runs. What is checked here is the
+    /// encoding (a body that does not hold together is an `Err`), not what the code does.
+    pub unsafe fn set_il_body(
+        &self,
+        module: ModuleID,
+        method: mdMethodDef,
+        body: &MethodBody,
+    ) -> Result<(), RewriteError> {
         let bytes = checked_bytes(body)?;
         let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
         let allocator = self.get_il_function_body_allocator(module)?;
@@ -178,8 +205,8 @@ impl ProfilerInfo {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), memory, bytes.len()) };
         // SAFETY: `memory` comes from this module's IMethodMalloc, as SetILFunctionBody
         // requires, and holds a whole body: `checked_bytes` parsed it back, so the code and
-        // every section its header announces lie within these bytes. The runtime owns the
-        // memory from here (it is never freed by us).
+        // every section its header announces lie within these bytes; the caller vouches for the
+        // code. The runtime owns the memory from here (it is never freed by us).
         unsafe { self.set_il_function_body(module, method, memory) }?;
         Ok(())
     }
@@ -203,11 +230,21 @@ impl ProfilerInfo {
 impl ProfilerFunctionControl {
     /// Gives the ReJIT of the method `get_rejit_parameters` is about its new IL: encodes `body`
     /// and hands the bytes to `SetILFunctionBody` (the runtime copies them).
-    pub fn set_il_body(&self, body: &MethodBody) -> Result<(), RewriteError> {
+    ///
+    /// # Safety
+    /// The runtime compiles the new body without verifying it and runs it as the method's code, so
+    /// it must be IL the method could have been compiled from: each instruction finds operands of
+    /// the types it expects on the stack, tokens and branch targets are valid, calls get the
+    /// arguments their signatures take, and no address is made up from an integer and then read,
+    /// written or called through (`ldind`/`stind`/`cpblk`/`calli`). Unverifiable IL of that kind
+    /// reads or writes any memory of the process when the method runs. What is checked here is the
+    /// encoding (a body that does not hold together is an `Err`), not what the code does.
+    pub unsafe fn set_il_body(&self, body: &MethodBody) -> Result<(), RewriteError> {
         let bytes = checked_bytes(body)?;
         let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
         // SAFETY: the runtime copies `size` bytes from `bytes`, which hold exactly that many, and
-        // later reads the copy by its header, which `checked_bytes` made sure stays within them.
+        // later reads the copy by its header, which `checked_bytes` made sure stays within them;
+        // the caller vouches for the code.
         unsafe { self.set_il_function_body(size, bytes.as_ptr()) }?;
         Ok(())
     }

@@ -91,6 +91,6 @@ fn non_gc_heap_on_coreclr_3_answers_e_nointerface() {
         .not_applicable("no ICorProfilerInfo14: both methods answer E_NOINTERFACE");
     let lines = heap("3", "nongc", "NonGcHeap", "non_gc_heap_on_coreclr_3");
     let expected =
-        ["get_non_gc_heap_bounds: E_NOINTERFACE (0x80004002)", "enumerate_non_gc_objects: E_NOINTERFACE (0x80004002)"];
+        ["non_gc_heap_bounds: E_NOINTERFACE (0x80004002)", "enumerate_non_gc_objects: E_NOINTERFACE (0x80004002)"];
     assert_eq!(lines, expected, "non-GC heap on CoreCLR 3.1.23");
 }

@@ -137,6 +137,25 @@ unsafe extern "system" fn later(_: *mut IFixInfo2, out: *mut ULONG) -> HRESULT {
     unsafe { *out = 99 };
     0
 }
+/// Adds the two IDs' raw values, as a runtime would read the objects behind them.
+unsafe extern "system" fn get_thread_value(
+    _: *mut IFixInfo2,
+    thread: ThreadID,
+    object: ObjectID,
+    out: *mut ULONG,
+) -> HRESULT {
+    unsafe { *out = (thread.as_raw() + object.as_raw()) as ULONG };
+    0
+}
+static PAUSES: AtomicUsize = AtomicUsize::new(0);
+unsafe extern "system" fn pause(_: *mut IFixInfo2) -> HRESULT {
+    PAUSES.fetch_add(1, SeqCst);
+    0
+}
+unsafe extern "system" fn resume(_: *mut IFixInfo2) -> HRESULT {
+    PAUSES.fetch_sub(1, SeqCst);
+    0
+}
 /// Calls both function pointers once, as the runtime calls a profiler's hooks.
 unsafe extern "system" fn set_hooks(_: *mut IFixInfo2, hook: FixHook, visit: FixVisit) -> HRESULT {
     unsafe {
@@ -194,8 +213,14 @@ unsafe impl ComClass for FakeV2 {
     type Value = Fake;
     type Vtbl = IFixInfo2_Vtbl;
     // SAFETY: FakeV2's own vtable.
-    const VTBL: &'static IFixInfo2_Vtbl =
-        &IFixInfo2_Vtbl { base__: unsafe { v1::<FakeV2>() }, Later: later, SetHooks: set_hooks };
+    const VTBL: &'static IFixInfo2_Vtbl = &IFixInfo2_Vtbl {
+        base__: unsafe { v1::<FakeV2>() },
+        Later: later,
+        SetHooks: set_hooks,
+        GetThreadValue: get_thread_value,
+        Pause: pause,
+        Resume: resume,
+    };
     const IIDS: &'static [GUID] = &[IID_IFixInfo, IID_IFixInfo2];
 }
 
@@ -263,6 +288,21 @@ fn negotiation_picks_the_newest_version_and_refuses_newer_methods() {
     assert_eq!((v1.version(), v1.interface_name()), (1, "IFixInfo"));
     assert_eq!(v1.later().unwrap_err(), HResult::E_NOINTERFACE, "a method the object lacks is an error, not a crash");
     assert_eq!(v1.get_value(4).unwrap(), 40);
+}
+
+#[test]
+fn ids_that_die_and_annotated_calls_go_through_unsafe_wrappers() {
+    let info = info_v2(None);
+    // SAFETY: the fake reads no thread or object, only the numbers.
+    let value = unsafe { info.get_thread_value(ThreadID::from_raw(3), ObjectID::from_raw(4)) };
+    assert_eq!(value.unwrap(), 7);
+    // SAFETY: the fake's pause is only a counter, undone by the raw resume below.
+    unsafe { info.pause() }.unwrap();
+    assert_eq!(PAUSES.load(SeqCst), 1);
+    // `wrapper: { manual }`: no safe `resume`, the raw slot is still there.
+    // SAFETY: the object is the fake, whose Resume slot takes no argument.
+    assert_eq!(unsafe { info.get::<IFixInfo2>().unwrap().Resume() }, 0);
+    assert_eq!(PAUSES.load(SeqCst), 0);
 }
 
 #[test]

@@ -54,3 +54,39 @@ fn bad_arguments_exit_2_with_the_usage() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: corprof-attach --pid PID"));
 }
+
+/// Arguments that are not UTF-8 never panic: the client data is passed on byte for byte (here
+/// the run gets as far as looking for the process); a profiler path that cannot travel as UTF-16
+/// is a bad argument, exit 2.
+#[test]
+fn arguments_that_are_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let run_os = |args: &[&OsStr]| Command::new(env!("CARGO_BIN_EXE_corprof-attach")).args(args).output().unwrap();
+    let out = run_os(&[
+        "--pid".as_ref(),
+        NO_SUCH_PID.as_ref(),
+        "--clsid".as_ref(),
+        CLSID.as_ref(),
+        "--profiler".as_ref(),
+        "/x.so".as_ref(),
+        "--data".as_ref(),
+        OsStr::from_bytes(b"\xff\xfe"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stderr(&out), format!("corprof-attach: no process with ID {NO_SUCH_PID}\n"));
+    let out = run_os(&[
+        "--pid".as_ref(),
+        NO_SUCH_PID.as_ref(),
+        "--clsid".as_ref(),
+        CLSID.as_ref(),
+        "--profiler".as_ref(),
+        OsStr::from_bytes(b"lib\xff.so"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "corprof-attach: --profiler \"lib\\xFF.so\" is not valid Unicode: the attach request carries the path as \
+         UTF-16\nusage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]\n"
+    );
+}

@@ -44,11 +44,11 @@ pub fn expand(cfg: &Config) -> Result<Output, Errors> {
 }
 
 pub fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
-    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
-    let headers = entry_headers(&dirs);
+    let headers = entry_headers(include_dirs);
     for h in &headers {
-        crate::check_include_dirs(&dirs, h)?;
+        crate::check_include_dirs(include_dirs, h)?;
     }
+    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
     crate::extract::parse_header(&dirs, &headers)
 }
 
@@ -80,21 +80,36 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let in_folders = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
         && canonical(parent).is_some_and(|p| folders.iter().any(|f| canonical(f).as_ref() == Some(&p)));
+    // A symbolic link is followed to the file it names, which is what gets written; a dangling
+    // one is refused (writing would replace the link, or create a file somewhere unexpected).
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let written = if is_link {
+        match path.canonicalize() {
+            Ok(target) => target,
+            Err(_) => {
+                let to = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+                return Err(refuse(format!("it is a symbolic link to {to}, which does not exist")));
+            }
+        }
+    } else {
+        path.to_path_buf()
+    };
     let text = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
         Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
-        Ok(_) => match std::fs::read(path).map(String::from_utf8) {
+        Ok(_) => match std::fs::read(path).map(|bytes| Annotations::text(&shown, bytes)) {
             Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
             Ok(Err(e)) => {
-                let at = e.utf8_error().valid_up_to();
-                return Err(refuse(format!("it is not UTF-8 text (invalid byte at offset {at})")));
+                let mut errors = Errors::from(e);
+                errors.extend(refuse("it is not UTF-8 text".into()));
+                return Err(errors);
             }
             Ok(Ok(text)) => text,
         },
     };
     match Annotations::parse(&shown, &text) {
-        Ok(ann) => Ok(Target { path: path.to_path_buf(), shown, text, ann, in_folders }),
+        Ok(ann) => Ok(Target { path: written, shown, text, ann, in_folders }),
         Err(mut errors) => {
             // The folder's loading reports the same errors.
             if in_folders {
@@ -106,25 +121,58 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
     }
 }
 
-/// Replaces the file in one step (write beside it, then rename), so a full disk or a crash
-/// leaves the old content, never half of the new. A symbolic link keeps pointing at the file.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let path = &path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+/// Replaces the file `path` (a link already followed by [`read_target`]) in one step: written
+/// beside it, then renamed over it, so a full disk or a crash leaves the old content, never half
+/// of the new. A file with other hard links cannot be renamed over without splitting it from
+/// them: it is rewritten in place instead, after the copy beside it is complete (so the disk had
+/// room); if the rewrite fails, that copy is kept and the error names it. The error comes with
+/// whether the file is still as it was.
+fn write_atomically(path: &Path, text: &str) -> Result<(), (std::io::Error, bool)> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.corprof-gen-tmp"));
+    let old = std::fs::metadata(path).ok();
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
-        if let Ok(m) = std::fs::metadata(path) {
+        if let Some(m) = &old {
             std::fs::set_permissions(&tmp, m.permissions())?;
         }
-        std::fs::rename(&tmp, path)
+        Ok(())
     })();
-    if result.is_err() {
+    if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
+        return Err((e, true));
     }
-    result
+    let hard_linked = old.as_ref().is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(m) > 1);
+    if hard_linked {
+        let in_place = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
+        return match in_place {
+            // The file holds the new text: a leftover copy is only clutter.
+            Ok(()) => {
+                let _ = std::fs::remove_file(&tmp);
+                Ok(())
+            }
+            Err(e) => Err((
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{e} (rewriting it in place, as it has other hard links; the new text is in {})",
+                        tmp.display()
+                    ),
+                ),
+                false,
+            )),
+        };
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        (e, true)
+    })
 }
 
 /// `bootstrap`: drafts annotations for every pointer parameter not annotated yet, into the
@@ -149,10 +197,9 @@ pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result
             let placed = bootstrap::place(&t.text, all);
             if placed.written > 0 {
                 // `place` checked that the new text loads and keeps every entry of the old.
-                write_atomically(&t.path, &placed.text).map_err(|e| {
-                    Errors::from(
-                        Diagnostic::error(format!("cannot write {}: {e}", t.shown)).note("the file is left as it was"),
-                    )
+                write_atomically(&t.path, &placed.text).map_err(|(e, untouched)| {
+                    let d = Diagnostic::error(format!("cannot write {}: {e}", t.shown));
+                    Errors::from(if untouched { d.note("the file is left as it was") } else { d })
                 })?;
                 out.say(format!("corprof-gen: wrote {} draft entries into {}", placed.written, t.shown));
             }

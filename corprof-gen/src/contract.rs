@@ -1,9 +1,12 @@
 //! What the header itself says about one parameter, read from the IR's MIDL attributes
-//! (`/* [size_is][out] */`, cor.h's `// [IN|OUT]`) and SAL (`_Out_writes_to_(cchName, *pcchName)`).
-//! Takes an [`ir::Param`](crate::ir::Param), gives a [`Contract`]: `infer` drafts annotations from
-//! it and `resolve` checks written annotations against it, so both read the header the same way.
+//! (`/* [size_is][out] */`, cor.h's `// [IN|OUT]`), SAL (`_Out_writes_to_(cchName, *pcchName)`)
+//! and, where MIDL's C output dropped the count expression, the IDL beside the header
+//! (`[in, size_is(cbMetadataBlob)]`, see [`crate::idl`]). Takes an [`ir::Param`](crate::ir::Param),
+//! gives a [`Contract`]: `infer` drafts annotations from it and `resolve` checks written
+//! annotations against it, so both read the header the same way.
 
 use crate::annotations::Direction;
+use crate::idl::IdlParam;
 use crate::ir::Param;
 
 /// A fact with the header text that states it, for messages (`[out]`, `_In_reads_opt_(cchName)`).
@@ -13,7 +16,7 @@ pub struct Said<T> {
     pub quote: String,
 }
 
-/// An element count SAL gives.
+/// An element count SAL or MIDL's `[size_is(cap)]`/`[length_is(len)]` gives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Count {
     /// `_In_reads_(n)`: the callee reads `n` elements.
@@ -29,7 +32,10 @@ pub struct Contract {
     /// From SAL: `_In_…`, `_Out_…`/`_COM_Outptr_`, `_Inout_…`.
     pub sal_dir: Option<Said<Direction>>,
     pub count: Option<Said<Count>>,
-    /// `[size_is]`/`[length_is]`: an array, counted by an expression the comment does not show.
+    /// Which text states `count`, for messages: `the header's SAL`, `the header's MIDL`,
+    /// `corprof.idl:2582`.
+    pub count_by: String,
+    /// `[size_is]`/`[length_is]`: an array (its count, when the text shows it, is in `count`).
     pub sized: Option<Said<()>>,
     /// `[string]`: NUL-terminated text.
     pub string: Option<Said<()>>,
@@ -57,9 +63,16 @@ impl Contract {
 
 /// Reads the header's statements about `p`.
 pub fn contract(p: &Param) -> Contract {
+    contract_with_idl(p, None)
+}
+
+/// Reads the header's statements about `p`, and the IDL's about the same parameter when the
+/// header folder has one: its count, where SAL and the C header's comment give none.
+pub fn contract_with_idl(p: &Param, idl: Option<&IdlParam>) -> Contract {
     let mut c = Contract::default();
     let attrs = p.midl.iter().map(|a| a.to_ascii_lowercase()).collect::<Vec<_>>();
-    let has = |a: &str| attrs.iter().any(|m| m.split('|').any(|part| part.trim() == a));
+    // `size_is(cb)` is the attribute `size_is`.
+    let has = |a: &str| attrs.iter().any(|m| m.split('|').any(|part| attr_name(part) == a));
     let quote = format!("[{}]", p.midl.join("]["));
     c.midl_dir = match (has("in"), has("out")) {
         (true, true) => Some(Direction::Ref),
@@ -97,8 +110,50 @@ pub fn contract(p: &Param) -> Contract {
             }
             _ => c.count,
         };
+        if c.count.is_some() {
+            c.count_by = "the header's SAL".to_string();
+        }
+    }
+    if c.count.is_none() {
+        let dir = c.dir().map(|d| d.value);
+        if let Some(count) = midl_count(&p.midl, dir) {
+            c.count = said(count, &quote);
+            c.count_by = "the header's MIDL".to_string();
+        } else if let Some(i) = idl {
+            let idl_dir = contract_with_idl(&Param { midl: i.attrs.clone(), sal: Vec::new(), ..p.clone() }, None);
+            let dir = dir.or(idl_dir.midl_dir.map(|d| d.value));
+            if let Some(count) = midl_count(&i.attrs, dir) {
+                c.count = said(count, &i.quote());
+                c.count_by = i.loc.to_string();
+            }
+        }
     }
     c
+}
+
+/// `size_is(cb)` → `size_is`; `in` → `in`.
+fn attr_name(attr: &str) -> &str {
+    attr.split('(').next().unwrap_or("").trim()
+}
+
+/// The count MIDL's `size_is(cap)`/`length_is(len)` give a parameter passed `dir`: for an `in`
+/// array the elements passed (`length_is` when given, else `size_is`), for an `out` one the room
+/// and the count written back. Only a parameter name (or `*name`) counts; an expression such as
+/// `size_is(cb * 2)` says nothing checkable.
+fn midl_count(attrs: &[String], dir: Option<Direction>) -> Option<Count> {
+    let arg = |name: &str| {
+        let found = attrs.iter().find(|a| attr_name(a).eq_ignore_ascii_case(name))?;
+        let inner = found.split_once('(')?.1.strip_suffix(')')?.trim();
+        let inner = inner.strip_prefix('*').unwrap_or(inner).trim();
+        let ident = !inner.is_empty()
+            && !inner.starts_with(|c: char| c.is_ascii_digit())
+            && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        ident.then(|| inner.to_string())
+    };
+    match dir? {
+        Direction::In => arg("length_is").or_else(|| arg("size_is")).map(|len| Count::Reads { len }),
+        Direction::Out | Direction::Ref => arg("size_is").map(|cap| Count::Writes { cap, len: arg("length_is") }),
+    }
 }
 
 fn said<T>(value: T, quote: &str) -> Option<Said<T>> {
@@ -158,5 +213,36 @@ mod tests {
         assert_eq!(c.count.as_ref().unwrap().value, Count::Reads { len: "cchName".into() });
         assert_eq!(c.optional.unwrap().quote, "_In_reads_opt_(cchName)");
         assert_eq!(contract(&param(&[], &["_COM_Outptr_"])).dir().unwrap().value, Direction::Out);
+    }
+
+    #[test]
+    fn midl_counts_from_the_comment_or_the_idl() {
+        // The C header's comment, when it shows the expression.
+        let c = contract(&param(&["size_is(cb)", "in"], &[]));
+        assert_eq!(c.count.unwrap().value, Count::Reads { len: "cb".into() });
+        assert_eq!(c.count_by, "the header's MIDL");
+        assert!(c.sized.is_some());
+        // MIDL's own C output drops it: the IDL has it.
+        let idl = |attrs: &[&str]| IdlParam {
+            attrs: attrs.iter().map(|s| s.to_string()).collect(),
+            loc: crate::ir::Loc { file: "corprof.idl".into(), line: 7, col: 0 },
+        };
+        let sized = param(&["size_is", "out"], &[]);
+        assert!(contract(&sized).count.is_none());
+        let c = contract_with_idl(&sized, Some(&idl(&["out", "size_is(cMap)", "length_is(*pcMap)"])));
+        assert_eq!(c.count.as_ref().unwrap().value, Count::Writes { cap: "cMap".into(), len: Some("pcMap".into()) });
+        assert_eq!(
+            (c.count_by.as_str(), c.count.unwrap().quote.as_str()),
+            ("corprof.idl:7", "[out, size_is(cMap), length_is(*pcMap)]")
+        );
+        let c = contract_with_idl(&param(&["length_is", "in"], &[]), Some(&idl(&["in", "length_is(n)"])));
+        assert_eq!(c.count.unwrap().value, Count::Reads { len: "n".into() });
+        // SAL first; an expression is no parameter name.
+        let c = contract_with_idl(&param(&["in"], &["_In_reads_(a)"]), Some(&idl(&["in", "size_is(b)"])));
+        assert_eq!(
+            (c.count.unwrap().value, c.count_by.as_str()),
+            (Count::Reads { len: "a".into() }, "the header's SAL")
+        );
+        assert!(contract(&param(&["size_is(cb * 2)", "in"], &[])).count.is_none());
     }
 }

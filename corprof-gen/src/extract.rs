@@ -2,10 +2,14 @@
 //! mode with the corprof prelude force-included, and collects every COM interface: the C++
 //! `MIDL_INTERFACE("iid") Name : public Base { virtual … }` blocks, which carry IID, base and the
 //! methods in vtable order. MIDL attribute comments are read from the source text next to each
-//! parameter (comments are not in clang's AST).
+//! parameter (comments are not in clang's AST). That text is read as bytes: a header need not be
+//! UTF-8 (a Latin-1 `é` in a comment is common), and what the generator looks for in it (`/* [in] */`,
+//! `// [OUT]`, an enumerator's initializer) is ASCII, so nothing is lost; a file that cannot be read
+//! at all is an error, never an empty text.
 
 use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
 use crate::diag::{Diagnostic, Errors};
+use crate::idl::{self, IdlParam};
 use crate::ir::{CType, EnumDecl, Header, IdType, Interface, Loc, Method, Param, id_typedef, is_flag_enum};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -79,6 +83,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
     let mut walker = Walker {
         include_dir,
         sources: HashMap::new(),
+        unreadable: Errors::default(),
         interfaces: Vec::new(),
         guids: HashMap::new(),
         tag_names: Vec::new(),
@@ -113,7 +118,9 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
             }
         }
     }
-    let files = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
+    walker.unreadable.check()?;
+    let mut files: Vec<String> = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
+    let idl = idl_params(include_dirs, headers, &walker.interfaces, &mut files)?;
     Ok(Header {
         interfaces: walker.interfaces,
         files,
@@ -122,12 +129,58 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         without_iid: walker.without_iid,
         enums: walker.enums,
         id_types: walker.id_types,
+        idl,
     })
+}
+
+/// The parameters of the IDL beside each entry header (`corprof.idl` for `corprof.h`, in the
+/// first header folder that has one), where every count they name is a parameter the header
+/// declares for that method (an IDL of another version may differ; the header wins). The IDL
+/// read joins `files`.
+fn idl_params(
+    include_dirs: &[PathBuf],
+    headers: &[String],
+    interfaces: &[Interface],
+    files: &mut Vec<String>,
+) -> Result<HashMap<String, IdlParam>, Errors> {
+    let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+    let mut out = HashMap::new();
+    for h in headers {
+        let name = Path::new(h).with_extension("idl");
+        let Some(path) = include_dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) else { continue };
+        let shown = relative_to(&path, include_dir);
+        let bytes =
+            std::fs::read(&path).map_err(|e| Errors::from(Diagnostic::error(format!("cannot read {shown}: {e}"))))?;
+        files.push(path.display().to_string());
+        let params = idl::parse(&shown, &bytes);
+        for iface in interfaces {
+            for m in &iface.methods {
+                let declared = |n: &str| m.params.iter().any(|p| p.name == n);
+                for p in &m.params {
+                    let key = idl::key(&iface.name, &m.name, &p.name);
+                    let Some(found) = params.get(&key) else { continue };
+                    // `size_is(cMap)`, `length_is(*pcMap)`: each name must be a parameter here.
+                    let names_declared = found.attrs.iter().filter_map(|a| a.split_once('(')).all(|(_, arg)| {
+                        let name = arg.trim_end_matches(')').trim().trim_start_matches('*').trim();
+                        let is_name = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                        !is_name || declared(name)
+                    });
+                    if names_declared {
+                        out.entry(key).or_insert_with(|| found.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 struct Walker<'a> {
     include_dir: &'a Path,
-    sources: HashMap<String, String>,
+    /// Each source file's bytes, as clang's byte offsets index them.
+    sources: HashMap<String, Vec<u8>>,
+    /// Files clang parsed but that could not be read back for their comments.
+    unreadable: Errors,
     interfaces: Vec<Interface>,
     /// `IID_Foo` → `xxxxxxxx-xxxx-…`, from `EXTERN_GUID` declarations.
     guids: HashMap<String, String>,
@@ -181,19 +234,30 @@ impl<'tu> Walker<'_> {
         if name.is_empty() || name.contains(['(', ' ']) || self.enums.iter().any(|e| e.name == name) {
             return;
         }
-        let file = c.location().file;
-        let text =
-            self.sources.entry(file.clone()).or_insert_with(|| std::fs::read_to_string(&file).unwrap_or_default());
+        let text = self.source(&c.location().file);
         let mut values = Vec::new();
         for k in c.children().into_iter().filter(|k| k.kind() == CursorKind::EnumConstant) {
             let (start, end) = k.extent();
-            let decl = text.get(start as usize..end as usize).unwrap_or("");
+            let decl = String::from_utf8_lossy(text.get(start as usize..end as usize).unwrap_or_default());
             values.push((k.enum_value(), decl.split_once('=').map(|(_, init)| init.to_string())));
         }
         let enumerators: Vec<(i128, Option<&str>)> = values.iter().map(|(v, t)| (*v, t.as_deref())).collect();
         let flags = is_flag_enum(&enumerators);
         let loc = self.loc(&c);
         self.enums.push(EnumDecl { name, aliases: Vec::new(), flags, loc });
+    }
+
+    /// The bytes of `file`, read once. One that cannot be read is recorded as an error (and
+    /// answers empty, so the walk goes on and reports everything at once).
+    fn source(&mut self, file: &str) -> &[u8] {
+        let Walker { sources, unreadable, include_dir, .. } = self;
+        sources.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read(file).unwrap_or_else(|e| {
+                let shown = relative_to(Path::new(file), include_dir);
+                unreadable.push(Diagnostic::error(format!("cannot read {shown} for its MIDL comments: {e}")));
+                Vec::new()
+            })
+        })
     }
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {
@@ -250,50 +314,55 @@ impl<'tu> Walker<'_> {
         }
     }
 
-    /// The `[a][b]` attributes of the `/* … */` comments between the previous `(` or `,` and the
-    /// parameter's name. Commas inside SAL argument lists are skipped by tracking parentheses.
+    /// The MIDL attributes of the parameter whose name starts at `name_offset` of `file`.
     fn midl_attributes(&mut self, file: &str, name_offset: usize) -> Vec<String> {
-        let text =
-            self.sources.entry(file.to_string()).or_insert_with(|| std::fs::read_to_string(file).unwrap_or_default());
-        let bytes = text.as_bytes();
-        let mut depth = 0i32;
-        let mut start = name_offset.min(bytes.len());
-        while start > 0 {
-            let ch = bytes[start - 1];
-            match ch {
-                b')' => depth += 1,
-                b'(' if depth == 0 => break,
-                b'(' => depth -= 1,
-                b',' if depth == 0 => break,
-                _ => {}
-            }
-            start -= 1;
-        }
-        let prefix = &text[start..name_offset.min(text.len())];
-        let mut attrs = Vec::new();
-        let mut rest = prefix;
-        while let Some(open) = rest.find("/*") {
-            let Some(close) = rest[open..].find("*/") else {
-                break;
-            };
-            let comment = &rest[open + 2..open + close];
-            for part in comment.split('[').skip(1) {
-                if let Some(attr) = part.split(']').next() {
-                    attrs.push(attr.trim().to_string());
-                }
-            }
-            rest = &rest[open + close + 2..];
-        }
-        // cor.h writes them after the parameter instead: `mdTypeDef td, // [IN] TypeDef token`.
-        let line_end = text[name_offset.min(text.len())..].find('\n').map_or(text.len(), |n| name_offset + n);
-        if let Some(comment) = text[name_offset.min(line_end)..line_end].split("//").nth(1) {
-            let bracketed = comment.trim_start().strip_prefix('[').and_then(|c| c.split(']').next());
-            for attr in bracketed.into_iter().flat_map(|b| b.split([',', ' '])).filter(|a| !a.is_empty()) {
-                attrs.push(attr.to_ascii_lowercase());
-            }
-        }
-        attrs
+        midl_attributes(self.source(file), name_offset)
     }
+}
+
+/// The `[a][b]` attributes around the parameter whose name starts at byte `name_offset` of
+/// `text`: in the `/* … */` comments between the previous `(` or `,` and the name (commas inside
+/// SAL argument lists are skipped by tracking parentheses), or cor.h's `// [IN]` after it. Works
+/// on bytes: the attributes are ASCII, whatever encoding the rest of the file has.
+fn midl_attributes(text: &[u8], name_offset: usize) -> Vec<String> {
+    let name_offset = name_offset.min(text.len());
+    let mut depth = 0i32;
+    let mut start = name_offset;
+    while start > 0 {
+        match text[start - 1] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => break,
+            b'(' => depth -= 1,
+            b',' if depth == 0 => break,
+            _ => {}
+        }
+        start -= 1;
+    }
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let mut attrs = Vec::new();
+    let mut rest = &text[start..name_offset];
+    while let Some(open) = find(rest, b"/*") {
+        let Some(close) = find(&rest[open..], b"*/") else {
+            break;
+        };
+        let comment = String::from_utf8_lossy(&rest[open + 2..open + close]);
+        for part in comment.split('[').skip(1) {
+            if let Some(attr) = part.split(']').next() {
+                attrs.push(attr.trim().to_string());
+            }
+        }
+        rest = &rest[open + close + 2..];
+    }
+    // cor.h writes them after the parameter instead: `mdTypeDef td, // [IN] TypeDef token`.
+    let line_end = text[name_offset..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| name_offset + n);
+    let line = String::from_utf8_lossy(&text[name_offset..line_end]);
+    if let Some(comment) = line.split("//").nth(1) {
+        let bracketed = comment.trim_start().strip_prefix('[').and_then(|c| c.split(']').next());
+        for attr in bracketed.into_iter().flat_map(|b| b.split([',', ' '])).filter(|a| !a.is_empty()) {
+            attrs.push(attr.to_ascii_lowercase());
+        }
+    }
+    attrs
 }
 
 /// `0x7dac8207,0xd3ae,0x4c75,0x9b,…` (EXTERN_GUID's parts) → `7DAC8207-D3AE-4C75-9B67-…`.
@@ -398,12 +467,29 @@ fn void_depth(t: Type<'_>) -> usize {
     if cur.kind() == TypeKind::Void { depth } else { 0 }
 }
 
-/// An integer, or a pointer or reference to one (through typedefs).
+/// A plain integer, or a pointer or reference to one, that can count elements: an integer after
+/// typedefs, but not one a typedef names as an ID or handle ([`id_typedef`]: `ClassID` is a
+/// `UINT_PTR` yet counts nothing, and the generated code gives it its own type), an enum, a bool
+/// or a pointer.
 fn counts(t: Type<'_>) -> bool {
-    let c = t.canonical();
-    match c.kind() {
-        TypeKind::Pointer | TypeKind::Reference => c.pointee().canonical().is_integer(),
-        _ => c.is_integer(),
+    match t.kind() {
+        TypeKind::Pointer | TypeKind::Reference => plain_integer(t.pointee()),
+        TypeKind::Elaborated => counts(t.named()),
+        // `PULONG`: a typedef hiding the pointer.
+        TypeKind::Typedef if t.canonical().kind() == TypeKind::Pointer => counts(t.declaration().typedef_underlying()),
+        _ => plain_integer(t),
+    }
+}
+
+/// An integer after typedefs, none of which names an ID or handle.
+fn plain_integer(t: Type<'_>) -> bool {
+    match t.kind() {
+        TypeKind::Elaborated => plain_integer(t.named()),
+        TypeKind::Typedef => {
+            let under = t.declaration().typedef_underlying();
+            id_typedef(&t.typedef_name(), &under.spelling(), void_depth(under)).is_none() && plain_integer(under)
+        }
+        _ => t.canonical().is_integer(),
     }
 }
 

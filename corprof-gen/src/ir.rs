@@ -141,6 +141,9 @@ pub struct Header {
     /// Interfaces declared without an IID (no `MIDL_INTERFACE` uuid, no `IID_<name>` constant):
     /// they cannot be asked for, so they get no binding. Kept so messages can say why.
     pub without_iid: Vec<(String, Loc)>,
+    /// From the IDL beside an entry header (`corprof.idl`), each interface method parameter's
+    /// attributes by [`crate::idl::key`], where its counts name parameters the header declares.
+    pub idl: std::collections::HashMap<String, crate::idl::IdlParam>,
 }
 
 /// A C enum. The rule that makes it a flag enum (bit operations, `contains`, `A | B` display) is

@@ -15,6 +15,7 @@ pub mod commands;
 pub mod contract;
 pub mod diag;
 pub mod extract;
+pub mod idl;
 pub mod infer;
 pub mod ir;
 pub mod resolve;
@@ -74,8 +75,21 @@ fn canonical(dirs: &[PathBuf]) -> Vec<PathBuf> {
     dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect()
 }
 
-/// Checks that `header` is in one of the folders (the first must exist).
+/// Checks that `header` is in one of the folders (the first must exist) and that none of them is
+/// a file: `--include path/to/corprof.h` names the header where its folder belongs.
 pub fn check_include_dirs(dirs: &[PathBuf], header: &str) -> Result<PathBuf, Errors> {
+    let mut errors = Errors::default();
+    for file in dirs.iter().filter(|d| d.is_file()) {
+        let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        errors.push(
+            Diagnostic::error(format!(
+                "header folder {} is a file: give the folder that holds {header}",
+                file.display()
+            ))
+            .help(format!("`--include {}` (or {INCLUDE_DIR_VAR}={0})", folder.display())),
+        );
+    }
+    errors.check()?;
     let first = dirs.first().cloned().unwrap_or_default();
     match dirs.iter().find(|d| d.join(header).is_file()) {
         Some(d) => Ok(d.join(header)),
@@ -85,10 +99,11 @@ pub fn check_include_dirs(dirs: &[PathBuf], header: &str) -> Result<PathBuf, Err
 
 /// Parses the header and annotations and validates them together (the `check` of the CLI).
 pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
-    let include_dirs = canonical(&cfg.include_dirs);
+    // Checked as given, so messages show the paths the user wrote.
     for h in &cfg.headers {
-        check_include_dirs(&include_dirs, h)?;
+        check_include_dirs(&cfg.include_dirs, h)?;
     }
+    let include_dirs = canonical(&cfg.include_dirs);
     let header = extract::parse_header(&include_dirs, &cfg.headers);
     let ann = annotations::Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
     // Report header and annotation problems together.

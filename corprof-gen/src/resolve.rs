@@ -153,8 +153,18 @@ pub fn doc_url(iface: &str, method: &str) -> String {
 pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Errors> {
     let mut errors = Errors::default();
     check_header(header, &mut errors);
-    for iface_ann in &ann.interfaces {
-        check_interface_entry(header, iface_ann, &mut errors);
+    let unstated: usize = ann.interfaces.iter().map(|ia| check_interface_entry(header, ia, &mut errors)).sum();
+    if unstated > 0 {
+        errors.push(
+            Diagnostic::info(format!(
+                "`len`/`cap` unchecked on {unstated} `[size_is]`/`[length_is]` parameter(s): the header does not \
+                 say which parameter counts them"
+            ))
+            .note("MIDL's C header drops the count expression; the IDL it was made from (`corprof.idl`) has it")
+            .help(
+                "add a folder holding the matching corprof.idl to the header folders (`--include a:b`) to check them",
+            ),
+        );
     }
     let mut drafts: Vec<&Loc> = Vec::new();
     let mut interfaces = Vec::new();
@@ -277,9 +287,12 @@ impl ParamCx<'_> {
     }
 }
 
-fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) {
+/// Checks one interface's entries; returns how many counts the header gave no way to check
+/// (see [`agree::check`]).
+fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors) -> usize {
     let mut cx = Cx { header, errors };
-    let Some(iface) = check_interface_known(&mut cx, ia) else { return };
+    let mut unstated = 0;
+    let Some(iface) = check_interface_known(&mut cx, ia) else { return 0 };
     for ma in &ia.methods {
         let Some(method) = check_method_known(&mut cx, iface, ma) else { continue };
         check_return(&mut cx, iface, method, ma);
@@ -290,11 +303,13 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
             check_cap(&mut cx, &p);
             check_corenum(&mut cx, &p);
             check_iid(&mut cx, &p);
-            let place = agree::Place { qualified: &p.qualified, is_callback: p.is_callback };
-            agree::check(&place, p.param, pa, cx.errors);
+            let idl = cx.header.idl.get(&crate::idl::key(&iface.name, &method.name, &p.param.name));
+            let place = agree::Place { qualified: &p.qualified, is_callback: p.is_callback, idl };
+            unstated += usize::from(agree::check(&place, p.param, pa, cx.errors));
             check_string(&mut cx, &p);
         }
     }
+    unstated
 }
 
 /// The interface exists and has an IID; an entry for another version of a declared family (or a
@@ -468,13 +483,22 @@ fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
                 format!("{role} parameter `{name}` of `{}` does not exist in {}", pa.name, p.qualified),
                 &method.loc,
             )),
-            Some(lp) if role != "IID" && !lp.is_count => cx.errors.push(p.error(
-                format!(
-                    "{role} parameter `{name}` of `{}` is `{}`, not an integer: it cannot count elements",
-                    pa.name, lp.ty
-                ),
-                &lp.loc,
-            )),
+            Some(lp) if role != "IID" && !lp.is_count => {
+                // `ClassID` is an integer to C: say why it still is not one here.
+                let base = match &lp.ty {
+                    CType::Pointer { pointee, .. } => pointee.as_ref(),
+                    ty => ty,
+                };
+                let id = matches!(base, CType::Named(n) if cx.header.id_types.iter().any(|i| i.name == *n));
+                let what = if id { "an ID, not a plain integer" } else { "not an integer" };
+                cx.errors.push(p.error(
+                    format!(
+                        "{role} parameter `{name}` of `{}` is `{}`, {what}: it cannot count elements",
+                        pa.name, lp.ty
+                    ),
+                    &lp.loc,
+                ))
+            }
             Some(lp) if lp.ty.is_pointer() != want_pointer => cx.errors.push(p.error(
                 format!(
                     "{role} parameter `{name}` of `{}` {} a pointer (`{}`)",

@@ -27,9 +27,10 @@ fn text(o: &Output) -> String {
 #[test]
 fn check_passes_on_both_shared_headers_with_the_same_annotations() {
     // Every override is listed with its reason (cor.h's four only where the header has cor.h);
-    // without cor.h, `flags: CorOpenFlags` names no enum and is noted.
-    for (version, absent, overrides, no_enum) in
-        [("runtime-net8", 0, 5, 0), ("runtime-main", 2, 5, 0), ("coreclr-3.x", 10, 1, 1)]
+    // without cor.h, `flags: CorOpenFlags` names no enum and is noted; without corprof.idl, the
+    // counts of `[size_is]` parameters go unchecked, in one note.
+    for (version, absent, overrides, no_enum, no_idl) in
+        [("runtime-net8", 0, 5, 0, 1), ("runtime-main", 2, 5, 0, 0), ("coreclr-3.x", 10, 1, 1, 1)]
     {
         let o = gen_cmd().arg("check").arg("--include").arg(shared(version)).output().unwrap();
         let t = text(&o);
@@ -38,7 +39,8 @@ fn check_passes_on_both_shared_headers_with_the_same_annotations() {
         assert_eq!(t.matches("\nnote: override: ").count() + usize::from(t.starts_with("note: override: ")), overrides);
         assert!(t.contains("note: override: `rFieldOffset` of ICorProfilerInfo2::GetClassLayout: MIDL says [out][in]"));
         assert_eq!(t.matches("declares no enum `CorOpenFlags`").count(), no_enum, "{version}: {t}");
-        let notes = absent + overrides + no_enum;
+        assert_eq!(t.matches("`len`/`cap` unchecked on ").count(), no_idl, "{version}: {t}");
+        let notes = absent + overrides + no_enum + no_idl;
         assert!(t.ends_with(&format!("corprof-gen: ok (0 warning(s), {notes} note(s))\n")), "{t}");
         assert!(!t.contains("error"), "{t}");
     }
@@ -203,7 +205,11 @@ fn bootstrap_refuses_a_file_that_is_not_annotation_yaml_and_leaves_it_as_it_was(
         (
             "latin1.yaml",
             b"# caf\xe9\nICorProfilerInfo:\n",
-            format!("error: refusing to write drafts into {{}}: it is not UTF-8 text (invalid byte at offset 5){kept}"),
+            format!(
+                "error: {{}} is not UTF-8: byte 0xE9 at byte offset 5 does not start a valid character\n  --> {{}}:1:6\n  \
+                 = help: annotation files are UTF-8 YAML: save the file as UTF-8\n\n\
+                 error: refusing to write drafts into {{}}: it is not UTF-8 text{kept}"
+            ),
         ),
         (
             "broken.yaml",
@@ -397,5 +403,125 @@ fn bootstrap_writes_through_a_symbolic_link() {
     let written = std::fs::read_to_string(&real).unwrap();
     assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n  ThreadNameChanged:\n"), "{written:.300}");
     assert!(written.contains("\nICorProfilerInfo:\n  GetClassFromObject:\n"), "{written:.300}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The attack's `metadataBlob: { dir: in, len: cbEventData }`: corprof.h says only `[size_is]`,
+/// corprof.idl says `size_is(cbMetadataBlob)`. With the IDL in the header folders (its own, or
+/// runtime-main's beside .NET 8's header) it is the header-disagreement error; without, a note.
+#[test]
+fn a_size_is_count_is_checked_where_an_idl_states_it() {
+    let tmp = temp("size-is");
+    let ann = tmp.join("ann");
+    std::fs::create_dir_all(&ann).unwrap();
+    for file in std::fs::read_dir(repo().join("annotations")).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.replace(
+                "metadataBlob: { dir: in, len: cbMetadataBlob }",
+                "metadataBlob: { dir: in, len: cbEventData }",
+            );
+            std::fs::write(ann.join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    let check = |include: &std::ffi::OsStr| {
+        let o = gen_cmd().arg("check").arg("--include").arg(include).arg("--annotations").arg(&ann).output().unwrap();
+        (o.status.code(), text(&o))
+    };
+    let error = "error: `metadataBlob` of ICorProfilerCallback10::EventPipeEventDelivered has `len: cbEventData`, \
+                 but corprof.idl:2582 says `[in, size_is(cbMetadataBlob)]`";
+    let (code, t) = check(shared("runtime-main").as_os_str());
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains(error), "{t}");
+    let mut both = shared("runtime-net8").into_os_string();
+    both.push(":");
+    both.push(shared("runtime-main"));
+    let (code, t) = check(&both);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains(&error.replace("but corprof.idl", "but ../runtime-main/corprof.idl")), "{t}");
+    let (code, t) = check(shared("runtime-net8").as_os_str());
+    assert_eq!(code, Some(0), "{t}");
+    assert!(t.contains("note: `len`/`cap` unchecked on 51 `[size_is]`/`[length_is]` parameter(s)"), "{t}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `--include …/corprof.h` names the header where its folder belongs: every subcommand says so,
+/// and so does a build given the file in CORPROF_INCLUDE_DIR (the same check).
+#[test]
+fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
+    let h = shared("runtime-net8");
+    let file = h.join("corprof.h");
+    let expected = format!(
+        "error: header folder {} is a file: give the folder that holds corprof.h\n  = help: `--include {}` (or \
+         CORPROF_INCLUDE_DIR={})\n\nerror: aborting due to 1 previous error\n",
+        file.display(),
+        h.display(),
+        h.display()
+    );
+    let runs: [&[&std::ffi::OsStr]; 4] = [
+        &["check".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["expand".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["bootstrap".as_ref(), "--include".as_ref(), file.as_os_str()],
+        &["diff".as_ref(), h.as_os_str(), file.as_os_str()],
+    ];
+    for args in runs {
+        let o = gen_cmd().args(args).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stderr), expected, "{args:?}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+    }
+    // The build's path: the variable, through corprof_gen::build::include_dirs and load.
+    let cfg = corprof_gen::Config {
+        include_dirs: vec![file.clone()],
+        headers: vec!["corprof.h".into()],
+        annotations_dirs: vec![repo().join("annotations")],
+        display_root: repo(),
+        root: "::corprof".into(),
+    };
+    let Err(e) = corprof_gen::load(&cfg) else { panic!("a file is no header folder") };
+    assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
+}
+
+/// `--write` onto a symbolic link that points nowhere is refused: the link stays, nothing is
+/// created where it points.
+#[test]
+fn bootstrap_refuses_a_dangling_symbolic_link() {
+    let tmp = temp("dangling");
+    let ann = callbacks_folder(&tmp);
+    let link = tmp.join("link.yaml");
+    std::os::unix::fs::symlink(tmp.join("gone/real.yaml"), &link).unwrap();
+    let o = bootstrap(&ann, &link);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: refusing to write drafts into {}: it is a symbolic link to {}, which does not exist\n  = note: \
+             the file is left as it was\n\nerror: aborting due to 1 previous error\n",
+            link.display(),
+            tmp.join("gone/real.yaml").display()
+        )
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(!tmp.join("gone").exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `--write` onto a file with another hard link rewrites the one file both names share.
+#[test]
+fn bootstrap_keeps_a_hard_link_one_file() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = temp("hard");
+    let ann = callbacks_folder(&tmp);
+    let (a, b) = (tmp.join("a.yaml"), tmp.join("b.yaml"));
+    std::fs::write(&a, "# mine\n").unwrap();
+    std::fs::hard_link(&a, &b).unwrap();
+    let o = bootstrap(&ann, &b);
+    assert!(o.status.success(), "{}", text(&o));
+    let (ma, mb) = (std::fs::metadata(&a).unwrap(), std::fs::metadata(&b).unwrap());
+    assert_eq!((ma.ino(), ma.nlink()), (mb.ino(), 2), "still one file");
+    let written = std::fs::read_to_string(&a).unwrap();
+    assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n"), "{written:.200}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 3, "no temporary file is left: {left:?}");
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -134,8 +134,9 @@ pub enum Value {
     F64(f64),
     ISize(isize),
     USize(usize),
-    /// An object reference (null included), valid until the next garbage collection.
-    Object(ObjectID),
+    /// An object reference as the object's address (0 for null). Plain bytes decode to this, so
+    /// it is an integer and not an [`ObjectID`]: [`Value::object_id`] makes the ID, with `unsafe`.
+    Reference(usize),
 }
 
 impl Value {
@@ -161,14 +162,25 @@ impl Value {
             T::R8 => Value::F64(f64::from_le_bytes(take(bytes)?)),
             T::I => Value::ISize(isize::from_le_bytes(take(bytes)?)),
             T::U => Value::USize(usize::from_le_bytes(take(bytes)?)),
-            T::Reference => {
-                let raw = usize::from_le_bytes(take(bytes)?);
-                // SAFETY: the range holds a reference the runtime passed for this argument or
-                // return value, that is an object it handed out (or null).
-                Value::Object(unsafe { ObjectID::from_raw(raw) })
-            }
+            T::Reference => Value::Reference(usize::from_le_bytes(take(bytes)?)),
             T::Void | T::Other => return None,
         })
+    }
+
+    /// The object a [`Value::Reference`] refers to, as the runtime's ID: `None` for any other
+    /// value and for a null reference.
+    ///
+    /// # Safety
+    /// The value must have been decoded from an argument or return range the runtime passed to the
+    /// hook that is running now, for a parameter of a reference type, and the ID is only current
+    /// until the next garbage collection (while the hook runs, none can): anything else is a
+    /// number that methods taking an `ObjectID` would dereference as an object.
+    pub unsafe fn object_id(&self) -> Option<ObjectID> {
+        match *self {
+            // SAFETY: the caller vouches that the address is a reference the runtime passed.
+            Value::Reference(address) if address != 0 => Some(unsafe { ObjectID::from_raw(address) }),
+            _ => None,
+        }
     }
 }
 
@@ -193,7 +205,7 @@ impl fmt::Display for Value {
             Value::F64(v) => write!(f, "{v}"),
             Value::ISize(v) => write!(f, "{v}"),
             Value::USize(v) => write!(f, "{v}"),
-            Value::Object(v) => write!(f, "{v}"),
+            Value::Reference(v) => write!(f, "{v:#x}"),
         }
     }
 }
@@ -226,5 +238,19 @@ mod tests {
         assert_eq!(Value::decode(ElementType::Bool, &[1, 0, 0, 0]).unwrap().to_string(), "true");
         assert_eq!(Value::decode(ElementType::I8, &[1, 2]), None, "too short");
         assert_eq!(Value::decode(ElementType::Void, &[]), None);
+    }
+
+    #[test]
+    fn references_decode_to_addresses_not_object_ids() {
+        let bytes = 0x4141_4141_4140usize.to_le_bytes();
+        let value = Value::decode(ElementType::Reference, &bytes).unwrap();
+        assert_eq!(value, Value::Reference(0x4141_4141_4140));
+        assert_eq!(value.to_string(), "0x414141414140");
+        // SAFETY: only the conversion is tested; the ID is never handed to the runtime.
+        assert_eq!(unsafe { value.object_id() }.map(ObjectID::as_raw), Some(0x4141_4141_4140));
+        // SAFETY: as above.
+        assert_eq!(unsafe { Value::Reference(0).object_id() }, None, "null is no object");
+        // SAFETY: as above.
+        assert_eq!(unsafe { Value::I32(5).object_id() }, None);
     }
 }

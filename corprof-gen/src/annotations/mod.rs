@@ -209,8 +209,14 @@ impl Annotations {
         for path in paths {
             let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
             read.push(path.display().to_string());
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
+            let text = match std::fs::read(&path) {
+                Ok(bytes) => match Annotations::text(&shown, bytes) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        errors.push(e);
+                        continue;
+                    }
+                },
                 Err(e) => {
                     errors.push(Diagnostic::error(format!("cannot read {shown}: {e}")));
                     continue;
@@ -242,9 +248,30 @@ impl Annotations {
         Ok(all)
     }
 
-    /// Parses one file's text; `file` is the name shown in messages.
+    /// Parses one file's text; `file` is the name shown in messages. A leading byte order mark
+    /// (which some Windows editors write) is not part of the YAML.
     pub fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
-        yaml::parse(file, text)
+        yaml::parse(file, text.strip_prefix('\u{feff}').unwrap_or(text))
+    }
+
+    /// An annotation file's bytes as text: YAML is UTF-8, so any other byte sequence is an error
+    /// at the first byte that is not, by byte offset and line:col (`file` is the name shown).
+    pub fn text(file: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
+        String::from_utf8(bytes).map_err(|e| {
+            let bytes = e.as_bytes();
+            let offset = e.utf8_error().valid_up_to();
+            let before = &bytes[..offset];
+            let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            // Columns count characters, as in every other message; the prefix is valid UTF-8.
+            let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+            Diagnostic::error(format!(
+                "{file} is not UTF-8: byte 0x{:02X} at byte offset {offset} does not start a valid character",
+                bytes[offset]
+            ))
+            .at(Loc { file: file.to_string(), line: line as u32, col: col as u32 })
+            .help("annotation files are UTF-8 YAML: save the file as UTF-8")
+        })
     }
 
     /// Adds another file's entries; an interface named in two files is an error.

@@ -207,3 +207,42 @@ fn an_interface_in_two_files_is_an_error() {
     assert!(errors.has_errors());
     assert!(errors.to_string().contains("first written at a.yaml:1:1"), "{errors}");
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_not_part_of_the_yaml() {
+    for text in ["\u{feff}I:\n  M:\n    a: in\n", "\u{feff}---\nI:\n  M:\n    a: in\n...\n"] {
+        let a = Annotations::parse("x.yaml", text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        let i = a.interface("I").unwrap();
+        assert_eq!(i.loc.col, 1);
+        assert_eq!(i.methods[0].params[0].spec, ParamSpec::direction(Direction::In));
+    }
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_the_byte() {
+    let text = |bytes: &[u8]| Annotations::text("x.yaml", bytes.to_vec());
+    assert_eq!(text(b"\xef\xbb\xbfI:\n").unwrap(), "\u{feff}I:\n");
+    // A Latin-1 `\u{e9}` in a comment on line 3, after `    a: in # ` (12 characters; `\u{e8}` is one).
+    let e = text(b"I:\n  M:\n    a: in # \xc3\xa8 \xe9t\xe9\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "error: x.yaml is not UTF-8: byte 0xE9 at byte offset 23 does not start a valid character\n  \
+         --> x.yaml:3:15\n  = help: annotation files are UTF-8 YAML: save the file as UTF-8"
+    );
+}
+
+/// A folder's file with a byte order mark loads; one that is not UTF-8 is an error naming it,
+/// never an empty file.
+#[test]
+fn the_folder_reads_bytes() {
+    let dir = std::env::temp_dir().join(format!("corprof-gen-ann-bytes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), b"\xef\xbb\xbfI:\n  M:\n    a: in\n").unwrap();
+    let a = Annotations::load_dir(&dir, &dir).unwrap();
+    assert!(a.interface("I").is_some());
+    std::fs::write(dir.join("b.yaml"), b"J:\n  N:\n    b: in # \xff\n").unwrap();
+    let e = Annotations::load_dir(&dir, &dir).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(e.items.len(), 1, "{e}");
+    assert!(e.items[0].to_string().starts_with("error: b.yaml is not UTF-8: byte 0xFF at byte offset 20"), "{e}");
+}

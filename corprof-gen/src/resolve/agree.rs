@@ -1,14 +1,17 @@
 //! One annotation against what the header says about the same parameter ([`contract`]): the
 //! direction against MIDL's `[in]`/`[out]` and SAL, counts against SAL's `_In_reads_(n)` /
-//! `_Out_writes_to_(cap, *len)` and `[size_is]`, `string` against `[string]`, and null-ness of
+//! `_Out_writes_to_(cap, *len)` and MIDL's `[size_is(cap)]`/`[length_is(len)]` (from the comment,
+//! or the IDL beside the header when the comment dropped the expression), arrays against
+//! `[size_is]`, `string` against `[string]`, and null-ness of
 //! callback parameters against `_opt_`. A disagreement is an error quoting the header, unless the
 //! entry carries `override: "<reason>"`; then it is a note (`corprof-gen check` lists them all).
 //! A callback parameter that points to const cannot be `out`/`ref`, override or not: the thunk
 //! would not compile.
 
 use crate::annotations::{Direction, ParamAnn};
-use crate::contract::{Count, contract};
+use crate::contract::{Count, contract_with_idl};
 use crate::diag::{Diagnostic, Errors};
+use crate::idl::IdlParam;
 use crate::ir::{CType, Param};
 
 /// Where the parameter sits, for messages.
@@ -16,9 +19,13 @@ pub struct Place<'a> {
     /// `ICorProfilerInfo::GetFunctionInfo`
     pub qualified: &'a str,
     pub is_callback: bool,
+    /// The parameter as the IDL beside the header declares it, when there is one.
+    pub idl: Option<&'a IdlParam>,
 }
 
-pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Errors) {
+/// Checks `pa` against the header; returns whether the header marks the parameter counted
+/// (`[size_is]`, `[length_is]`) without stating by what, so its `len`/`cap` went unchecked.
+pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Errors) -> bool {
     let spec = &pa.spec;
     let at = |msg: String| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(&param.loc);
     // (what the header says, what to write instead)
@@ -35,7 +42,7 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
         }
     }
 
-    let said = contract(param);
+    let said = contract_with_idl(param, place.idl);
     // MIDL first; SAL only when MIDL is silent or agrees (one message per parameter, and none
     // when the const error above already says to write `in`).
     let stated = [&said.midl_dir, &said.sal_dir].into_iter().flatten().find(|d| d.value != spec.dir);
@@ -50,19 +57,19 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
     if !spec.raw {
         match said.count.as_ref().map(|c| (&c.value, &c.quote)) {
             Some((Count::Reads { len }, quote)) if spec.len.as_deref() != Some(len) => disagree.push((
-                format!("has {}, but the header's SAL says `{quote}`", shown("len", &spec.len)),
+                format!("has {}, but {} says `{quote}`", shown("len", &spec.len), said.count_by),
                 format!("write `len: {len}`"),
             )),
             Some((Count::Writes { cap, len }, quote)) => {
                 if spec.cap.as_deref() != Some(cap) {
                     disagree.push((
-                        format!("has {}, but the header's SAL says `{quote}`", shown("cap", &spec.cap)),
+                        format!("has {}, but {} says `{quote}`", shown("cap", &spec.cap), said.count_by),
                         format!("write `cap: {cap}`"),
                     ));
                 }
                 if let Some(len) = len.as_ref().filter(|l| spec.len.as_deref() != Some(l.as_str())) {
                     disagree.push((
-                        format!("has {}, but the header's SAL says `{quote}`", shown("len", &spec.len)),
+                        format!("has {}, but {} says `{quote}`", shown("len", &spec.len), said.count_by),
                         format!("write `len: {len}`"),
                     ));
                 }
@@ -95,6 +102,7 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
         }
     }
 
+    let unstated = said.sized.is_some() && said.count.is_none() && !spec.raw;
     match &spec.override_reason {
         None => {
             for (what, help) in disagree {
@@ -117,6 +125,7 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
             errors.push(d);
         }
     }
+    unstated
 }
 
 fn dir_name(d: Direction) -> &'static str {

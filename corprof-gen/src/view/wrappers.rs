@@ -3,7 +3,9 @@
 
 use super::loc;
 use super::names::{self, ident};
-use crate::classify::call::{IdContract, CallKind, CallReturn, FnContract, classify_call, is_free_threaded, wrapper_name};
+use crate::classify::call::{
+    CallKind, CallReturn, FnContract, IdContract, classify_call, is_free_threaded, wrapper_name,
+};
 use crate::classify::rust_type;
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url};

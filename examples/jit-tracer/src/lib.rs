@@ -136,7 +136,10 @@ impl CorProfilerCallback for Tracer {
     }
 
     fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        let name = self.info()?.get_class_from_object(thrown).and_then(|class| self.class_name(class));
+        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
+        // GC can move `thrown` before this callback returns.
+        let class = unsafe { self.info()?.get_class_from_object(thrown) };
+        let name = class.and_then(|class| self.class_name(class));
         match name {
             Ok(name) => self.line(&format!("EXC {name}")),
             Err(e) => self.line(&format!("# unresolved exception object: {e}")),

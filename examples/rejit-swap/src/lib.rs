@@ -127,7 +127,9 @@ impl Swap {
         for label in &literals {
             body.replace(*label, [Instruction { opcode: OpCode::LDSTR, operand: Operand::Token(text) }])?;
         }
-        rewrite::set_rejit_body(control, &body)?;
+        // SAFETY: the body is the method's own IL with each `ldstr` operand replaced by another
+        // string token of the same module: every instruction keeps its operand types.
+        unsafe { rewrite::set_rejit_body(control, &body)? };
         Ok(literals.len())
     }
 }

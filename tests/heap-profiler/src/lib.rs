@@ -3,9 +3,9 @@
 //! the Handles app, or `nongc`, with the NonGcHeap app); at Shutdown the profiler writes one line
 //! per fact to the file in `CORPROF_HEAP_OUT`.
 
+use corprof::heap::{HeapRange, ObjectHandle};
 use corprof::types::{
-    BOOL, COR_PRF_GC_REASON, COR_PRF_HANDLE_TYPE, COR_PRF_MONITOR, COR_PRF_NONGC_HEAP_RANGE, ClassID, CorOpenFlags,
-    ObjectHandleID, ObjectID, SIZE_T,
+    BOOL, COR_PRF_GC_REASON, COR_PRF_HANDLE_TYPE, COR_PRF_MONITOR, ClassID, CorOpenFlags, ObjectID, SIZE_T,
 };
 use corprof::{CorProfilerCallback, HResult, IUnknown, MetaDataImport, ProfilerInfo, Result};
 use std::collections::HashMap;
@@ -30,9 +30,9 @@ struct State {
     lines: Vec<String>,
     class_names: HashMap<ClassID, Option<String>>,
     /// The handles on the weak, strong and pinned targets, in TARGETS order.
-    handles: [Option<ObjectHandleID>; 3],
+    handles: [Option<ObjectHandle>; 3],
     /// Weak handles on the former strong and pinned targets, once their own handles are destroyed.
-    rewatched: Vec<(&'static str, ObjectHandleID)>,
+    rewatched: Vec<(&'static str, ObjectHandle)>,
     pinned_at: Option<ObjectID>,
     strong_at: Option<ObjectID>,
     induced: bool,
@@ -57,23 +57,29 @@ impl Heap {
         Ok(import.get_type_def_props(c.type_def_token)?.name)
     }
 
-    fn object_class_name(&self, object: ObjectID) -> String {
-        match self.info().and_then(|info| info.get_class_from_object(object)).and_then(|c| self.class_name(c)) {
+    /// # Safety
+    /// `object` must be current: no GC since the runtime handed it out, none during the call.
+    unsafe fn object_class_name(&self, object: ObjectID) -> String {
+        // SAFETY: this function's contract.
+        let class = self.info().and_then(|info| unsafe { info.get_class_from_object(object) });
+        match class.and_then(|c| self.class_name(c)) {
             Ok(name) => name,
             Err(e) => format!("<class unknown: {e}>"),
         }
     }
 
     /// What a handle holds now: `null`, or `alive <class>`.
-    fn holds(&self, handle: ObjectHandleID) -> Result<Option<ObjectID>> {
-        let object = self.info()?.get_object_id_from_handle(handle)?;
-        Ok((!object.is_null()).then_some(object))
+    fn holds(&self, handle: &ObjectHandle) -> Result<Option<ObjectID>> {
+        handle.object()
     }
 
-    fn describe(&self, handle: ObjectHandleID) -> String {
+    /// Called from GarbageCollectionFinished only: the runtime is still suspended for the GC.
+    fn describe(&self, handle: &ObjectHandle) -> String {
         match self.holds(handle) {
             Ok(None) => "null".to_string(),
-            Ok(Some(object)) => format!("alive {}", self.object_class_name(object)),
+            // SAFETY: read from the handle during GarbageCollectionFinished, while the runtime is
+            // suspended for the GC: the object cannot move before the class is read.
+            Ok(Some(object)) => format!("alive {}", unsafe { self.object_class_name(object) }),
             Err(e) => format!("error {e}"),
         }
     }
@@ -87,7 +93,7 @@ impl Heap {
             return;
         }
         let mut parts = Vec::new();
-        for ((name, _), handle) in TARGETS.iter().zip(state.handles) {
+        for ((name, _), handle) in TARGETS.iter().zip(&state.handles) {
             let Some(handle) = handle else { continue };
             let mut part = format!("{name} {}", self.describe(handle));
             // The strong target, allocated among garbage, shows that these GCs do move objects.
@@ -103,7 +109,7 @@ impl Heap {
             parts.push(part);
         }
         for (name, handle) in &state.rewatched {
-            parts.push(format!("former {name} {}", self.describe(*handle)));
+            parts.push(format!("former {name} {}", self.describe(handle)));
         }
         state.lines.push(format!("gc {n}: {}", parts.join(", ")));
 
@@ -115,13 +121,17 @@ impl Heap {
             let mut destroyed = Vec::new();
             for (i, (name, _)) in TARGETS.iter().enumerate() {
                 let Some(handle) = state.handles[i].take() else { continue };
-                let target = self.holds(handle).ok().flatten();
-                match info.destroy_handle(handle) {
+                let target = self.holds(&handle).ok().flatten();
+                match handle.destroy() {
                     Ok(()) => destroyed.push(*name),
                     Err(e) => state.lines.push(format!("destroy {name}: {e}")),
                 }
                 if let (Some(object), true) = (target, *name != "weak") {
-                    match info.create_handle(object, COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_WEAK) {
+                    // SAFETY: read from a handle during this GarbageCollectionFinished, while the
+                    // runtime is still suspended for the GC: `object` is current.
+                    let weak =
+                        unsafe { ObjectHandle::create(info, object, COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_WEAK) };
+                    match weak {
                         Ok(weak) => state.rewatched.push((name, weak)),
                         Err(e) => state.lines.push(format!("rewatch {name}: {e}")),
                     }
@@ -129,13 +139,9 @@ impl Heap {
             }
             state.lines.push(format!("destroyed {}", destroyed.join(", ")));
         } else if n == 5 {
-            let info = match self.info() {
-                Ok(info) => info,
-                Err(_) => return,
-            };
             let mut destroyed = Vec::new();
             for (name, handle) in std::mem::take(&mut state.rewatched) {
-                match info.destroy_handle(handle) {
+                match handle.destroy() {
                     Ok(()) => destroyed.push(format!("former {name}")),
                     Err(e) => state.lines.push(format!("destroy former {name}: {e}")),
                 }
@@ -148,10 +154,10 @@ impl Heap {
     /// non-GC objects, each inside a non-GC range, and what GetObjectGeneration says of one.
     fn check_nongc(&self, state: &mut State) -> Result<()> {
         let info = self.info()?;
-        let ranges = match info.get_non_gc_heap_bounds() {
+        let ranges = match corprof::heap::non_gc_heap_bounds(info) {
             Ok(ranges) => ranges,
             Err(e) => {
-                state.lines.push(format!("get_non_gc_heap_bounds: {e}"));
+                state.lines.push(format!("non_gc_heap_bounds: {e}"));
                 Vec::new()
             }
         };
@@ -163,15 +169,16 @@ impl Heap {
             }
         };
         state.lines.push(format!("non-GC ranges: {}", if ranges.is_empty() { "none" } else { "some" }));
-        let well_formed = ranges.iter().all(|r| !r.rangeStart.is_null() && r.rangeLength <= r.rangeLengthReserved);
+        let well_formed = ranges.iter().all(|r| r.start != 0 && r.length <= r.reserved);
         state.lines.push(format!("ranges well-formed: {well_formed}"));
-        let first_starts_first_range = objects.first().zip(ranges.first()).is_some_and(|(o, r)| *o == r.rangeStart);
+        let first_starts_first_range = objects.first().zip(ranges.first()).is_some_and(|(o, r)| o.as_raw() == r.start);
         state.lines.push(format!("first object starts the first range: {first_starts_first_range}"));
 
         let layout = info.get_string_layout2()?;
         let mut literals = Vec::new();
         for &object in &objects {
-            if self.object_class_name(object) != "System.String" {
+            // SAFETY: a non-GC-heap object never moves or dies.
+            if unsafe { self.object_class_name(object) } != "System.String" {
                 continue;
             }
             // SAFETY: `object` was just enumerated from the runtime's non-GC heap, whose objects
@@ -184,12 +191,15 @@ impl Heap {
         }
         literals.sort();
         for (text, object) in &literals {
-            let frozen = info.is_frozen_object(*object).map_or_else(|e| e.to_string(), |f| f.to_string());
-            let inside = ranges.iter().any(|r| in_range(*object, r));
+            // SAFETY: a non-GC-heap object never moves or dies.
+            let frozen = unsafe { info.is_frozen_object(*object) };
+            let frozen = frozen.map_or_else(|e| e.to_string(), |f| f.to_string());
+            let inside = ranges.iter().any(|r: &HeapRange| r.contains(object.as_raw()));
             state.lines.push(format!("literal {text}: frozen {frozen}, inside a non-GC range {inside}"));
         }
         if let Some((text, object)) = literals.first() {
-            let generation = match info.get_object_generation(*object) {
+            // SAFETY: a non-GC-heap object never moves or dies.
+            let generation = match unsafe { info.get_object_generation(*object) } {
                 Ok(g) => format!("Ok generation {}", g.generation.0),
                 Err(e) => format!("{e}"),
             };
@@ -197,11 +207,6 @@ impl Heap {
         }
         Ok(())
     }
-}
-
-fn in_range(object: ObjectID, range: &COR_PRF_NONGC_HEAP_RANGE) -> bool {
-    let (start, at) = (range.rangeStart.as_raw(), object.as_raw());
-    start <= at && at < start + range.rangeLength
 }
 
 /// The characters of a System.String object.
@@ -254,7 +259,9 @@ impl CorProfilerCallback for Heap {
             _ => COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_PINNED,
         };
         let (label, class) = TARGETS[index];
-        match self.info()?.create_handle(object_id, kind) {
+        // SAFETY: ObjectAllocated runs on the allocating thread in cooperative mode: no GC can move
+        // `object_id` before it returns.
+        match unsafe { ObjectHandle::create(self.info()?, object_id, kind) } {
             Ok(handle) => {
                 state.handles[index] = Some(handle);
                 match label {

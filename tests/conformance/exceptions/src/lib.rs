@@ -29,7 +29,9 @@ impl CorProfilerCallback for Exceptions {
     }
 
     fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        let class = self.rec.info()?.get_class_from_object(thrown)?;
+        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
+        // GC can move `thrown` before this callback returns.
+        let class = unsafe { self.rec.info()?.get_class_from_object(thrown)? };
         let name = self.rec.class_name(class);
         if name.starts_with("ConfExceptions.") {
             self.rec.say(format!("thrown {name}"));

@@ -84,9 +84,10 @@ impl CorProfilerCallback for Gc {
     fn object_references(&self, object: ObjectID, class: ClassID, refs: &[ObjectID]) -> Result<()> {
         if self.rec.class_name(class) == "ConfGc.Marker" {
             let info = self.rec.info()?;
-            let child = refs
-                .iter()
-                .any(|r| info.get_class_from_object(*r).is_ok_and(|c| self.rec.class_name(c) == "ConfGc.Child"));
+            let child = refs.iter().any(|r| {
+                // SAFETY: ObjectReferences runs during the GC that reported `r`, so it is current.
+                unsafe { info.get_class_from_object(*r) }.is_ok_and(|c| self.rec.class_name(c) == "ConfGc.Child")
+            });
             let mut s = self.state();
             s.marker_references_child |= child;
             s.markers.insert(object);
@@ -110,7 +111,7 @@ impl CorProfilerCallback for Gc {
     }
 
     fn garbage_collection_finished(&self) -> Result<()> {
-        let bounds = self.rec.info()?.get_generation_bounds();
+        let bounds = corprof::heap::generation_bounds(self.rec.info()?);
         let mut s = self.state();
         s.nested |= !s.open;
         s.open = false;
@@ -122,9 +123,8 @@ impl CorProfilerCallback for Gc {
             for r in &ranges {
                 let g = r.generation.0;
                 s.generations_seen.insert(g);
-                ok &= (0..=POH).contains(&g) && r.rangeLength <= r.rangeLengthReserved;
-                let start = r.rangeStart.as_raw();
-                spans.push((start, start + r.rangeLength));
+                ok &= (0..=POH).contains(&g) && r.range.length <= r.range.reserved;
+                spans.push((r.range.start, r.range.start + r.range.length));
             }
             spans.sort();
             ok &= spans.windows(2).all(|w| w[0].1 <= w[1].0);
@@ -137,10 +137,13 @@ impl CorProfilerCallback for Gc {
 
     fn object_allocated(&self, object: ObjectID, class: ClassID) -> Result<()> {
         let info = self.rec.info()?;
-        let generation =
-            info.get_object_generation(object).map(|g| g.generation).unwrap_or(COR_PRF_GC_GENERATION(u32::MAX));
+        // SAFETY: ObjectAllocated runs on the allocating thread before it returns to managed code,
+        // so no GC can move `object` during these calls.
+        let (generation, size) = unsafe {
+            let generation = info.get_object_generation(object).map(|g| g.generation);
+            (generation.unwrap_or(COR_PRF_GC_GENERATION(u32::MAX)), info.get_object_size2(object).unwrap_or(0))
+        };
         let name = self.rec.class_name(class);
-        let size = info.get_object_size2(object).unwrap_or(0);
         let mut s = self.state();
         s.allocations += 1;
         match generation.0 {

@@ -26,7 +26,9 @@ impl CorProfilerCallback for Peer {
     }
 
     fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        let class = self.rec.info()?.get_class_from_object(thrown)?;
+        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
+        // GC can move `thrown` before this callback returns.
+        let class = unsafe { self.rec.info()?.get_class_from_object(thrown)? };
         self.rec.say(format!("peer: thrown {}", self.rec.class_name(class)));
         Ok(())
     }
