@@ -162,9 +162,9 @@ impl<'info> Suspension<'info> {
         unsafe { self.info.snapshot(id, context, &mut visit) }
     }
 
-    /// The operating system's ID of `thread` (`ICorProfilerInfo::GetThreadInfo`: the Win32
-    /// thread ID, on Linux the kernel's thread ID); `E_INVALIDARG` if `thread` came from another
-    /// suspension.
+    /// The operating system's ID of `thread` (`ICorProfilerInfo::GetThreadInfo`: its Win32
+    /// thread ID, which the runtime's PAL provides on Linux); `E_INVALIDARG` if `thread` came
+    /// from another suspension.
     pub fn os_thread_id(&self, thread: SuspendedThread<'_>) -> Result<u32> {
         let id = self.alive(thread)?;
         // SAFETY: `id` is alive for the call (`alive`).
