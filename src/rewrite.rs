@@ -54,7 +54,8 @@
 //!     let mut body = MethodBody::new();
 //!     body.push(Instruction::ldc_i4(42));
 //!     body.push(Instruction::simple(OpCode::RET));
-//!     info.set_il_body(module, method, &body)
+//!     // SAFETY: `ldc.i4 42; ret` is a whole body for a method returning `int`.
+//!     unsafe { info.set_il_body(module, method, &body) }
 //! }
 //! ```
 

@@ -54,6 +54,7 @@ use crate::interfaces::ICorProfilerInfo10;
 use crate::stack::{Frame, FrameContext};
 use crate::types::{AppDomainID, ThreadID};
 use crate::{HResult, ProfilerInfo, Result, info::ProfilerThreadEnum};
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::ControlFlow;
@@ -66,6 +67,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// the two race on the runtime's one flag. So a second guard is refused here, before the runtime
 /// is asked.
 static HELD: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Whether this thread holds the [`Suspension`]: the one thread on which a call that makes
+    /// the runtime suspend itself would wait for itself forever.
+    static HELD_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Refuses, with `CORPROF_E_SUSPENSION_IN_PROGRESS`, a call for which the runtime suspends itself
+/// (`force_gc`, `request_rejit`, `request_revert`, …: annotation `wrapper: { suspends: true }`)
+/// when made on the thread that holds a [`Suspension`]: the runtime would wait on that thread
+/// for the suspension to end, and it never would. On other threads such a call just waits until
+/// the runtime resumes. The generated wrappers call it first.
+#[doc(hidden)]
+#[inline]
+pub fn refuse_on_suspending_thread() -> Result<()> {
+    if HELD_HERE.with(Cell::get) { Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS) } else { Ok(()) }
+}
 
 /// The runtime, suspended by this profiler; dropping it resumes the runtime
 /// (`ICorProfilerInfo10::ResumeRuntime`), on every path out of the scope that holds it: a return,
@@ -103,6 +121,7 @@ impl ProfilerInfo {
             HELD.store(false, Ordering::Release);
             return Err(e);
         }
+        HELD_HERE.with(|here| here.set(true));
         Ok(Suspension { info: self, _on_this_thread: PhantomData })
     }
 }
@@ -128,6 +147,7 @@ impl<'info> Suspension<'info> {
             // without running its drop, the drop runs at most once.
             HResult(unsafe { raw.ResumeRuntime() }).ok()
         });
+        HELD_HERE.with(|here| here.set(false));
         HELD.store(false, Ordering::Release);
         resumed
     }

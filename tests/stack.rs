@@ -39,9 +39,11 @@ fn stacks(runtime: &'static str, test: &str, context_size: usize) {
         // The `?` dropped the guard, which resumed the runtime: the next suspension succeeds.
         "early return under suspension: E_FAIL",
         // A second suspension while one is held is refused before the runtime is asked (the
-        // runtime would accept it and hang the app); the Sleeper is among the listed threads.
-        "sleeper suspended: suspend Ok, again CORPROF_E_SUSPENSION_IN_PROGRESS, listed, os id Ok(true), \
-         app domain Ok(true), walk Ok: app frames StacksApp.Program::Sleeper; resume Ok",
+        // runtime would accept it and hang the app), and so is a call for which the runtime would
+        // suspend itself (it would wait on this thread forever); the Sleeper is among the listed threads.
+        "sleeper suspended: suspend Ok, again CORPROF_E_SUSPENSION_IN_PROGRESS, force_gc \
+         CORPROF_E_SUSPENSION_IN_PROGRESS, listed, os id Ok(true), app domain Ok(true), walk Ok: app frames \
+         StacksApp.Program::Sleeper; resume Ok",
     ];
     assert_eq!(text.lines().collect::<Vec<_>>(), expected, "stack-profiler output on CoreCLR {runtime}");
     // The panic went through the panic hook once (re-raised with resume_unwind, which does not

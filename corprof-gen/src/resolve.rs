@@ -32,6 +32,8 @@ pub struct ApiMethod {
     pub s_false: Option<String>,
     /// How the safe wrapper departs from its parameters (annotation `wrapper:`).
     pub wrapper: WrapperRule,
+    /// The runtime suspends itself for the call (annotation `wrapper: { suspends: true }`).
+    pub suspends: bool,
 }
 
 /// What annotation `wrapper:` decided for a method the profiler calls.
@@ -199,7 +201,8 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                 Some((WrapperSpec { unsafe_reason: Some(why), .. }, _)) => WrapperRule::Unsafe(why.clone()),
                 _ => WrapperRule::Generated,
             };
-            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper };
+            let suspends = method_ann.and_then(|ma| ma.wrapper.as_ref()).is_some_and(|(w, _)| w.suspends);
+            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
                 if !consumed.contains(&p.ir.name.as_str()) {
@@ -408,7 +411,12 @@ fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Metho
     } else {
         match (&spec.unsafe_reason, &spec.manual) {
             (Some(_), Some(_)) => Some("says both `unsafe` and `manual`: a hand-written wrapper states its own safety"),
-            (None, None) => Some("says neither `unsafe: \"<requirement>\"` nor `manual: \"<where>\"`"),
+            (None, Some(_)) if spec.suspends => {
+                Some("says both `suspends` and `manual`: a hand-written wrapper refuses on its own")
+            }
+            (None, None) if !spec.suspends => {
+                Some("says none of `unsafe: \"<requirement>\"`, `manual: \"<where>\"`, `suspends: true`")
+            }
             (Some(t), _) | (_, Some(t)) if t.trim().is_empty() => Some("needs its text: the requirement, or where"),
             _ => None,
         }

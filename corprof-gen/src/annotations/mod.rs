@@ -120,7 +120,7 @@ pub struct ReturnSpec {
 }
 
 /// How the safe wrapper of a method the profiler calls departs from what its parameters alone
-/// give, written under the reserved key `wrapper:`. Exactly one of the two fields.
+/// give, written under the reserved key `wrapper:`. `manual` excludes the others.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WrapperSpec {
@@ -133,6 +133,11 @@ pub struct WrapperSpec {
     /// where the text says. The raw interface keeps the method in its slot.
     #[serde(default)]
     pub manual: Option<String>,
+    /// The runtime suspends itself for the call (a GC, a ReJIT): on the thread that holds a
+    /// profiler suspension it would wait for itself forever, so the wrapper refuses there with
+    /// `CORPROF_E_SUSPENSION_IN_PROGRESS` (`corprof::suspend`).
+    #[serde(default)]
+    pub suspends: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

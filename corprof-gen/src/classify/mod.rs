@@ -217,6 +217,7 @@ mod tests {
             ],
             s_false: None,
             wrapper: Default::default(),
+            suspends: false,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         let contracts: Vec<FnContract> = kinds
@@ -245,6 +246,7 @@ mod tests {
             ],
             s_false: None,
             wrapper: Default::default(),
+            suspends: false,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         assert_eq!(
@@ -268,6 +270,7 @@ mod tests {
             ir: Method { name: "M".into(), ret: named("HRESULT"), params: vec![], loc: Loc::default() },
             s_false: None,
             wrapper: Default::default(),
+            suspends: false,
             params: vec![
                 param("hr", named("HRESULT"), None),
                 param("cIds", named("ULONG"), None),

@@ -549,6 +549,9 @@ fn method_view(
             }
         }
     }
+    if m.suspends {
+        l.setup.insert(0, format!("{root}::suspend::refuse_on_suspending_thread()?;"));
+    }
     if let WrapperRule::Unsafe(why) = &m.wrapper {
         l.safety.insert(0, format!("- {}", why.trim()));
     }

@@ -264,6 +264,8 @@ impl Stacks {
             Err(e) => return format!("sleeper suspended: suspend {}", outcome(Err(e))),
         };
         let again = info.suspend_runtime().map(drop);
+        // The runtime suspends itself for a GC: on this thread it would wait for itself.
+        let gc = info.force_gc();
         let threads = match suspension.threads() {
             Ok(threads) => threads.collect::<Vec<_>>(),
             Err(e) => return format!("sleeper suspended: threads {}", outcome(Err(e))),
@@ -284,9 +286,10 @@ impl Stacks {
         let resumed = suspension.resume();
         let app: Vec<String> = self.names(&frames).into_iter().filter(|n| n.starts_with("StacksApp.")).collect();
         format!(
-            "sleeper suspended: suspend Ok, again {}, listed, os id {:?}, app domain {:?}, walk {}: app frames {}; \
-             resume {}",
+            "sleeper suspended: suspend Ok, again {}, force_gc {}, listed, os id {:?}, app domain {:?}, walk {}: app \
+             frames {}; resume {}",
             outcome(again),
+            outcome(gc),
             os_id,
             domain,
             outcome(walked),
