@@ -42,6 +42,7 @@ mod guid;
 pub mod hooks;
 mod hresult;
 pub mod il;
+mod info_gate;
 #[doc(hidden)]
 pub mod params;
 pub mod rewrite;

@@ -3,8 +3,11 @@
 //! enumerations.
 
 use crate::com::{ComPtr, IUnknown, Interface};
+pub use crate::info_gate::Entered;
+use crate::info_gate::Gate;
 use crate::{GUID, HRESULT, HResult, Result};
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 
 /// Types for which all-zero bytes are a valid value: what out values, buffers and enumeration
 /// batches start as before the callee writes them.
@@ -104,15 +107,25 @@ pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
 }
 
 /// The newest interface of a family an object answered, and which version that is.
-#[derive(Clone)]
+///
+/// When the object is the runtime's Info object (the one handed to `Initialize` or
+/// `InitializeForAttach`), it is gated (`crate::info_gate`): once the runtime lets go of the
+/// object, [`enter`](Self::enter) answers `CORPROF_E_PROFILER_DETACHING` instead of letting a
+/// call through, and dropping or cloning leaks the reference instead of calling `Release` or
+/// `AddRef` on a freed object. Other objects (metadata, enumerators, fakes in tests) are not gated.
 pub struct Negotiated {
-    ptr: ComPtr<IUnknown>,
+    /// Released in `drop` unless the gate has closed.
+    ptr: ManuallyDrop<ComPtr<IUnknown>>,
     version: u32,
+    gate: Option<&'static Gate>,
 }
 
 impl Negotiated {
     /// Asks for each IID, newest first; `iids` lists the family oldest first.
     pub fn negotiate(unknown: &IUnknown, iids: &[GUID]) -> Result<Negotiated> {
+        let gate = crate::info_gate::find((unknown as *const IUnknown).cast());
+        // A gate closed already means the object is gone: asking it anything would reach freed memory.
+        let _entered = gate.map(|g| g.enter()).transpose()?;
         for (i, iid) in iids.iter().enumerate().rev() {
             let mut out: *mut c_void = std::ptr::null_mut();
             // SAFETY: `unknown` is a live object; `out` is a valid place for the interface pointer.
@@ -120,7 +133,10 @@ impl Negotiated {
                     // SAFETY: on success `QueryInterface` stored a new reference (or null), released by nothing else.
                 && let Some(ptr) = unsafe { ComPtr::from_raw(out.cast::<IUnknown>()) }
             {
-                return Ok(Negotiated { ptr, version: i as u32 + 1 });
+                // The runtime's Info object answers every version at one address; should an
+                // interface pointer differ from the one handed over, it is found by its own address.
+                let gate = gate.or_else(|| crate::info_gate::find(ptr.as_raw().cast()));
+                return Ok(Negotiated { ptr: ManuallyDrop::new(ptr), version: i as u32 + 1, gate });
             }
         }
         Err(HResult::E_NOINTERFACE)
@@ -128,6 +144,23 @@ impl Negotiated {
 
     pub fn version(&self) -> u32 {
         self.version
+    }
+
+    /// Enters the object's gate for one call: `Err(CORPROF_E_PROFILER_DETACHING)` once the
+    /// runtime has let go of the object (the call must not be made), otherwise a guard to hold
+    /// until the call has returned. `None` inside for an object without a gate. Every generated
+    /// wrapper method starts with this.
+    #[inline(always)]
+    pub fn enter(&self) -> Result<Option<Entered>> {
+        match self.gate {
+            Some(gate) => gate.enter().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether calls through this object are refused (its gate has closed).
+    pub fn is_closed(&self) -> bool {
+        self.gate.is_some_and(Gate::is_closed)
     }
 
     /// The object as interface `I` of family version `version`, if the object has it. Each
@@ -147,6 +180,30 @@ impl Negotiated {
         } else {
             Err(HResult::E_NOINTERFACE)
         }
+    }
+}
+
+impl Clone for Negotiated {
+    fn clone(&self) -> Self {
+        let ptr = match self.enter() {
+            // Open (or ungated): a real `AddRef`, made while the closer waits for it.
+            Ok(_entered) => ComPtr::clone(&self.ptr),
+            // SAFETY: the gate is closed, so this clone's `drop` will not `Release` either: the
+            // pointer is only carried, never given up, and no reference count is touched.
+            Err(_) => unsafe { ComPtr::from_raw(self.ptr.as_raw()).unwrap_unchecked() },
+        };
+        Negotiated { ptr: ManuallyDrop::new(ptr), version: self.version, gate: self.gate }
+    }
+}
+
+impl Drop for Negotiated {
+    fn drop(&mut self) {
+        if let Ok(_entered) = self.enter() {
+            // SAFETY: `ptr` is dropped here once; the object is alive (gate open or absent), and
+            // stays so until `_entered` is dropped after the `Release`.
+            unsafe { ManuallyDrop::drop(&mut self.ptr) };
+        }
+        // Closed: the runtime freed the object; the reference is leaked, not released.
     }
 }
 
