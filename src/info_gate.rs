@@ -36,7 +36,6 @@
 //! the textbook one.
 
 use crate::{HResult, Result};
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
@@ -52,9 +51,15 @@ pub struct Gate {
     object: usize,
     /// The profiler object (`this` of the callback thunks) whose initialize opened the gate.
     profiler: usize,
-    closed: AtomicBool,
+    /// [`CLOSED_BIT`] and [`FENCE_BIT`]: one byte, so that entering loads one location.
+    state: AtomicU8,
     next: *const Gate,
 }
+
+/// Set in [`Gate::state`] once the gate has closed.
+const CLOSED_BIT: u8 = 1;
+/// Set in [`Gate::state`] when entering must fence for itself (no usable membarrier).
+const FENCE_BIT: u8 = 2;
 
 // SAFETY: `next` points to another leaked, immutable-but-atomic `Gate` (or is null), written
 // once before the gate is published; everything else is an integer or an atomic.
@@ -69,12 +74,12 @@ static GATES: AtomicPtr<Gate> = AtomicPtr::new(ptr::null_mut());
 /// initialize. Called before the profiler's `initialize` runs, so every wrapper of `object`
 /// finds it; pins the library and picks the fence strategy on first use.
 pub(crate) fn open(profiler: *const c_void, object: *const c_void) -> &'static Gate {
-    strategy();
+    let heavy = strategy() == FENCE;
     pin_library();
     let gate = Box::leak(Box::new(Gate {
         object: object as usize,
         profiler: profiler as usize,
-        closed: AtomicBool::new(false),
+        state: AtomicU8::new(if heavy { FENCE_BIT } else { 0 }),
         next: ptr::null(),
     }));
     let mut head = GATES.load(Ordering::Acquire);
@@ -105,7 +110,7 @@ fn gates() -> impl Iterator<Item = &'static Gate> {
 pub(crate) fn close_for(profiler: *const c_void) {
     let mut any = false;
     for gate in gates().filter(|g| g.profiler == profiler as usize) {
-        any |= !gate.closed.swap(true, Ordering::SeqCst);
+        any |= gate.state.fetch_or(CLOSED_BIT, Ordering::SeqCst) & CLOSED_BIT == 0;
     }
     if any {
         drain();
@@ -121,14 +126,15 @@ impl Gate {
         let before = slot.count.load(Ordering::Relaxed);
         slot.count.store(before + 1, Ordering::Relaxed);
         // The store above must be ordered before the load below: in program order by this fence,
-        // in the memory system by the closer's membarrier (module docs), or by a real fence when
-        // membarrier is unavailable.
-        if HEAVY.load(Ordering::Relaxed) {
+        // in the memory system by the closer's membarrier (module docs), or, without one, by a
+        // real fence and a second load.
+        compiler_fence(Ordering::SeqCst);
+        let mut state = self.state.load(Ordering::Relaxed);
+        if state & FENCE_BIT != 0 {
             fence(Ordering::SeqCst);
-        } else {
-            compiler_fence(Ordering::SeqCst);
+            state = self.state.load(Ordering::Relaxed);
         }
-        if self.closed.load(Ordering::Relaxed) {
+        if state & CLOSED_BIT != 0 {
             slot.count.store(before, Ordering::Relaxed);
             return Err(CLOSED);
         }
@@ -138,7 +144,7 @@ impl Gate {
     /// Whether the gate is closed (the object is gone or going).
     #[inline]
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & CLOSED_BIT != 0
     }
 }
 
@@ -174,9 +180,6 @@ unsafe impl Sync for Slot {}
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(ptr::null_mut());
 
 thread_local! {
-    /// This thread's slot, null until its first gated call. A `const` initializer without drop
-    /// glue: reading it is one thread-local load, with no lazy-init check.
-    static MINE: Cell<*const Slot> = const { Cell::new(ptr::null()) };
     /// Gives the slot back when the thread ends.
     static RETURN: SlotReturn = const { SlotReturn };
 }
@@ -185,21 +188,93 @@ struct SlotReturn;
 
 impl Drop for SlotReturn {
     fn drop(&mut self) {
-        let _ = MINE.try_with(|m| {
-            // SAFETY: a non-null `MINE` is a leaked slot this thread claimed.
-            if let Some(slot) = unsafe { m.get().as_ref() } {
-                m.set(ptr::null());
-                slot.taken.store(false, Ordering::Release);
-            }
-        });
+        // SAFETY: a non-null slot pointer is a leaked slot this thread claimed.
+        if let Some(slot) = unsafe { mine::get().as_ref() } {
+            mine::set(ptr::null());
+            slot.taken.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// This thread's slot pointer, null until its first gated call.
+///
+/// On x86-64 Linux a thread-local of the initial-exec model, declared in assembly: reading it is
+/// two loads (`%fs:0` and the GOT's offset). Rust's `thread_local!` in a `cdylib` is of the
+/// general-dynamic model, a call to `__tls_get_addr` per access, which alone costs about what
+/// the whole gate may (BENCHMARKS.md §8). The static TLS block the variable takes (8 bytes) comes
+/// from glibc's surplus reserved for libraries loaded with `dlopen`, as the runtime loads a
+/// profiler.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod mine {
+    use super::Slot;
+
+    // Hidden, so that the profiler library does not export it; the name is only corprof's.
+    std::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl corprof_info_gate_slot_v1",
+        ".hidden corprof_info_gate_slot_v1",
+        "corprof_info_gate_slot_v1:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    fn place() -> *mut *const Slot {
+        let p: *mut *const Slot;
+        // SAFETY: `%fs:0` holds the thread pointer (the x86-64 TLS ABI), and the GOT entry the
+        // GOTTPOFF relocation names holds the variable's offset from it, filled by the loader;
+        // the sum is this thread's 8-byte, 8-aligned variable declared above. Reads only.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr fs:[0]",
+                "add {p}, qword ptr [rip + corprof_info_gate_slot_v1@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        p
+    }
+
+    #[inline(always)]
+    pub fn get() -> *const Slot {
+        // SAFETY: `place` is this thread's own variable, live for the thread's life, which no
+        // other thread reads or writes.
+        unsafe { *place() }
+    }
+
+    #[inline(always)]
+    pub fn set(slot: *const Slot) {
+        // SAFETY: as for `get`.
+        unsafe { *place() = slot }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+mod mine {
+    use super::Slot;
+
+    thread_local! {
+        // A `const` initializer without drop glue: no lazy-init check on access.
+        static MINE: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+    }
+
+    #[inline(always)]
+    pub fn get() -> *const Slot {
+        MINE.try_with(Cell::get).unwrap_or(std::ptr::null())
+    }
+
+    #[inline(always)]
+    pub fn set(slot: *const Slot) {
+        let _ = MINE.try_with(|m| m.set(slot));
     }
 }
 
 impl Slot {
     #[inline(always)]
     fn mine() -> &'static Slot {
-        let p = MINE.with(Cell::get);
-        // SAFETY: a non-null `MINE` is a leaked slot this thread claimed and still owns.
+        let p = mine::get();
+        // SAFETY: a non-null slot pointer is a leaked slot this thread claimed and still owns.
         match unsafe { p.as_ref() } {
             Some(slot) => slot,
             None => Slot::claim(),
@@ -210,7 +285,7 @@ impl Slot {
     #[inline(never)]
     fn claim() -> &'static Slot {
         let slot = Slot::free().unwrap_or_else(Slot::push);
-        MINE.with(|m| m.set(slot));
+        mine::set(slot);
         // Touching `RETURN` registers its drop at thread exit. A thread already tearing down its
         // thread-locals cannot register it and keeps the slot for good: a leak of one slot, never
         // a slot shared by two threads.
@@ -246,7 +321,7 @@ impl Slot {
 /// them (module docs).
 fn drain() {
     barrier();
-    let own = MINE.with(Cell::get);
+    let own = mine::get();
     for slot in Slot::all().filter(|s| !ptr::eq(*s, own)) {
         let mut spins = 0u32;
         while slot.count.load(Ordering::Acquire) != 0 {
@@ -262,9 +337,6 @@ fn drain() {
     }
 }
 
-/// Set when entering must fence for itself (no usable membarrier).
-static HEAVY: AtomicBool = AtomicBool::new(false);
-
 /// The closer's barrier, chosen once by [`strategy`].
 static STRATEGY: AtomicU8 = AtomicU8::new(UNSET);
 const UNSET: u8 = 0;
@@ -273,14 +345,13 @@ const GLOBAL: u8 = 2;
 const FENCE: u8 = 3;
 
 /// Picks the barrier before the first gate opens, hence before any gated call: registering for
-/// the expedited command must precede its use, and `HEAVY` must be set before any thread enters.
+/// the expedited command must precede its use, and a gate's `FENCE_BIT` is set when it opens.
 fn strategy() -> u8 {
     let now = STRATEGY.load(Ordering::Acquire);
     if now != UNSET {
         return now;
     }
     let picked = membarrier::pick();
-    HEAVY.store(picked == FENCE, Ordering::SeqCst);
     STRATEGY.store(picked, Ordering::Release);
     picked
 }
@@ -290,16 +361,18 @@ fn barrier() {
     fence(Ordering::SeqCst);
     match strategy() {
         EXPEDITED if membarrier::call(membarrier::PRIVATE_EXPEDITED) => {}
+        // The expedited command failing after registration succeeded is not expected; the
+        // global one orders every thread of the system, which covers ours.
+        EXPEDITED | GLOBAL if membarrier::call(membarrier::GLOBAL) => {}
         EXPEDITED | GLOBAL => {
-            // The expedited command failing after registration succeeded is not expected; the
-            // global one orders every thread of the system, which covers ours.
-            if !membarrier::call(membarrier::GLOBAL) {
-                // Entering does not fence for itself here, and no barrier reached it: the only
-                // safe way on is to make every later entry fence and wait out a scheduler tick,
-                // which this best effort cannot prove. Never seen; say so if it happens.
-                HEAVY.store(true, Ordering::SeqCst);
-                std::thread::sleep(std::time::Duration::from_millis(20));
+            // Both failed after the query said they work: not expected, never seen. Entering
+            // does not fence for itself, and no barrier reached the other threads; the best left
+            // is to make every later entry fence and to give running threads a scheduler tick
+            // (a context switch is a full barrier). Not a proof.
+            for gate in gates() {
+                gate.state.fetch_or(FENCE_BIT, Ordering::SeqCst);
             }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         _ => {}
     }
@@ -496,5 +569,49 @@ mod tests {
         for c in callers {
             c.join().unwrap();
         }
+    }
+
+    /// The gate alone, outside a runtime: ns per enter/leave pair against an empty loop and a
+    /// shared atomic `fetch_add`/`fetch_sub` pair, interleaved rounds. `cargo test --release --lib
+    /// gate_cost -- --ignored --nocapture` (scripts/bench-gate runs it).
+    #[test]
+    #[ignore]
+    fn gate_cost() {
+        use std::hint::black_box;
+        static SHARED: AtomicUsize = AtomicUsize::new(0);
+        const N: u32 = 50_000_000;
+        let gate = new_gate(0x7000);
+        let time = |which: u32| {
+            let start = Instant::now();
+            for i in 0..N {
+                match which {
+                    0 => drop(black_box(black_box(gate).enter())),
+                    1 => {
+                        SHARED.fetch_add(1, Ordering::SeqCst);
+                        black_box(i);
+                        SHARED.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    _ => drop(black_box(i)),
+                }
+            }
+            start.elapsed().as_nanos() as f64 / f64::from(N)
+        };
+        let (mut gated, mut shared, mut empty) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..9 {
+            for k in 0..3 {
+                let t = time((round + k) % 3);
+                [&mut gated, &mut shared, &mut empty][((round + k) % 3) as usize].push(t);
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!(
+            "gate_cost: empty {:.2} ns, gated {:.2} ns, shared {:.2} ns per iteration (medians of 9 rounds of {N})",
+            median(&mut empty),
+            median(&mut gated),
+            median(&mut shared)
+        );
     }
 }

@@ -13,6 +13,13 @@
 //! - `shutdown`: the same loop, until 200 ms after `Shutdown`, which the callback writes. An exit handler waits
 //!   (at most 10 s) for the loop's line, so the process does not end before it is written.
 //!
+//! - `bench`: measures the gate (scripts/bench-gate): `initialize` times `GATEPROF_BENCH_N`
+//!   calls of `get_event_mask` three ways per round, for `GATEPROF_BENCH_ROUNDS` rounds, the order
+//!   rotating from round to round: through the gated wrapper, through the raw interface (no gate,
+//!   the same HRESULT check), and raw between a `fetch_add`/`fetch_sub` pair on one shared atomic
+//!   (the simpler gate design); writes `round <r> gated <ns> ungated <ns> shared <ns>` (ns per
+//!   call), then declines the process.
+//!
 //! `<result>` is `Ok` or the HRESULT's name and code.
 
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
@@ -115,6 +122,11 @@ impl CorProfilerCallback for GateProfiler {
                 exit_waits_for_the_loop();
                 Ok(())
             }
+            "bench" => {
+                bench(&info)?;
+                corprof::set_quiet(true);
+                Err(HResult::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
+            }
             _ => {
                 log("unknown GATEPROF_MODE");
                 Err(HResult::E_INVALIDARG)
@@ -133,6 +145,77 @@ impl CorProfilerCallback for GateProfiler {
         LET_GO.store(true, Ordering::SeqCst);
         Ok(())
     }
+}
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// `get_event_mask` through the raw interface with the wrapper's HRESULT check: the wrapper
+/// without its gate. Not inlined, as the wrapper method is not.
+#[inline(never)]
+fn raw_event_mask(info: &ProfilerInfo) -> Result<u32> {
+    use corprof::Interface;
+    use corprof::interfaces::ICorProfilerInfo;
+    let mut mask = 0u32;
+    let raw = info.get::<ICorProfilerInfo>()?;
+    // The slot itself, as the inlined wrapper calls it (the raw method is a call of its own here).
+    let slot = raw.vtable().GetEventMask;
+    // SAFETY: the Info object is alive (the bench runs inside `initialize`), `raw` is it as an
+    // ICorProfilerInfo, and `mask` is a valid out.
+    let hr = unsafe { slot(raw as *const ICorProfilerInfo as *mut ICorProfilerInfo, &mut mask) };
+    HResult(hr).ok()?;
+    Ok(mask)
+}
+
+/// The `bench` mode (module docs).
+fn bench(info: &ProfilerInfo) -> Result<()> {
+    use std::hint::black_box;
+    use std::sync::atomic::AtomicUsize;
+    static SHARED: AtomicUsize = AtomicUsize::new(0);
+
+    let n = setting("GATEPROF_BENCH_N", 10_000_000);
+    let rounds = setting("GATEPROF_BENCH_ROUNDS", 9);
+    // One loop function per variant, so no variant's loop carries another's code.
+    #[inline(never)]
+    fn gated(info: &ProfilerInfo, n: u64) -> Result<()> {
+        for _ in 0..n {
+            black_box(info.get_event_mask()?);
+        }
+        Ok(())
+    }
+    #[inline(never)]
+    fn ungated(info: &ProfilerInfo, n: u64) -> Result<()> {
+        for _ in 0..n {
+            black_box(raw_event_mask(info)?);
+        }
+        Ok(())
+    }
+    #[inline(never)]
+    fn shared(info: &ProfilerInfo, n: u64) -> Result<()> {
+        for _ in 0..n {
+            SHARED.fetch_add(1, Ordering::SeqCst);
+            let mask = raw_event_mask(info);
+            SHARED.fetch_sub(1, Ordering::SeqCst);
+            black_box(mask?);
+        }
+        Ok(())
+    }
+    let variants: [fn(&ProfilerInfo, u64) -> Result<()>; 3] = [gated, ungated, shared];
+    let time = |which: usize| -> Result<f64> {
+        let start = Instant::now();
+        variants[which](info, n)?;
+        Ok(start.elapsed().as_nanos() as f64 / n as f64)
+    };
+    for round in 0..rounds {
+        let mut ns = [0f64; 3];
+        for k in 0..3 {
+            let which = (round as usize + k) % 3;
+            ns[which] = time(which)?;
+        }
+        log(&format!("round {round} gated {:.3} ungated {:.3} shared {:.3}", ns[0], ns[1], ns[2]));
+    }
+    Ok(())
 }
 
 /// Registers a C exit handler (it runs after the runtime's shutdown, when `exit` is called) that
