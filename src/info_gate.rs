@@ -98,6 +98,13 @@ pub(crate) fn find(object: *const c_void) -> Option<&'static Gate> {
     gates().find(|g| g.object == object as usize)
 }
 
+/// Enters the gate of the object at `object`, if it has one: what `ComPtr` and `IUnknown::query`
+/// do around their calls (`Ok(None)` for every object but the runtime's Info object).
+#[inline]
+pub(crate) fn enter_object(object: *const c_void) -> Result<Option<Entered>> {
+    find(object).map(Gate::enter).transpose()
+}
+
 fn gates() -> impl Iterator<Item = &'static Gate> {
     // SAFETY: every pointer in the list is a leaked `Gate`, published with Release after its
     // `next` was written, and never freed.

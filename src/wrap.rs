@@ -7,7 +7,6 @@ pub use crate::info_gate::Entered;
 use crate::info_gate::Gate;
 use crate::{GUID, HRESULT, HResult, Result};
 use std::ffi::c_void;
-use std::mem::ManuallyDrop;
 
 /// Types for which all-zero bytes are a valid value: what out values, buffers and enumeration
 /// batches start as before the callee writes them.
@@ -112,10 +111,11 @@ pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
 /// `InitializeForAttach`), it is gated (`crate::info_gate`): once the runtime lets go of the
 /// object, [`enter`](Self::enter) answers `CORPROF_E_PROFILER_DETACHING` instead of letting a
 /// call through, and dropping or cloning leaks the reference instead of calling `Release` or
-/// `AddRef` on a freed object. Other objects (metadata, enumerators, fakes in tests) are not gated.
+/// `AddRef` on a freed object (`ComPtr` does that for every pointer to the object). Other objects
+/// (metadata, enumerators, fakes in tests) are not gated.
+#[derive(Clone)]
 pub struct Negotiated {
-    /// Released in `drop` unless the gate has closed.
-    ptr: ManuallyDrop<ComPtr<IUnknown>>,
+    ptr: ComPtr<IUnknown>,
     version: u32,
     gate: Option<&'static Gate>,
 }
@@ -136,7 +136,7 @@ impl Negotiated {
                 // The runtime's Info object answers every version at one address; should an
                 // interface pointer differ from the one handed over, it is found by its own address.
                 let gate = gate.or_else(|| crate::info_gate::find(ptr.as_raw().cast()));
-                return Ok(Negotiated { ptr: ManuallyDrop::new(ptr), version: i as u32 + 1, gate });
+                return Ok(Negotiated { ptr, version: i as u32 + 1, gate });
             }
         }
         Err(HResult::E_NOINTERFACE)
@@ -180,30 +180,6 @@ impl Negotiated {
         } else {
             Err(HResult::E_NOINTERFACE)
         }
-    }
-}
-
-impl Clone for Negotiated {
-    fn clone(&self) -> Self {
-        let ptr = match self.enter() {
-            // Open (or ungated): a real `AddRef`, made while the closer waits for it.
-            Ok(_entered) => ComPtr::clone(&self.ptr),
-            // SAFETY: the gate is closed, so this clone's `drop` will not `Release` either: the
-            // pointer is only carried, never given up, and no reference count is touched.
-            Err(_) => unsafe { ComPtr::from_raw(self.ptr.as_raw()).unwrap_unchecked() },
-        };
-        Negotiated { ptr: ManuallyDrop::new(ptr), version: self.version, gate: self.gate }
-    }
-}
-
-impl Drop for Negotiated {
-    fn drop(&mut self) {
-        if let Ok(_entered) = self.enter() {
-            // SAFETY: `ptr` is dropped here once; the object is alive (gate open or absent), and
-            // stays so until `_entered` is dropped after the `Release`.
-            unsafe { ManuallyDrop::drop(&mut self.ptr) };
-        }
-        // Closed: the runtime freed the object; the reference is leaked, not released.
     }
 }
 

@@ -94,7 +94,12 @@ fn failed_initialize_then_a_late_call(runtime: &'static str) {
     assert_in_order(
         &log,
         &run,
-        &["Initialize fail-init", &format!("late get_event_mask {REFUSED}"), "late thread done"],
+        &[
+            "Initialize fail-init",
+            &format!("late get_event_mask {REFUSED}"),
+            &format!("late query {REFUSED}"),
+            "late thread done",
+        ],
     );
 }
 

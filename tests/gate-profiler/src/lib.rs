@@ -4,7 +4,9 @@
 //! `GATEPROF_MODE`; it writes one line per event to `GATEPROF_LOG`, the moment each happens:
 //!
 //! - `fail-init`: `initialize` starts a thread and fails; 300 ms later the thread calls
-//!   `get_event_mask` and writes `late get_event_mask <result>`, then `late thread done`.
+//!   `get_event_mask` and writes `late get_event_mask <result>`, asks a `ComPtr<ICorProfilerInfo>` of the
+//!   same object for ICorProfilerInfo (`late query <result>`), drops every clone, then writes
+//!   `late thread done`.
 //! - `detach`: `initialize` starts a thread calling `get_event_mask` in a loop and another asking
 //!   the runtime to detach (`RequestProfilerDetach <result>`); the callback writes
 //!   `ProfilerDetachSucceeded`. The loop goes on, whatever each call answers, until 200 ms after
@@ -22,6 +24,7 @@
 //!
 //! `<result>` is `Ok` or the HRESULT's name and code.
 
+use corprof::interfaces::ICorProfilerInfo;
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -100,10 +103,13 @@ impl CorProfilerCallback for GateProfiler {
         match mode.as_str() {
             "fail-init" => {
                 let late = info.clone();
+                // A plain COM pointer to the same object: its query, clone and drop are safe too.
+                let raw = unknown.query::<ICorProfilerInfo>()?;
                 std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(300));
                     log(&format!("late get_event_mask {}", show(&late.get_event_mask())));
-                    drop(late);
+                    log(&format!("late query {}", show(&raw.query::<ICorProfilerInfo>())));
+                    drop((late, raw.clone(), raw));
                     log("late thread done");
                 });
                 Err(HResult::E_FAIL)
