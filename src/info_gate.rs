@@ -14,7 +14,9 @@
 //!   is inside a call through one;
 //!
 //! and gives [`Gate::enter`]: every call through a gated wrapper holds an [`Entered`] for its
-//! duration, or gets [`CLOSED`] without touching the object.
+//! duration, or gets [`CLOSED`] without touching the object; [`enter_object`] does the same by
+//! address for `ComPtr`'s `AddRef`/`Release` and `IUnknown::query`, which leak or refuse once
+//! the gate is closed.
 //!
 //! # How a call and a close agree, without a lock
 //!
@@ -61,8 +63,8 @@ const CLOSED_BIT: u8 = 1;
 /// Set in [`Gate::state`] when entering must fence for itself (no usable membarrier).
 const FENCE_BIT: u8 = 2;
 
-// SAFETY: `next` points to another leaked, immutable-but-atomic `Gate` (or is null), written
-// once before the gate is published; everything else is an integer or an atomic.
+// SAFETY: `next` is null or another leaked `Gate`, written once before this gate is published
+// and never again; everything else is a plain integer or an atomic.
 unsafe impl Sync for Gate {}
 // SAFETY: as for `Sync`.
 unsafe impl Send for Gate {}
