@@ -418,6 +418,48 @@ mod tests {
         assert_eq!(calls, MAX_CALLS);
     }
 
+    /// A bare COM object answering IUnknown only, for the gate tests.
+    struct Bare;
+    // SAFETY: `VTBL` is IUnknown's three slots built for `Bare`, installed only by `ComObject::create`.
+    unsafe impl crate::com::ComClass for Bare {
+        type Value = ();
+        type Vtbl = crate::com::IUnknown_Vtbl;
+        // SAFETY: this is `Bare::VTBL`, installed only in `ComObject::<Bare>` objects.
+        const VTBL: &'static crate::com::IUnknown_Vtbl = &unsafe { crate::com::IUnknown_Vtbl::new::<Bare>() };
+        const IIDS: &'static [GUID] = &[];
+    }
+
+    #[test]
+    fn a_closed_gate_refuses_calls_and_leaks_instead_of_release_and_add_ref() {
+        use crate::com::ComObject;
+        let object = ComObject::<Bare>::create(());
+        let profiler = 0x5150 as *const c_void;
+        crate::info_gate::open(profiler, object.cast());
+        // SAFETY: `object` is live, and holds the reference `create` gave this test.
+        let unknown = unsafe { &*object };
+        let refs = || {
+            // SAFETY: the test keeps its own reference, so the object stays alive.
+            unsafe { ComObject::<Bare>::ref_count(object.cast()) }
+        };
+        let gated = Negotiated::negotiate(unknown, &[IUnknown::IID]).unwrap();
+        let other = ComPtr::from_ref(unknown);
+        assert!(gated.enter().unwrap().is_some(), "the object handed to initialize is gated");
+        assert_eq!(refs(), 3);
+        drop(gated.clone());
+        assert_eq!(refs(), 3, "open: clone and drop balance");
+
+        crate::info_gate::close_for(profiler);
+        assert_eq!(gated.enter().err(), Some(crate::info_gate::CLOSED));
+        assert!(gated.is_closed());
+        assert_eq!(unknown.query::<IUnknown>().err(), Some(crate::info_gate::CLOSED));
+        assert_eq!(Negotiated::negotiate(unknown, &[IUnknown::IID]).err(), Some(crate::info_gate::CLOSED));
+        let clones = (gated.clone(), other.clone());
+        drop((gated, other, clones));
+        assert_eq!(refs(), 3, "closed: no AddRef, no Release reached the object");
+        // The test's own reference: leaked too (the gate stays closed for this address), as a
+        // freed runtime object is.
+    }
+
     #[test]
     fn buffers_ask_then_fill_and_strip_nuls() {
         let mut b = Buffer::<u16>::new();
