@@ -553,7 +553,20 @@ mod tests {
 
     #[test]
     fn many_threads_racing_a_close_are_all_out_when_it_returns() {
-        let gate = new_gate(0x6000);
+        racing_a_close(0x6000, false);
+    }
+
+    /// The same with entering fencing for itself, as where membarrier is unavailable.
+    #[test]
+    fn the_fence_fallback_holds_too() {
+        racing_a_close(0x8000, true);
+    }
+
+    fn racing_a_close(profiler: usize, fence_bit: bool) {
+        let gate = new_gate(profiler);
+        if fence_bit {
+            gate.state.fetch_or(FENCE_BIT, Ordering::SeqCst);
+        }
         let inside = Arc::new(AtomicU32::new(0));
         let callers: Vec<_> = (0..4)
             .map(|_| {
@@ -571,7 +584,7 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(50));
-        close_for(0x6000 as *const c_void);
+        close_for(profiler as *const c_void);
         assert_eq!(inside.load(Ordering::SeqCst), 0, "a call was in flight when close returned");
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(inside.load(Ordering::SeqCst), 0, "a call entered after close returned");
