@@ -107,7 +107,11 @@ impl IUnknown {
     }
 
     /// Asks the object for interface `T`: `Ok` holds a new reference, released on drop.
+    ///
+    /// On the runtime's Info object once the runtime has let go of it (see
+    /// [`ProfilerInfo`](crate::ProfilerInfo)): `Err(CORPROF_E_PROFILER_DETACHING)`, without a call.
     pub fn query<T: Interface>(&self) -> Result<ComPtr<T>> {
+        let _entered = crate::info_gate::enter_object(self.this().cast())?;
         let mut out: *mut c_void = std::ptr::null_mut();
         // SAFETY: `out` is a valid place for the interface pointer.
         let hr = HResult(unsafe { self.QueryInterface(&T::IID, &mut out) });
@@ -149,9 +153,18 @@ impl<T: Interface> ComPtr<T> {
     pub fn from_ref(r: &T) -> Self {
         // SAFETY: a reference is non-null; the `AddRef` below makes the reference we own.
         let p = unsafe { ComPtr::from_raw(r as *const T as *mut T).unwrap_unchecked() };
-        // SAFETY: `r` is a live COM object (see above); the matching Release is in `drop`.
-        unsafe { p.unknown().AddRef() };
+        p.add_ref();
         p
+    }
+
+    /// `AddRef` for a new owner, unless the object is the runtime's Info object and the runtime
+    /// has let go of it: then the count is left alone, and [`Drop`] will not `Release` either.
+    fn add_ref(&self) {
+        if let Ok(_entered) = crate::info_gate::enter_object(self.ptr.as_ptr().cast()) {
+            // SAFETY: the object is live (a `ComPtr` or a reference to it exists, and its gate,
+            // if any, is open and entered until this returns); the matching Release is in `drop`.
+            unsafe { self.unknown().AddRef() };
+        }
     }
 
     pub fn as_raw(&self) -> *mut T {
@@ -186,16 +199,20 @@ impl<T: Interface> std::ops::Deref for ComPtr<T> {
 
 impl<T: Interface> Clone for ComPtr<T> {
     fn clone(&self) -> Self {
-        // SAFETY: the clone owns the new reference this `AddRef` takes.
-        unsafe { self.unknown().AddRef() };
+        self.add_ref();
         ComPtr { ptr: self.ptr, _owns: PhantomData }
     }
 }
 
 impl<T: Interface> Drop for ComPtr<T> {
+    /// Releases the reference; on the runtime's Info object once the runtime has let go of it
+    /// (and freed it), leaks it instead.
     fn drop(&mut self) {
-        // SAFETY: `self` owns one reference, given up here once.
-        unsafe { self.unknown().Release() };
+        if let Ok(_entered) = crate::info_gate::enter_object(self.ptr.as_ptr().cast()) {
+            // SAFETY: `self` owns one reference, given up here once; the object is live (its
+            // gate, if any, is open and entered until after the call).
+            unsafe { self.unknown().Release() };
+        }
     }
 }
 

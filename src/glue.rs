@@ -15,6 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// panic happens (unwinding tables only). A failed `Initialize` or `InitializeForAttach` is
 /// reported too (`report_initialize_failure`).
 ///
+/// After `Shutdown` and `ProfilerDetachSucceeded` return, the profiler's Info gates close
+/// (`info_gate::close_for`): the runtime lets go of its Info object then, so every wrapper of
+/// it answers `CORPROF_E_PROFILER_DETACHING` from now on, and calls in flight on other threads
+/// finish before the thunk returns to the runtime.
+///
 /// # Safety
 /// `this` must be a live `ComObject<C>`.
 #[inline(always)]
@@ -25,19 +30,44 @@ pub unsafe fn dispatch<C: ComClass>(
 ) -> HRESULT {
     // SAFETY: the caller guarantees `this` is a live `ComObject<C>`.
     let value = unsafe { ComObject::<C>::value(this) };
-    match catch_unwind(AssertUnwindSafe(|| body(value))) {
+    let hr = match catch_unwind(AssertUnwindSafe(|| body(value))) {
         Ok(Ok(())) => HResult::S_OK.0,
-        Ok(Err(e)) => failed(name, e),
-        Err(payload) => failed(name, report_panic(name, payload)),
+        Ok(Err(e)) => failed(this, name, e),
+        Err(payload) => failed(this, name, report_panic(name, payload)),
+    };
+    // `name` is a constant in each thunk: every other thunk folds this away.
+    if name == "Shutdown" || name == "ProfilerDetachSucceeded" {
+        crate::info_gate::close_for(this);
     }
+    hr
+}
+
+/// [`dispatch`] for `Initialize` and `InitializeForAttach`: opens a gate for `info`, the Info
+/// object the runtime hands over, before the body runs (every wrapper negotiated over `info`
+/// is gated by it; `crate::info_gate`), and closes it again if the initialize fails.
+///
+/// # Safety
+/// As for [`dispatch`]; `info` is the Info object argument of the call.
+#[inline(always)]
+pub unsafe fn dispatch_initialize<C: ComClass>(
+    this: *mut c_void,
+    name: &'static str,
+    info: *mut c_void,
+    body: impl FnOnce(&C::Value) -> Result<()>,
+) -> HRESULT {
+    crate::info_gate::open(this, info);
+    // SAFETY: the caller's contract, passed on.
+    unsafe { dispatch::<C>(this, name, body) }
 }
 
 /// The error path of [`dispatch`]. Inlined so that `name`, a constant in each thunk, folds the
-/// comparison away: only the two initialize thunks keep a call to the report.
+/// comparison away: only the two initialize thunks keep a call to the report and the close.
 #[inline(always)]
-fn failed(name: &str, hr: HResult) -> HRESULT {
+fn failed(this: *mut c_void, name: &str, hr: HResult) -> HRESULT {
     if !hr.is_ok() && (name == "Initialize" || name == "InitializeForAttach") {
         report_initialize_failure(name, hr);
+        // The runtime deletes its Info object and unloads the profiler once this returns.
+        crate::info_gate::close_for(this);
     }
     hr.0
 }

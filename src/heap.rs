@@ -47,6 +47,8 @@ pub struct GenerationRange {
 /// (`GarbageCollectionFinished`, say); elsewhere the ranges may already have changed when you read
 /// them (harmless here: they are only numbers).
 pub fn generation_bounds(info: &ProfilerInfo) -> Result<Vec<GenerationRange>> {
+    // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+    let _entered = info.negotiated().enter()?;
     let raw = info.get::<crate::interfaces::ICorProfilerInfo2>()?;
     let mut ranges: Vec<COR_PRF_GC_GENERATION_RANGE> = Vec::new();
     // Ask for the count, then fill; the heap can grow a range between the two calls, so ask again
@@ -86,6 +88,8 @@ mod non_gc {
     /// (CoreCLR 8+): the ranges of the non-GC (frozen) heap, where the runtime puts objects that
     /// never move or die (string literals, `typeof` objects). `Err(E_NOINTERFACE)` before .NET 8.
     pub fn non_gc_heap_bounds(info: &ProfilerInfo) -> Result<Vec<HeapRange>> {
+        // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+        let _entered = info.negotiated().enter()?;
         let raw = info.get::<crate::interfaces::ICorProfilerInfo14>()?;
         let mut ranges: Vec<COR_PRF_NONGC_HEAP_RANGE> = Vec::new();
         // The runtime writes min(capacity, segments) ranges and the number of segments, which
@@ -146,6 +150,8 @@ mod handles {
         /// until the next GC. That holds inside the callback that gave it (on a managed thread),
         /// under a runtime suspension the profiler holds, and always for a non-GC-heap object.
         pub unsafe fn create(info: &ProfilerInfo, object: ObjectID, kind: COR_PRF_HANDLE_TYPE) -> Result<ObjectHandle> {
+            // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+            let _entered = info.negotiated().enter()?;
             let raw_info = info.get::<ICorProfilerInfo13>()?;
             let mut raw = ObjectHandleID::NULL;
             // SAFETY: the caller vouches that `object` is current; `raw` is a valid place for the
@@ -161,6 +167,7 @@ mod handles {
         /// the object the handle refers to now, or `None` once a weak handle's object has died.
         /// The ID is current until the next GC (see [`ObjectID`]'s rules in the README).
         pub fn object(&self) -> Result<Option<ObjectID>> {
+            let _entered = self.info.negotiated().enter()?;
             let raw_info = self.info.get::<ICorProfilerInfo13>()?;
             let mut object = ObjectID::NULL;
             // SAFETY: `self.raw` is a handle this value created and has not destroyed (it owns
@@ -187,6 +194,7 @@ mod handles {
             if raw.is_null() {
                 return Ok(());
             }
+            let _entered = self.info.negotiated().enter()?;
             let raw_info = self.info.get::<ICorProfilerInfo13>()?;
             // SAFETY: `raw` was created by this value and is destroyed here exactly once (it was
             // replaced by null above); `raw_info` is this object's Info13.

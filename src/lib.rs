@@ -43,6 +43,7 @@ pub mod heap;
 pub mod hooks;
 mod hresult;
 pub mod il;
+mod info_gate;
 #[doc(hidden)]
 pub mod params;
 pub mod rewrite;

@@ -109,6 +109,8 @@ impl ProfilerInfo {
     /// errors are the runtime's: `E_NOINTERFACE` before CoreCLR 3.0 (no `ICorProfilerInfo10`),
     /// `CORPROF_E_RUNTIME_UNINITIALIZED` before the runtime has started.
     pub fn suspend_runtime(&self) -> Result<Suspension<'_>> {
+        // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+        let _entered = self.negotiated().enter()?;
         let raw = self.get::<ICorProfilerInfo10>()?;
         if HELD.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS);
@@ -141,12 +143,16 @@ impl<'info> Suspension<'info> {
 
     /// The call behind [`resume`](Suspension::resume) and the drop.
     fn resume_runtime(&self) -> Result<()> {
-        let resumed = self.info.get::<ICorProfilerInfo10>().and_then(|raw| {
+        let resume = || {
+            // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+            let _entered = self.info.negotiated().enter()?;
+            let raw = self.info.get::<ICorProfilerInfo10>()?;
             // SAFETY: this guard holds the suspension its SuspendRuntime started, on this thread
             // (the guard cannot leave it), and resumes it once: `resume` consumes the guard
             // without running its drop, the drop runs at most once.
             HResult(unsafe { raw.ResumeRuntime() }).ok()
-        });
+        };
+        let resumed = resume();
         HELD_HERE.with(|here| here.set(false));
         HELD.store(false, Ordering::Release);
         resumed

@@ -3,6 +3,8 @@
 //! enumerations.
 
 use crate::com::{ComPtr, IUnknown, Interface};
+pub use crate::info_gate::Entered;
+use crate::info_gate::Gate;
 use crate::{GUID, HRESULT, HResult, Result};
 use std::ffi::c_void;
 
@@ -104,15 +106,26 @@ pub unsafe fn wrap_out<W: Wrapper>(raw: *mut IUnknown) -> Result<W> {
 }
 
 /// The newest interface of a family an object answered, and which version that is.
+///
+/// When the object is the runtime's Info object (the one handed to `Initialize` or
+/// `InitializeForAttach`), it is gated (`crate::info_gate`): once the runtime lets go of the
+/// object, [`enter`](Self::enter) answers `CORPROF_E_PROFILER_DETACHING` instead of letting a
+/// call through, and dropping or cloning leaks the reference instead of calling `Release` or
+/// `AddRef` on a freed object (`ComPtr` does that for every pointer to the object). Other objects
+/// (metadata, enumerators, fakes in tests) are not gated.
 #[derive(Clone)]
 pub struct Negotiated {
     ptr: ComPtr<IUnknown>,
     version: u32,
+    gate: Option<&'static Gate>,
 }
 
 impl Negotiated {
     /// Asks for each IID, newest first; `iids` lists the family oldest first.
     pub fn negotiate(unknown: &IUnknown, iids: &[GUID]) -> Result<Negotiated> {
+        let gate = crate::info_gate::find((unknown as *const IUnknown).cast());
+        // A gate closed already means the object is gone: asking it anything would reach freed memory.
+        let _entered = gate.map(|g| g.enter()).transpose()?;
         for (i, iid) in iids.iter().enumerate().rev() {
             let mut out: *mut c_void = std::ptr::null_mut();
             // SAFETY: `unknown` is a live object; `out` is a valid place for the interface pointer.
@@ -120,7 +133,10 @@ impl Negotiated {
                     // SAFETY: on success `QueryInterface` stored a new reference (or null), released by nothing else.
                 && let Some(ptr) = unsafe { ComPtr::from_raw(out.cast::<IUnknown>()) }
             {
-                return Ok(Negotiated { ptr, version: i as u32 + 1 });
+                // The runtime's Info object answers every version at one address; should an
+                // interface pointer differ from the one handed over, it is found by its own address.
+                let gate = gate.or_else(|| crate::info_gate::find(ptr.as_raw().cast()));
+                return Ok(Negotiated { ptr, version: i as u32 + 1, gate });
             }
         }
         Err(HResult::E_NOINTERFACE)
@@ -128,6 +144,23 @@ impl Negotiated {
 
     pub fn version(&self) -> u32 {
         self.version
+    }
+
+    /// Enters the object's gate for one call: `Err(CORPROF_E_PROFILER_DETACHING)` once the
+    /// runtime has let go of the object (the call must not be made), otherwise a guard to hold
+    /// until the call has returned. `None` inside for an object without a gate. Every generated
+    /// wrapper method starts with this.
+    #[inline(always)]
+    pub fn enter(&self) -> Result<Option<Entered>> {
+        match self.gate {
+            Some(gate) => gate.enter().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether calls through this object are refused (its gate has closed).
+    pub fn is_closed(&self) -> bool {
+        self.gate.is_some_and(Gate::is_closed)
     }
 
     /// The object as interface `I` of family version `version`, if the object has it. Each
@@ -383,6 +416,48 @@ mod tests {
             ((), [a.cap() + 1, 0])
         });
         assert_eq!(calls, MAX_CALLS);
+    }
+
+    /// A bare COM object answering IUnknown only, for the gate tests.
+    struct Bare;
+    // SAFETY: `VTBL` is IUnknown's three slots built for `Bare`, installed only by `ComObject::create`.
+    unsafe impl crate::com::ComClass for Bare {
+        type Value = ();
+        type Vtbl = crate::com::IUnknown_Vtbl;
+        // SAFETY: this is `Bare::VTBL`, installed only in `ComObject::<Bare>` objects.
+        const VTBL: &'static crate::com::IUnknown_Vtbl = &unsafe { crate::com::IUnknown_Vtbl::new::<Bare>() };
+        const IIDS: &'static [GUID] = &[];
+    }
+
+    #[test]
+    fn a_closed_gate_refuses_calls_and_leaks_instead_of_release_and_add_ref() {
+        use crate::com::ComObject;
+        let object = ComObject::<Bare>::create(());
+        let profiler = 0x5150 as *const c_void;
+        crate::info_gate::open(profiler, object.cast());
+        // SAFETY: `object` is live, and holds the reference `create` gave this test.
+        let unknown = unsafe { &*object };
+        let refs = || {
+            // SAFETY: the test keeps its own reference, so the object stays alive.
+            unsafe { ComObject::<Bare>::ref_count(object.cast()) }
+        };
+        let gated = Negotiated::negotiate(unknown, &[IUnknown::IID]).unwrap();
+        let other = ComPtr::from_ref(unknown);
+        assert!(gated.enter().unwrap().is_some(), "the object handed to initialize is gated");
+        assert_eq!(refs(), 3);
+        drop(gated.clone());
+        assert_eq!(refs(), 3, "open: clone and drop balance");
+
+        crate::info_gate::close_for(profiler);
+        assert_eq!(gated.enter().err(), Some(crate::info_gate::CLOSED));
+        assert!(gated.is_closed());
+        assert_eq!(unknown.query::<IUnknown>().err(), Some(crate::info_gate::CLOSED));
+        assert_eq!(Negotiated::negotiate(unknown, &[IUnknown::IID]).err(), Some(crate::info_gate::CLOSED));
+        let clones = (gated.clone(), other.clone());
+        drop((gated, other, clones));
+        assert_eq!(refs(), 3, "closed: no AddRef, no Release reached the object");
+        // The test's own reference: leaked too (the gate stays closed for this address), as a
+        // freed runtime object is.
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use crate::classify::call::is_free_threaded;
 use crate::classify::{ParamKind, classify_method, rust_type};
 use crate::diag::Errors;
-use crate::ir::Loc;
-use crate::resolve::{Api, ApiInterface, doc_url, version_from_name};
+use crate::ir::{CType, Loc};
+use crate::resolve::{Api, ApiInterface, ApiMethod, doc_url, version_from_name};
 use askama::Template;
 
 pub mod names;
@@ -96,6 +96,9 @@ pub struct CallbackMethodView {
     pub thunk_params: String,
     /// `root::params::raw::in_slice(a, n), …`
     pub call_args: String,
+    /// For `Initialize`/`InitializeForAttach`, the thunk parameter holding the runtime's Info
+    /// object (the first interface parameter), whose gate the thunk opens; empty otherwise.
+    pub info_arg: String,
 }
 
 pub struct VtblCtorView {
@@ -243,6 +246,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 thunk: thunk.clone(),
                 thunk_params: thunk_params.join(", "),
                 call_args: call_args.join(", "),
+                info_arg: info_arg(m),
             });
             slots.push(SlotView { name: m.ir.name.clone(), thunk });
         }
@@ -268,6 +272,16 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
+/// The Info object parameter of an initialize callback (see `CallbackMethodView::info_arg`).
+fn info_arg(m: &ApiMethod) -> String {
+    if !matches!(m.ir.name.as_str(), "Initialize" | "InitializeForAttach") {
+        return String::new();
+    }
+    let is_interface =
+        |ty: &CType| matches!(ty, CType::Pointer { pointee, .. } if matches!(**pointee, CType::Interface(_)));
+    m.params.iter().find(|p| is_interface(&p.ir.ty)).map(|p| ident(&p.ir.name)).unwrap_or_default()
+}
+
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
     let conv = format!("{root}::params::raw");
     Some(match kind {
