@@ -7,6 +7,7 @@ use crate::types::{
     EVENTPIPE_PROVIDER, EVENTPIPE_SESSION, WCHAR,
 };
 use crate::{GUID, HResult, ProfilerInfo, Result};
+use std::sync::Arc;
 
 /// An event level: events above a session's level for their provider are not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -189,7 +190,7 @@ impl EventDefinition {
     }
 
     /// The same, with one more field.
-    pub fn field(mut self, name: impl Into<String>, ty: FieldType) -> Self {
+    pub fn field(mut self, name: impl Into<Arc<str>>, ty: FieldType) -> Self {
         self.fields.push(Field::new(name, ty));
         self
     }

@@ -79,11 +79,19 @@ pub enum SigErrorKind {
     ValueTooLarge(u64),
     /// Counts disagree (e.g. an array shape with more sizes than its rank).
     Inconsistent(&'static str),
+    /// A generic-parameter count above [`MAX_GENERIC_PARAMS`], more than metadata can number.
+    TooManyGenericParams(u32),
 }
 
 /// The deepest nesting of types [`decode`](Type::decode) follows; a blob nesting deeper is
 /// refused rather than risking the stack.
 pub const MAX_DEPTH: usize = 64;
+
+/// The most generic parameters a method signature may declare. Metadata numbers a generic
+/// parameter with two bytes (ECMA-335 II.22.20, `GenericParam.Number`), so no method has more than
+/// 2^16; a larger count in a blob is malformed, and refused before the formatter would print that
+/// many names.
+pub const MAX_GENERIC_PARAMS: u32 = 1 << 16;
 
 impl fmt::Display for SigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -100,6 +108,9 @@ impl fmt::Display for SigError {
             SigErrorKind::TrailingBytes => f.write_str("bytes after the end of the signature"),
             SigErrorKind::ValueTooLarge(v) => write!(f, "value {v} too large to encode"),
             SigErrorKind::Inconsistent(what) => write!(f, "inconsistent signature: {what}"),
+            SigErrorKind::TooManyGenericParams(n) => {
+                write!(f, "{n} generic parameters, more than metadata can number ({MAX_GENERIC_PARAMS})")
+            }
         }
     }
 }
