@@ -50,7 +50,10 @@ mod format;
 #[cfg(corprof_eventpipe)]
 mod runtime;
 
-pub use format::{BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload, Value};
+pub use format::{
+    BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload,
+    Value,
+};
 #[cfg(corprof_eventpipe)]
 pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};
 
