@@ -24,7 +24,7 @@ impl NameResolver for Suffixes<'_> {
             return None;
         }
         // Some nested (in the type one row up), some generic (arity from the row).
-        let enclosing = (rid % 3 == 0 && rid > 1).then(|| Token::new(token.table(), rid - 1));
+        let enclosing = (rid.is_multiple_of(3) && rid > 1).then(|| Token::new(token.table(), rid - 1));
         Some(TypeName { namespace: format!("N{}", token.table()), name: format!("T{rid}`{}", rid % 4), enclosing })
     }
 
