@@ -19,6 +19,14 @@
 //! Type tokens stay tokens ([`Token`]); [`mod@format`] prints types and methods the way people read
 //! them, asking a [`NameResolver`] for the names behind the tokens (`MetaDataImport` is one).
 //!
+//! Blobs come from a module's metadata, which a malformed (or hostile) module controls, so both
+//! sides are bounded. Decoding checks every count against the bytes left and reserves nothing
+//! ahead of what it reads: at its peak it holds under 3 × `size_of::<Type>()` + 8 bytes per blob
+//! byte (200 on 64-bit targets), nesting at most [`MAX_DEPTH`] deep, and a method declares at
+//! most [`MAX_GENERIC_PARAMS`] generic parameters. Printing stops at
+//! [`format::MAX_FORMATTED_LEN`] bytes of text, however the type specifications behind the tokens
+//! refer to each other.
+//!
 //! ```
 //! use corprof::sig::{MethodSig, Type};
 //! // instance string M(int32[], !!0)
