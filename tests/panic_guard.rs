@@ -418,8 +418,9 @@ fn a_panicking_before_callback_is_e_fail() {
 }
 
 /// A profiler whose callbacks panic with payloads that are hard to report: a chain of payloads
-/// each panicking when dropped (`ExceptionThrown`), and messages with line breaks and escape
-/// sequences that would forge report lines if written raw (`Shutdown`, `ThreadCreated`).
+/// each panicking when dropped (`ExceptionThrown`: three links; `ThreadDestroyed`: endless), and
+/// messages with line breaks and escape sequences that would forge report lines if written raw
+/// (`Shutdown`, `ThreadCreated`).
 struct HostilePayloads;
 
 /// What `Shutdown` panics with: a newline, then a forged report.
@@ -432,6 +433,10 @@ impl CorProfilerCallback for HostilePayloads {
 
     fn shutdown(&self) -> corprof::Result<()> {
         panic!("{FORGED}");
+    }
+
+    fn thread_destroyed(&self, _thread: ThreadID) -> corprof::Result<()> {
+        std::panic::panic_any(Chain(u32::MAX));
     }
 
     fn thread_created(&self, _thread: ThreadID) -> corprof::Result<()> {
@@ -457,6 +462,27 @@ fn a_payload_chain_from_a_callback_is_dropped_link_by_link() {
     assert_passed(&out);
     let line = "corprof: callback ExceptionThrown panicked: (non-string panic payload); returned E_FAIL to the runtime";
     assert_eq!(corprof_lines(&out), [line, line], "{}", describe(&out));
+}
+
+/// A chain that would go on for four billion drops is cut: after 16 drops the payload in hand is
+/// leaked, and the callback returns.
+#[test]
+fn an_endless_payload_chain_is_cut_and_leaked() {
+    let Some(out) = in_child("an_endless_payload_chain_is_cut_and_leaked", &[]) else {
+        std::panic::set_hook(Box::new(|_| {}));
+        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        // SAFETY: `p` is a live profiler object; the reference is given up at the end.
+        unsafe {
+            let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
+            assert_eq!(HResult((v.ThreadDestroyed)(p.cast(), ThreadID::NULL)), HResult::E_FAIL);
+            assert_eq!(CHAIN_DROPS.load(Ordering::SeqCst), 16, "16 drops, then the rest leaked");
+            assert_eq!(release(p), 0);
+        }
+        return;
+    };
+    assert_passed(&out);
+    let line = "corprof: callback ThreadDestroyed panicked: (non-string panic payload); returned E_FAIL to the runtime";
+    assert_eq!(corprof_lines(&out), [line], "{}", describe(&out));
 }
 
 #[test]
