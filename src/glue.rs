@@ -92,7 +92,8 @@ fn report_panic(name: &str, payload: Box<dyn Any + Send>) -> HResult {
 }
 
 /// Logs a caught panic as one line, `corprof: <what> panicked: <message>; <then>`, and drops its
-/// payload without letting a second panic (from the payload's own `Drop`) escape.
+/// payload without letting a further panic (from the payload's own `Drop`) escape
+/// ([`drop_payload`]).
 #[cold]
 #[inline(never)]
 pub(crate) fn log_panic(what: &dyn std::fmt::Display, payload: Box<dyn Any + Send>, then: &str) {
@@ -102,7 +103,29 @@ pub(crate) fn log_panic(what: &dyn std::fmt::Display, payload: Box<dyn Any + Sen
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(non-string panic payload)".to_string());
     write_line(&format!("corprof: {what} panicked: {msg}; {then}"));
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    drop_payload(payload);
+}
+
+/// How many payloads of a chain [`drop_payload`] drops before it leaks the rest.
+const MAX_PAYLOAD_DROPS: usize = 16;
+
+/// Drops a caught panic payload where no panic may escape (a thunk, a hook, the last
+/// `Release`). A payload's `Drop` may panic again, handing over a new payload, whose `Drop` may
+/// panic too: each is dropped in turn, under its own `catch_unwind`, until one drops quietly.
+/// After [`MAX_PAYLOAD_DROPS`] the payload in hand is forgotten instead (leaked), so a chain that
+/// never ends costs one allocation, not a loop forever or the process. The panic hook still sees
+/// every one of those panics; corprof's report stays the one line about the first.
+#[cold]
+#[inline(never)]
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..MAX_PAYLOAD_DROPS {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    std::mem::forget(payload);
 }
 
 /// Set by [`set_quiet`].
@@ -130,14 +153,29 @@ pub fn is_quiet() -> bool {
 
 /// Writes one line to stderr unless reports are silenced. One write under the stderr lock, so
 /// lines from several threads do not interleave; a failed write is ignored (nowhere to report it).
+/// Control characters and Unicode line breaks in `line` are escaped ([`escape_controls`]), so a
+/// panic message cannot end the line early and forge a second report.
 fn write_line(line: &str) {
     if is_quiet() {
         return;
     }
-    let mut text = String::with_capacity(line.len() + 1);
-    text.push_str(line);
+    let mut text = escape_controls(line);
     text.push('\n');
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+}
+
+/// `text` with every control character (`\n`, `\r`, ESC, …) and U+2028/U+2029 written as Rust
+/// writes them in a string literal (`\n`, `\u{1b}`); everything else, backslashes included, as is.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// What `export_profiler!` fills in: the profiler type, its CLSID and how to make one.

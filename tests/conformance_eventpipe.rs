@@ -39,6 +39,7 @@ fn eventpipe_on_coreclr_8() {
              (count: I32, label: String, items: I32[], ok: Bool, tags: String[])",
             "Conf-Profiler/Probe(count=7, label=\"from the profiler\", items=[1, -2, 2147483647], ok=true, \
              tags=[\"a\", \"\", \"é€\"])",
+            "write Probe(count=9) inside its delivery: Err(\"CORPROF_E_UNSUPPORTED_CALL_SEQUENCE\")",
             "write Probe(count=7): Ok(())",
             "write with wrong values: Err(\"E_INVALIDARG\")",
             "stop session: Ok(())",

@@ -104,6 +104,8 @@ enum DropMode {
     /// With a message, and then its field's `Drop` panics during the unwind: a panic while
     /// panicking, which Rust turns into an abort.
     FieldToo,
+    /// With `Chain(2)`: three payloads, each dropped by panicking with the next.
+    Chain,
 }
 
 const DROP_MESSAGE: &str = "DropPanics::drop panicked on purpose";
@@ -113,6 +115,22 @@ struct Bomb;
 impl Drop for Bomb {
     fn drop(&mut self) {
         panic!("Bomb: the payload panicked while being dropped");
+    }
+}
+
+/// Drops made of `Chain`s, all links counted.
+static CHAIN_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// A payload whose `Drop` panics with `Chain(n - 1)` until `Chain(0)`, which drops quietly: a
+/// guard that catches only the first drop lets the second panic escape.
+struct Chain(u32);
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        CHAIN_DROPS.fetch_add(1, Ordering::SeqCst);
+        if self.0 > 0 {
+            std::panic::panic_any(Chain(self.0 - 1));
+        }
     }
 }
 
@@ -149,6 +167,7 @@ impl Drop for DropPanics {
         DROPS.fetch_add(1, Ordering::SeqCst);
         match self.mode {
             DropMode::Bomb => std::panic::panic_any(Bomb),
+            DropMode::Chain => std::panic::panic_any(Chain(2)),
             DropMode::Message | DropMode::FieldToo => panic!("{DROP_MESSAGE}"),
         }
     }
@@ -244,6 +263,19 @@ fn a_drop_panic_whose_payload_panics_when_dropped_is_contained() {
     assert_eq!(corprof_lines(&out), [line], "{}", describe(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Bomb: the payload panicked while being dropped"), "{}", describe(&out));
+}
+
+#[test]
+fn a_drop_panic_whose_payloads_panic_in_a_chain_is_contained() {
+    let Some(out) = in_child("a_drop_panic_whose_payloads_panic_in_a_chain_is_contained", &[]) else {
+        drop_at_last_release_case(DropMode::Chain);
+        assert_eq!(CHAIN_DROPS.load(Ordering::SeqCst), 3, "every link of the chain was dropped");
+        return;
+    };
+    assert_passed(&out);
+    let ty = std::any::type_name::<DropPanics>();
+    let line = format!("corprof: drop of {ty} panicked: (non-string panic payload); the object was freed");
+    assert_eq!(corprof_lines(&out), [line], "{}", describe(&out));
 }
 
 /// What the README says cannot be caught: a panic while panicking. Rust aborts the process
@@ -383,6 +415,103 @@ fn a_panicking_before_callback_is_e_fail() {
         )
     };
     assert_eq!(corprof_lines(&out), [line("ExceptionThrown"), line("JITInlining")], "{}", describe(&out));
+}
+
+/// A profiler whose callbacks panic with payloads that are hard to report: a chain of payloads
+/// each panicking when dropped (`ExceptionThrown`: three links; `ThreadDestroyed`: endless), and
+/// messages with line breaks and escape sequences that would forge report lines if written raw
+/// (`Shutdown`, `ThreadCreated`).
+struct HostilePayloads;
+
+/// What `Shutdown` panics with: a newline, then a forged report.
+const FORGED: &str = "a\ncorprof: callback Shutdown panicked: forged";
+
+impl CorProfilerCallback for HostilePayloads {
+    fn exception_thrown(&self, _thrown: ObjectID) -> corprof::Result<()> {
+        std::panic::panic_any(Chain(2));
+    }
+
+    fn shutdown(&self) -> corprof::Result<()> {
+        panic!("{FORGED}");
+    }
+
+    fn thread_destroyed(&self, _thread: ThreadID) -> corprof::Result<()> {
+        std::panic::panic_any(Chain(u32::MAX));
+    }
+
+    fn thread_created(&self, _thread: ThreadID) -> corprof::Result<()> {
+        panic!("carriage\rreturn, \u{1b}[2Kerased, tab\tand a line separator\u{2028}here");
+    }
+}
+
+#[test]
+fn a_payload_chain_from_a_callback_is_dropped_link_by_link() {
+    let Some(out) = in_child("a_payload_chain_from_a_callback_is_dropped_link_by_link", &[]) else {
+        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        // SAFETY: `p` is a live profiler object; the reference is given up at the end.
+        unsafe {
+            let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
+            assert_eq!(HResult((v.ExceptionThrown)(p.cast(), ObjectID::NULL)), HResult::E_FAIL);
+            assert_eq!(CHAIN_DROPS.load(Ordering::SeqCst), 3, "every link of the chain was dropped");
+            assert_eq!(HResult((v.ExceptionThrown)(p.cast(), ObjectID::NULL)), HResult::E_FAIL, "and again");
+            assert_eq!(CHAIN_DROPS.load(Ordering::SeqCst), 6);
+            assert_eq!(release(p), 0);
+        }
+        return;
+    };
+    assert_passed(&out);
+    let line = "corprof: callback ExceptionThrown panicked: (non-string panic payload); returned E_FAIL to the runtime";
+    assert_eq!(corprof_lines(&out), [line, line], "{}", describe(&out));
+}
+
+/// A chain that would go on for four billion drops is cut: after 16 drops the payload in hand is
+/// leaked, and the callback returns.
+#[test]
+fn an_endless_payload_chain_is_cut_and_leaked() {
+    let Some(out) = in_child("an_endless_payload_chain_is_cut_and_leaked", &[]) else {
+        std::panic::set_hook(Box::new(|_| {}));
+        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        // SAFETY: `p` is a live profiler object; the reference is given up at the end.
+        unsafe {
+            let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
+            assert_eq!(HResult((v.ThreadDestroyed)(p.cast(), ThreadID::NULL)), HResult::E_FAIL);
+            assert_eq!(CHAIN_DROPS.load(Ordering::SeqCst), 16, "16 drops, then the rest leaked");
+            assert_eq!(release(p), 0);
+        }
+        return;
+    };
+    assert_passed(&out);
+    let line = "corprof: callback ThreadDestroyed panicked: (non-string panic payload); returned E_FAIL to the runtime";
+    assert_eq!(corprof_lines(&out), [line], "{}", describe(&out));
+}
+
+#[test]
+fn a_panic_message_cannot_forge_report_lines() {
+    let Some(out) = in_child("a_panic_message_cannot_forge_report_lines", &[]) else {
+        std::panic::set_hook(Box::new(|_| {}));
+        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        // SAFETY: `p` is a live profiler object; the reference is given up at the end.
+        unsafe {
+            let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
+            assert_eq!(HResult((v.Shutdown)(p.cast())), HResult::E_FAIL);
+            assert_eq!(HResult((v.ThreadCreated)(p.cast(), ThreadID::NULL)), HResult::E_FAIL);
+            assert_eq!(release(p), 0);
+        }
+        return;
+    };
+    assert_passed(&out);
+    // The panic hook is silenced: every line on stderr is one of corprof's, whole.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            r"corprof: callback Shutdown panicked: a\ncorprof: callback Shutdown panicked: forged; returned E_FAIL to the runtime",
+            r"corprof: callback ThreadCreated panicked: carriage\rreturn, \u{1b}[2Kerased, tab\tand a line separator\u{2028}here; returned E_FAIL to the runtime",
+        ],
+        "{}",
+        describe(&out)
+    );
 }
 
 /// What the README says cannot be caught: a panic hook that panics. Rust aborts while processing

@@ -154,6 +154,13 @@ fn malformed_signatures_are_errors_with_offsets() {
     );
     // a count larger than the bytes left is refused before anything is reserved
     assert_eq!(err(&[0x00, 0xdf, 0xff, 0xff, 0xff, 0x01]), SigError { offset: 1, kind: SigErrorKind::UnexpectedEnd });
+    // more generic parameters than metadata can number (ECMA-335 II.22.20: two bytes)
+    assert_eq!(
+        err(&[0x10, 0xdf, 0xff, 0xff, 0xff, 0x00, 0x01]),
+        SigError { offset: 1, kind: SigErrorKind::TooManyGenericParams(0x1fff_ffff) }
+    );
+    assert_eq!(MethodSig::decode(&[0x10, 0xc0, 0x01, 0x00, 0x00, 0x00, 0x01]).unwrap().generic_params, 0x1_0000);
+    assert_eq!(err(&[0x10, 0xc0, 0x01, 0x00, 0x01, 0x00, 0x01]).kind, SigErrorKind::TooManyGenericParams(0x1_0001));
     let deep: Vec<u8> = std::iter::repeat_n(0x0f, 100).chain([0x08]).collect();
     assert_eq!(TypeSpec::decode(&deep).unwrap_err().kind, SigErrorKind::TooDeep);
     // encoding refuses what no blob can say
@@ -347,7 +354,7 @@ impl Rng {
         let sentinel = (limit > 0 && self.below(3) == 0).then(|| self.below(limit as u64) as usize);
         MethodSig {
             call_conv: CallConv(cc),
-            generic_params: if generic { self.number() } else { 0 },
+            generic_params: if generic { self.number() % (MAX_GENERIC_PARAMS + 1) } else { 0 },
             ret: self.ty(depth),
             params,
             sentinel,

@@ -1,18 +1,33 @@
 //! The bytes of EventPipe events: the metadata blob that describes an event and the payload that
 //! carries its values. Pure parsing and serialization, no runtime call; every function here is
 //! total over its input (errors, never panics).
+//!
+//! Both readers are bounded by the bytes they are given. A metadata blob's fields are built from
+//! the bytes that describe them (each field at least six bytes). A payload is decoded under a
+//! byte budget ([`Payload::decode`]), and field names are shared ([`Arc<str>`]) between the
+//! metadata and every value decoded with it, never copied per value: an array of empty objects
+//! costs no payload bytes per element, so without both a few hundred bytes could ask for
+//! gigabytes (a long field name repeated per element).
 
 use crate::GUID;
 use std::fmt;
+use std::mem::size_of;
+use std::sync::Arc;
 
 /// How deep types may nest (objects in arrays in objects …). The runtime's generators never nest
 /// deeply; the limit keeps a malicious or corrupt blob from exhausting the stack.
 const MAX_DEPTH: usize = 16;
 
-/// How many values one payload may decode to. An array of empty objects costs no payload bytes
-/// per element, so without a budget two bytes of count could ask for 65,535 values at every
-/// nesting level.
-const MAX_VALUES: usize = 1 << 20;
+/// The fixed part of a payload's decoding budget, in bytes ([`Payload::decode`]).
+pub const BUDGET_BASE: usize = 64 * 1024;
+
+/// The part of a payload's decoding budget that grows with the payload, in bytes per payload byte
+/// ([`Payload::decode`]). A payload of one-byte fields with 40-character names costs about 90.
+pub const BUDGET_PER_BYTE: usize = 128;
+
+/// What one decoded value is charged: its slot in an object's field list (the largest slot a
+/// value takes).
+const VALUE_COST: usize = size_of::<(Arc<str>, Value)>();
 
 /// What went wrong reading a metadata blob or a payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +40,7 @@ pub enum FormatErrorKind {
     TooDeep,
     /// Bytes are left over after the last field (or inside a length-delimited tag).
     TrailingBytes,
-    /// The payload would decode to more values than this parser builds.
+    /// The payload would decode to more than its byte budget ([`Payload::decode`]).
     TooManyValues,
     /// Both the V1 field list and a V2 parameter tag describe fields; the runtime writes one or
     /// the other.
@@ -48,7 +63,7 @@ impl fmt::Display for FormatError {
             FormatErrorKind::UnknownTypeCode(code) => format!("unknown type code {code}"),
             FormatErrorKind::TooDeep => format!("types nest deeper than {MAX_DEPTH}"),
             FormatErrorKind::TrailingBytes => "bytes left over".to_string(),
-            FormatErrorKind::TooManyValues => format!("more than {MAX_VALUES} values"),
+            FormatErrorKind::TooManyValues => "values beyond the decoding budget".to_string(),
             FormatErrorKind::DuplicateFieldList => "both V1 fields and a V2 parameter tag".to_string(),
         };
         write!(f, "{what} at offset {}", self.offset)
@@ -246,15 +261,16 @@ impl FieldType {
 /// A named field of an event (or of an object field).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
-    /// The field's name.
-    pub name: String,
+    /// The field's name, shared with every value decoded for it ([`Payload::fields`],
+    /// [`Value::Object`]).
+    pub name: Arc<str>,
     /// The field's type.
     pub ty: FieldType,
 }
 
 impl Field {
     /// A field named `name` of type `ty`.
-    pub fn new(name: impl Into<String>, ty: FieldType) -> Field {
+    pub fn new(name: impl Into<Arc<str>>, ty: FieldType) -> Field {
         Field { name: name.into(), ty }
     }
 }
@@ -288,6 +304,10 @@ const TAG_PARAMETERS_V2: u8 = 2;
 impl EventMetadata {
     /// Parses a metadata blob. Unknown tags are skipped by their length; anything else that does
     /// not follow the format is an error.
+    ///
+    /// Every field is built from the at least six bytes that describe it, and no field list
+    /// reserves room for more than 64 fields ahead: parsing holds under 32 bytes per blob byte,
+    /// plus 48 KiB, at its peak (`tests/decoder_bounds.rs` measures it).
     pub fn parse(blob: &[u8]) -> Result<EventMetadata, FormatError> {
         let mut r = Reader::new(blob);
         let id = r.u32()?;
@@ -330,8 +350,8 @@ fn shifted(e: FormatError, base: usize) -> FormatError {
 fn parse_fields(r: &mut Reader<'_>, v2: bool, depth: usize) -> Result<Vec<Field>, FormatError> {
     let count = r.u32()?;
     // Each field takes at least 6 bytes, so a count the blob cannot hold is rejected before any
-    // allocation sized by it.
-    let mut fields = Vec::with_capacity((count as usize).min(r.bytes.len().saturating_sub(r.pos) / 6));
+    // allocation sized by it; the reservation is small besides, as nested objects each have one.
+    let mut fields = Vec::with_capacity((count as usize).min(r.bytes.len().saturating_sub(r.pos) / 6).min(64));
     for _ in 0..count {
         fields.push(parse_field(r, v2, depth)?);
     }
@@ -343,12 +363,12 @@ fn parse_field(r: &mut Reader<'_>, v2: bool, depth: usize) -> Result<Field, Form
         // The field's length (including these four bytes). The runtime's own reader ignores it,
         // and so does this one: the field is read by its structure, which is checked.
         let _len = r.u32()?;
-        let name = r.utf16z()?;
+        let name = r.utf16z()?.into();
         let ty = parse_type(r, v2, depth)?;
         Ok(Field { name, ty })
     } else {
         let ty = parse_type(r, v2, depth)?;
-        let name = r.utf16z()?;
+        let name = r.utf16z()?.into();
         Ok(Field { name, ty })
     }
 }
@@ -403,8 +423,9 @@ pub enum Value {
     String(String),
     /// An `Array` field's elements.
     Array(Vec<Value>),
-    /// An `Object` field: each field's name and value, in order.
-    Object(Vec<(String, Value)>),
+    /// An `Object` field: each field's name (shared with the metadata's [`Field`]) and value, in
+    /// order.
+    Object(Vec<(Arc<str>, Value)>),
 }
 
 impl fmt::Display for Value {
@@ -450,7 +471,7 @@ impl fmt::Display for Value {
     }
 }
 
-fn write_named(f: &mut fmt::Formatter<'_>, fields: &[(String, Value)]) -> fmt::Result {
+fn write_named(f: &mut fmt::Formatter<'_>, fields: &[(Arc<str>, Value)]) -> fmt::Result {
     for (i, (name, value)) in fields.iter().enumerate() {
         if i > 0 {
             f.write_str(", ")?;
@@ -477,8 +498,8 @@ pub enum BoolSize {
 /// An event's payload decoded with its metadata: each field's name and value, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Payload {
-    /// Each field's name and value, in the metadata's order.
-    pub fields: Vec<(String, Value)>,
+    /// Each field's name (shared with the metadata's [`Field`]) and value, in the metadata's order.
+    pub fields: Vec<(Arc<str>, Value)>,
 }
 
 impl Payload {
@@ -489,6 +510,14 @@ impl Payload {
     ///
     /// `Bool` fields take four bytes; use [`Payload::decode_with`] for self-describing
     /// EventSource events.
+    ///
+    /// Decoding has a budget of [`BUDGET_BASE`] + [`BUDGET_PER_BYTE`] × `data.len()` bytes: each
+    /// value is charged the size of its slot (48 bytes on 64-bit targets) plus, for a named field,
+    /// its name's length (what [`Payload`]'s `Display` prints for it), each string its length,
+    /// each array the room it reserves. A payload that would go over is
+    /// [`FormatErrorKind::TooManyValues`]. What decoding allocates stays under three times the
+    /// budget (a vector holds its old and new buffers while it doubles), so at most 384 bytes per
+    /// payload byte plus 192 KiB at the peak; the decoded payload prints in about the budget.
     pub fn decode(metadata: &EventMetadata, data: &[u8]) -> Result<Payload, FormatError> {
         Payload::decode_with(metadata, data, BoolSize::Four)
     }
@@ -496,7 +525,8 @@ impl Payload {
     /// [`Payload::decode`] with `Bool` fields of `bools` bytes.
     pub fn decode_with(metadata: &EventMetadata, data: &[u8], bools: BoolSize) -> Result<Payload, FormatError> {
         let mut r = Reader::new(data);
-        let mut d = Decoder { budget: MAX_VALUES, bools };
+        let budget = BUDGET_BASE.saturating_add(data.len().saturating_mul(BUDGET_PER_BYTE));
+        let mut d = Decoder { budget, bools };
         let fields = d.fields(&mut r, &metadata.fields, 0)?;
         if !r.at_end() {
             return Err(r.error(FormatErrorKind::TrailingBytes));
@@ -506,7 +536,7 @@ impl Payload {
 
     /// The value of the first field named `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.fields.iter().find(|(n, _)| **n == *name).map(|(_, v)| v)
     }
 
     /// Serializes `values` as a payload of `fields`: the inverse of [`Payload::decode`]. `None`
@@ -531,20 +561,33 @@ impl fmt::Display for Payload {
     }
 }
 
-/// Decoding state: the values left to build, and the width of `Bool`.
+/// Decoding state: the bytes of output left to build, and the width of `Bool`.
 struct Decoder {
     budget: usize,
     bools: BoolSize,
 }
 
 impl Decoder {
+    /// Takes `bytes` from the budget, or fails at `r`'s position.
+    fn charge(&mut self, r: &Reader<'_>, bytes: usize) -> Result<(), FormatError> {
+        self.budget = self.budget.checked_sub(bytes).ok_or_else(|| r.error(FormatErrorKind::TooManyValues))?;
+        Ok(())
+    }
+
     fn fields(
         &mut self,
         r: &mut Reader<'_>,
         fields: &[Field],
         depth: usize,
-    ) -> Result<Vec<(String, Value)>, FormatError> {
-        fields.iter().map(|field| Ok((field.name.clone(), self.value(r, &field.ty, depth)?))).collect()
+    ) -> Result<Vec<(Arc<str>, Value)>, FormatError> {
+        fields
+            .iter()
+            .map(|field| {
+                // The name is shared, not copied, but charged: it is what printing the value costs.
+                self.charge(r, field.name.len())?;
+                Ok((Arc::clone(&field.name), self.value(r, &field.ty, depth)?))
+            })
+            .collect()
     }
 
     fn value(&mut self, r: &mut Reader<'_>, ty: &FieldType, depth: usize) -> Result<Value, FormatError> {
@@ -552,7 +595,7 @@ impl Decoder {
         if depth >= MAX_DEPTH {
             return Err(r.error(FormatErrorKind::TooDeep));
         }
-        self.budget = self.budget.checked_sub(1).ok_or_else(|| r.error(FormatErrorKind::TooManyValues))?;
+        self.charge(r, VALUE_COST)?;
         Ok(match ty {
             FieldType::Object(fields) => Value::Object(self.fields(r, fields, depth + 1)?),
             FieldType::Bool => Value::Bool(match self.bools {
@@ -573,11 +616,18 @@ impl Decoder {
             FieldType::Decimal => Value::Decimal(r.array()?),
             FieldType::DateTime => Value::DateTime(r.u64()?),
             FieldType::Guid => Value::Guid(guid_from_le(r.array()?)),
-            FieldType::String => Value::String(r.utf16z()?),
+            FieldType::String => {
+                let text = r.utf16z()?;
+                self.charge(r, text.len())?;
+                Value::String(text)
+            }
             FieldType::Array(element) => {
                 let count = r.u16()?;
-                // No more room reserved than bytes remain: a count is only a claim.
-                let mut items = Vec::with_capacity(usize::from(count).min(r.bytes.len() - r.pos));
+                // No more room reserved than bytes remain (a count is only a claim), nor than the
+                // budget pays for.
+                let room = usize::from(count).min(r.bytes.len() - r.pos).min(self.budget / size_of::<Value>());
+                self.charge(r, room * size_of::<Value>())?;
+                let mut items = Vec::with_capacity(room);
                 for _ in 0..count {
                     items.push(self.value(r, element, depth + 1)?);
                 }

@@ -9,9 +9,11 @@
 //! - [`EventMetadata::parse`] reads the metadata (ID, name, keywords, version, level, opcode,
 //!   the fields with their types, nested objects and arrays included), and
 //!   [`Payload::decode`] turns the payload into [`Value`]s. Both check every length and return a
-//!   [`FormatError`] for truncated or malformed bytes; neither panics. The one thing the
-//!   metadata does not say is the width of a `Bool`: four bytes, except in self-describing
-//!   EventSource events, where it is one ([`BoolSize`], [`Payload::decode_with`]).
+//!   [`FormatError`] for truncated or malformed bytes; neither panics, and both are bounded by
+//!   the bytes they read (a payload decodes under a byte budget, field names are shared between
+//!   the metadata and the values, not copied). The one thing the metadata does not say is the
+//!   width of a `Bool`: four bytes, except in self-describing EventSource events, where it is
+//!   one ([`BoolSize`], [`Payload::decode_with`]).
 //! - [`Provider::create`] makes a provider of the profiler's own, [`Provider::define_event`]
 //!   declares an event with typed fields, and [`Event::write`] serializes values into its
 //!   payload ([`Payload::encode`]: integers and floats little-endian, `Bool` as four bytes,
@@ -50,7 +52,10 @@ mod format;
 #[cfg(corprof_eventpipe)]
 mod runtime;
 
-pub use format::{BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload, Value};
+pub use format::{
+    BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload,
+    Value,
+};
 #[cfg(corprof_eventpipe)]
 pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};
 

@@ -7,6 +7,8 @@ use crate::types::{
     EVENTPIPE_PROVIDER, EVENTPIPE_SESSION, WCHAR,
 };
 use crate::{GUID, HResult, ProfilerInfo, Result};
+use std::cell::RefCell;
+use std::sync::Arc;
 
 /// An event level: events above a session's level for their provider are not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -189,7 +191,7 @@ impl EventDefinition {
     }
 
     /// The same, with one more field.
-    pub fn field(mut self, name: impl Into<String>, ty: FieldType) -> Self {
+    pub fn field(mut self, name: impl Into<Arc<str>>, ty: FieldType) -> Self {
         self.fields.push(Field::new(name, ty));
         self
     }
@@ -282,7 +284,7 @@ impl Provider {
                 &descs,
             )
         }?;
-        Ok(Event { info: self.info.clone(), handle, fields: definition.fields.clone() })
+        Ok(Event { info: self.info.clone(), provider: self.handle, handle, fields: definition.fields.clone() })
     }
 }
 
@@ -290,6 +292,8 @@ impl Provider {
 #[derive(Clone)]
 pub struct Event {
     info: ProfilerInfo,
+    /// The provider that defined the event, for the reentrancy check of [`Event::write`].
+    provider: EVENTPIPE_PROVIDER,
     handle: EVENTPIPE_EVENT,
     fields: Vec<Field>,
 }
@@ -305,6 +309,15 @@ impl Event {
     /// holds a NUL or an array is longer than 65,535. Sessions that enable the provider at the
     /// event's level and keywords receive it (synchronously, on this thread, for in-process
     /// sessions).
+    ///
+    /// An in-process session delivers the event inside this call, so a delivery callback that
+    /// writes an event of the same provider again would be delivered that one inside its own
+    /// write, and so on until the stack overflows (CoreCLR 8.0.4 aborts the process, exit 134).
+    /// So a write of a provider's event while this thread is already inside a write of one of
+    /// that provider's events (in its delivery callback, typically) is refused with
+    /// `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` and never reaches the runtime. Writing an event of
+    /// another provider from there is allowed: the depth is then bounded by the number of
+    /// providers.
     pub fn write(&self, values: &[Value]) -> Result<()> {
         self.write_with_activity(values, None, None)
     }
@@ -318,10 +331,44 @@ impl Event {
         // many give the same bytes. `bytes` outlives the call, and the runtime copies them.
         let data = [COR_PRF_EVENT_DATA { ptr: bytes.as_ptr() as u64, size, reserved: 0 }];
         let count = u32::from(!bytes.is_empty());
+        let _writing = Writing::enter(self.provider)?;
         // SAFETY: `data` holds `count` descriptors (none for an empty payload), each giving the
         // address and size of `bytes`, which outlives the call; the runtime copies them.
         // `self.handle` came from EventPipeDefineEvent and the runtime never frees it.
         unsafe { self.info.event_pipe_write_event(self.handle, count, data.as_ptr().cast_mut(), activity, related) }
+    }
+}
+
+thread_local! {
+    /// The providers whose events this thread is writing, innermost last ([`Event::write`]).
+    static WRITING: RefCell<Vec<EVENTPIPE_PROVIDER>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A provider's place in [`WRITING`] while one of its events is written; leaving it on drop.
+struct Writing;
+
+impl Writing {
+    /// Marks `provider` as being written on this thread, or refuses when it already is (or when
+    /// the thread is tearing down its thread-locals, where no guard can be kept).
+    fn enter(provider: EVENTPIPE_PROVIDER) -> Result<Writing> {
+        let refused = HResult::CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
+        WRITING
+            .try_with(|writing| {
+                let mut writing = writing.borrow_mut();
+                if writing.contains(&provider) {
+                    return Err(refused);
+                }
+                writing.push(provider);
+                Ok(Writing)
+            })
+            .unwrap_or(Err(refused))
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        // Only `enter` pushed, on this thread, and writes nest: the last entry is this guard's.
+        let _ = WRITING.try_with(|writing| writing.borrow_mut().pop());
     }
 }
 

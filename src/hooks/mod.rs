@@ -31,7 +31,7 @@ pub use frame::{Arguments, HookFrame, HookKind};
 pub use sig::{ElementType, MethodSignature, Value};
 pub use table::HookTable;
 
-use crate::glue::log_panic;
+use crate::glue::{drop_payload, log_panic};
 use crate::types::{COR_PRF_ELT_INFO, COR_PRF_MONITOR, FunctionID, FunctionIDOrClientID};
 use crate::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::any::TypeId;
@@ -319,7 +319,7 @@ static PANICKED: [AtomicBool; 3] = [AtomicBool::new(false), AtomicBool::new(fals
 #[inline(never)]
 fn report_hook_panic(flag: &AtomicBool, name: &str, payload: Box<dyn std::any::Any + Send>) {
     if flag.swap(true, Ordering::Relaxed) {
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+        drop_payload(payload);
         return;
     }
     let then = if name == "mapper" {
@@ -610,6 +610,63 @@ mod tests {
         unsafe { register_instance(first, value_of(first)) };
         assert_eq!(registered_object(value_of(first)).err(), Some(HResult::E_UNEXPECTED));
         assert_eq!(instance::<Hooked>().map(|p| p as *const Hooked), None, "no hooks before install");
+    }
+
+    /// A payload whose `Drop` panics with `Chain(n - 1)` until `Chain(0)`.
+    struct Chain(u32);
+
+    impl Drop for Chain {
+        fn drop(&mut self) {
+            if self.0 > 0 {
+                std::panic::panic_any(Chain(self.0 - 1));
+            }
+        }
+    }
+
+    struct ChainInEnter;
+
+    impl CorProfilerCallback for ChainInEnter {}
+
+    impl FunctionHooks for ChainInEnter {
+        type Data = u32;
+        fn map_function(&self, _function: FunctionID) -> Option<u32> {
+            None
+        }
+        fn enter(&self, _data: u32, _frame: &HookFrame<'_>) {
+            std::panic::panic_any(Chain(2));
+        }
+    }
+
+    /// The fast enter hook, entered the way the stub enters it, with a payload whose drops panic
+    /// in a chain: the first report and the silent later drops both drop every link. A panic
+    /// escaping the `extern "C"` hook aborts, so the case runs in a child process (this test
+    /// binary again) and the parent checks that it ended well.
+    #[test]
+    fn a_payload_chain_from_the_fast_enter_hook_is_contained() {
+        const CHILD: &str = "CORPROF_HOOKS_CHILD";
+        const NAME: &str = "hooks::tests::a_payload_chain_from_the_fast_enter_hook_is_contained";
+        if std::env::var_os(CHILD).is_none() {
+            let exe = std::env::current_exe().unwrap();
+            let out = std::process::Command::new(exe)
+                .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+                .env(CHILD, "1")
+                .env_remove("CORPROF_QUIET")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && stdout.contains("1 passed"), "{:?}\n{stdout}\n{stderr}", out.status);
+            let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with("corprof: ")).collect();
+            let line = "corprof: hook enter panicked: (non-string panic payload); \
+                        the call proceeds; later panics in this hook are not logged";
+            assert_eq!(reports, [line], "{stderr}");
+            return;
+        }
+        let profiler = ChainInEnter;
+        for _ in 0..2 {
+            // SAFETY: `instance` points to a live `ChainInEnter`, what the stub passes for `P`.
+            unsafe { fast_hook::<ChainInEnter, ENTER>(0, (&raw const profiler).cast()) };
+        }
     }
 
     #[test]

@@ -1,4 +1,13 @@
 //! Blob → signature.
+//!
+//! Bounded by the blob's length: every count is checked against the bytes left before anything
+//! is built by it, and nothing is reserved ahead of what is read (each item takes at least one
+//! byte, so a vector grows only with bytes consumed). A decoded signature therefore holds at most
+//! one [`Type`] node (in its `Box` or `Vec` slot) per blob byte, plus an array shape's four-byte
+//! sizes and bounds. Counting a vector's old and new buffers while it doubles, decoding takes
+//! under 3 × `size_of::<Type>()` + 8 bytes per blob byte at its peak (200 on 64-bit targets,
+//! where a `Type` is 64 bytes; `tests/decoder_bounds.rs` measures it). Nesting is capped at [`MAX_DEPTH`], generic-parameter counts at
+//! [`MAX_GENERIC_PARAMS`].
 
 use super::types::et;
 use super::*;
@@ -182,10 +191,21 @@ impl<'a> Reader<'a> {
             return self.err(SigErrorKind::BadCallingConvention(call_conv.0));
         }
         self.pos += 1;
-        let generic_params = if call_conv.is_generic() { self.u32()? } else { 0 };
+        let generic_params = if call_conv.is_generic() {
+            let at = self.pos;
+            let n = self.u32()?;
+            if n > MAX_GENERIC_PARAMS {
+                return Err(SigError { offset: at, kind: SigErrorKind::TooManyGenericParams(n) });
+            }
+            n
+        } else {
+            0
+        };
         let n = self.count()?;
         let ret = self.ty()?;
-        let mut params = Vec::with_capacity(n);
+        // Grown as parameters are read, not reserved by the count: a function pointer's count is
+        // checked against the bytes left, but at every nesting level, each reserving as much.
+        let mut params = Vec::new();
         let mut sentinel = None;
         while params.len() < n {
             if self.peek()? == et::SENTINEL {

@@ -126,6 +126,9 @@ impl Writer {
         }
         self.out.push(sig.call_conv.0);
         if sig.call_conv.is_generic() {
+            if sig.generic_params > MAX_GENERIC_PARAMS {
+                return self.err(SigErrorKind::TooManyGenericParams(sig.generic_params));
+            }
             self.u32(sig.generic_params)?;
         } else if sig.generic_params != 0 {
             return self.err(SigErrorKind::Inconsistent("generic parameters without the GENERIC flag"));

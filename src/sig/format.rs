@@ -5,6 +5,14 @@
 //! The names behind tokens come from a [`NameResolver`], so the formatter runs without a runtime
 //! (tests implement the trait over a table); `MetaDataImport` implements it, asking the module's
 //! metadata on demand.
+//!
+//! The text is bounded by [`MAX_FORMATTED_LEN`], whatever the signature and the resolver say: a
+//! malformed module can make type specifications refer to each other with a fan-out at every
+//! level (12 arguments per level, 8 levels deep, is 12^8 leaves), or declare tens of thousands of
+//! generic parameters. Past the limit the text is cut at a character boundary and ends with
+//! [`TRUNCATED`], and the printer stops walking, so time is bounded too. Memory is the text, plus
+//! one decoded type specification (bounded by its blob, see [`Type::decode`]) for each of the
+//! eight levels of type specifications it follows, plus the resolver's answers.
 
 use super::*;
 use std::fmt::Write;
@@ -52,24 +60,80 @@ const MAX_SPEC_DEPTH: usize = 8;
 /// How many enclosing types the formatter follows.
 const MAX_NESTING: usize = 32;
 
+/// The longest text [`format_type`] and [`format_method`] return, in bytes, not counting the
+/// [`TRUNCATED`] marker. Real names are far shorter (the longest in the .NET 8 shared framework
+/// are a few hundred bytes).
+pub const MAX_FORMATTED_LEN: usize = 64 * 1024;
+
+/// What ends a text cut at [`MAX_FORMATTED_LEN`].
+pub const TRUNCATED: &str = "…[truncated]";
+
+/// A string that takes at most [`MAX_FORMATTED_LEN`] bytes, then remembers it was cut.
+struct Bounded {
+    text: String,
+    full: bool,
+}
+
+impl Bounded {
+    fn new() -> Self {
+        Bounded { text: String::new(), full: false }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        if self.full {
+            return;
+        }
+        let room = MAX_FORMATTED_LEN - self.text.len();
+        if s.len() <= room {
+            self.text.push_str(s);
+        } else {
+            let mut cut = room;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.push_str(&s[..cut]);
+            self.full = true;
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+
+    fn finish(mut self) -> String {
+        if self.full {
+            self.text.push_str(TRUNCATED);
+        }
+        self.text
+    }
+}
+
+impl Write for Bounded {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
+}
+
 struct Printer<'r, R: ?Sized> {
     resolver: &'r R,
     generics: Generics,
-    out: String,
+    out: Bounded,
     spec_depth: usize,
 }
 
 /// `ty` as people read it, names from `resolver`, `!n`/`!!n` named after `generics`' owners.
+/// At most [`MAX_FORMATTED_LEN`] bytes, then [`TRUNCATED`].
 pub fn format_type<R: NameResolver + ?Sized>(ty: &Type, resolver: &R, generics: Generics) -> String {
-    let mut p = Printer { resolver, generics, out: String::new(), spec_depth: 0 };
+    let mut p = Printer { resolver, generics, out: Bounded::new(), spec_depth: 0 };
     p.ty(ty);
-    p.out
+    p.out.finish()
 }
 
 /// A method as `ReturnType Namespace.Type::Name(ParamType, …)`: `owner` is its type (`TypeDef`,
 /// `TypeRef` or `TypeSpec`), `method` its `MethodDef` when known, to name its generic
 /// parameters. A generic definition's parameters follow the name (`Type<T>::Name<U>(…)`); a
-/// varargs sentinel prints as `...`.
+/// varargs sentinel prints as `...`. At most [`MAX_FORMATTED_LEN`] bytes, then [`TRUNCATED`].
 pub fn format_method<R: NameResolver + ?Sized>(
     resolver: &R,
     owner: Token,
@@ -81,7 +145,7 @@ pub fn format_method<R: NameResolver + ?Sized>(
     let mut p = Printer {
         resolver,
         generics: Generics { type_owner, method_owner: method },
-        out: String::new(),
+        out: Bounded::new(),
         spec_depth: 0,
     };
     p.ty(&sig.ret);
@@ -92,6 +156,9 @@ pub fn format_method<R: NameResolver + ?Sized>(
     if sig.generic_params > 0 {
         p.out.push('<');
         for i in 0..sig.generic_params {
+            if p.out.full {
+                break;
+            }
             if i > 0 {
                 p.out.push_str(", ");
             }
@@ -100,7 +167,7 @@ pub fn format_method<R: NameResolver + ?Sized>(
         p.out.push('>');
     }
     p.params(&sig.params, sig.sentinel);
-    p.out
+    p.out.finish()
 }
 
 /// The name without the arity suffix, and the arity (`` Dictionary`2 `` → `Dictionary`, 2).
@@ -157,6 +224,9 @@ fn split_arity(name: &str) -> (&str, u32) {
 impl<R: NameResolver + ?Sized> Printer<'_, R> {
     fn list(&mut self, types: &[Type]) {
         for (i, t) in types.iter().enumerate() {
+            if self.out.full {
+                return;
+            }
             if i > 0 {
                 self.out.push_str(", ");
             }
@@ -167,6 +237,9 @@ impl<R: NameResolver + ?Sized> Printer<'_, R> {
     fn params(&mut self, params: &[Type], sentinel: Option<usize>) {
         self.out.push('(');
         for (i, t) in params.iter().enumerate() {
+            if self.out.full {
+                return;
+            }
             if i > 0 {
                 self.out.push_str(", ");
             }
@@ -197,6 +270,9 @@ impl<R: NameResolver + ?Sized> Printer<'_, R> {
     /// `Dictionary<TKey, TValue>+Enumerator` (metadata gives the nested type all of them, the
     /// arity suffixes say who declared which).
     fn type_token(&mut self, token: Token, args: Option<&[Type]>) {
+        if self.out.full {
+            return;
+        }
         if token.table() == Token::TYPE_SPEC
             && self.spec_depth < MAX_SPEC_DEPTH
             && let Some(spec) = self.resolver.type_spec(token).and_then(|b| TypeSpec::decode(&b).ok())
@@ -258,6 +334,11 @@ impl<R: NameResolver + ?Sized> Printer<'_, R> {
     }
 
     fn ty(&mut self, ty: &Type) {
+        // Once the text is cut, nothing more shows: stop walking, which also bounds the time a
+        // self-referencing type specification takes.
+        if self.out.full {
+            return;
+        }
         let primitive = match ty {
             Type::Void => "System.Void",
             Type::Boolean => "System.Boolean",

@@ -19,6 +19,14 @@
 //! Type tokens stay tokens ([`Token`]); [`mod@format`] prints types and methods the way people read
 //! them, asking a [`NameResolver`] for the names behind the tokens (`MetaDataImport` is one).
 //!
+//! Blobs come from a module's metadata, which a malformed (or hostile) module controls, so both
+//! sides are bounded. Decoding checks every count against the bytes left and reserves nothing
+//! ahead of what it reads: at its peak it holds under 3 × `size_of::<Type>()` + 8 bytes per blob
+//! byte (200 on 64-bit targets), nesting at most [`MAX_DEPTH`] deep, and a method declares at
+//! most [`MAX_GENERIC_PARAMS`] generic parameters. Printing stops at
+//! [`format::MAX_FORMATTED_LEN`] bytes of text, however the type specifications behind the tokens
+//! refer to each other.
+//!
 //! ```
 //! use corprof::sig::{MethodSig, Type};
 //! // instance string M(int32[], !!0)
@@ -79,11 +87,19 @@ pub enum SigErrorKind {
     ValueTooLarge(u64),
     /// Counts disagree (e.g. an array shape with more sizes than its rank).
     Inconsistent(&'static str),
+    /// A generic-parameter count above [`MAX_GENERIC_PARAMS`], more than metadata can number.
+    TooManyGenericParams(u32),
 }
 
 /// The deepest nesting of types [`decode`](Type::decode) follows; a blob nesting deeper is
 /// refused rather than risking the stack.
 pub const MAX_DEPTH: usize = 64;
+
+/// The most generic parameters a method signature may declare. Metadata numbers a generic
+/// parameter with two bytes (ECMA-335 II.22.20, `GenericParam.Number`), so no method has more than
+/// 2^16; a larger count in a blob is malformed, and refused before the formatter would print that
+/// many names.
+pub const MAX_GENERIC_PARAMS: u32 = 1 << 16;
 
 impl fmt::Display for SigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -100,6 +116,9 @@ impl fmt::Display for SigError {
             SigErrorKind::TrailingBytes => f.write_str("bytes after the end of the signature"),
             SigErrorKind::ValueTooLarge(v) => write!(f, "value {v} too large to encode"),
             SigErrorKind::Inconsistent(what) => write!(f, "inconsistent signature: {what}"),
+            SigErrorKind::TooManyGenericParams(n) => {
+                write!(f, "{n} generic parameters, more than metadata can number ({MAX_GENERIC_PARAMS})")
+            }
         }
     }
 }

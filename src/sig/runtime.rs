@@ -15,10 +15,12 @@
 //! [`MethodSignature::of_function`](crate::hooks::MethodSignature::of_function), which reads a
 //! signature here.
 
-use super::format::{Generics, NameResolver, TypeName, format_method, format_type};
+use super::format::{Generics, MAX_FORMATTED_LEN, NameResolver, TypeName, format_method, format_type};
 use super::types::{MethodSig, Token, Type};
 use crate::types::{COR_PRF_FRAME_INFO, ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
 use crate::{HResult, ProfilerInfo, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// How deep type arguments may nest in [`class_name`] (`List<List<…>>`) before it gives up: the
 /// runtime's types are finite, this only bounds the stack.
@@ -28,7 +30,7 @@ const MAX_ARG_DEPTH: usize = 32;
 /// `System.Collections.Generic.Dictionary<System.String, System.Object>+Entry[]`,
 /// `System.String[,]`, `Shop.Outer+Inner`.
 pub fn class_name(info: &ProfilerInfo, class: ClassID) -> Result<String> {
-    Names(info).class(class, 0)
+    Names::new(info).class(class, 0)
 }
 
 /// `function` as `ReturnType Namespace.Type<Args>::Method<Args>(ParamType, …)`, the class's and
@@ -36,24 +38,37 @@ pub fn class_name(info: &ProfilerInfo, class: ClassID) -> Result<String> {
 /// so shared code gives `System.__Canon`), substituted in the return and parameter types too:
 /// `System.__Canon Shop.Catalog::Pick<System.__Canon>(System.__Canon[])`.
 pub fn function_name(info: &ProfilerInfo, function: FunctionID) -> Result<String> {
-    Names(info).function(function)
+    Names::new(info).function(function)
 }
 
 /// The method definition `method` of `module` as declared, generic parameters by name:
 /// `System.Void Shop.Box<T>::.ctor(T)`, `T Shop.Catalog::Pick<T>(T[])`.
 pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: mdMethodDef) -> Result<String> {
-    Names(info).definition(module, method)
+    Names::new(info).definition(module, method)
 }
 
 /// The decoded signature of `function`'s method definition (the declared types: generic
 /// parameters stay parameters).
 pub(crate) fn function_definition_sig(info: &ProfilerInfo, function: FunctionID) -> Result<MethodSig> {
-    Names(info).function_sig(function)
+    Names::new(info).function_sig(function)
 }
 
 /// The runtime's calls behind the functions above; the methods are implemented in the block
 /// below, where `MetaDataImport` names the wrapper when the header has one.
-struct Names<'a>(&'a ProfilerInfo);
+struct Names<'a> {
+    info: &'a ProfilerInfo,
+    /// The classes named so far in this call. Type arguments repeat (`Dictionary<T, T>`), and a
+    /// malformed module can make every level repeat the one below (`G<X, X, …>` with
+    /// `X = G<Y, Y, …>`): without this, naming it would take fan-out^depth runtime calls; with
+    /// it, one per class, and each name is bounded by `format_type`'s limit.
+    classes: RefCell<HashMap<ClassID, String>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(info: &'a ProfilerInfo) -> Self {
+        Names { info, classes: RefCell::new(HashMap::new()) }
+    }
+}
 
 /// A resolver that answers generic parameters with the runtime's type arguments, and the rest
 /// from metadata.
@@ -161,7 +176,7 @@ const _: () = {
     impl Names<'_> {
         fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
             // ofRead is 0 (the parameter's type differs between headers).
-            self.0.get_module_metadata::<MetaDataImport>(module, crate::wrap::zeroed())
+            self.info.get_module_metadata::<MetaDataImport>(module, crate::wrap::zeroed())
         }
 
         /// The method's owner, name and decoded signature.
@@ -178,7 +193,34 @@ const _: () = {
             if depth > MAX_ARG_DEPTH {
                 return Err(HResult::E_FAIL);
             }
-            if let Some(array) = self.0.is_array_class(class)? {
+            if let Some(name) = self.classes.borrow().get(&class) {
+                return Ok(name.clone());
+            }
+            let name = self.class_uncached(class, depth)?;
+            self.classes.borrow_mut().insert(class, name.clone());
+            Ok(name)
+        }
+
+        /// The names of type arguments `args`, until their text passes what the formatter prints:
+        /// the rest are `…`, not asked for (one class may have thousands of arguments, each with
+        /// a name up to the formatter's limit).
+        fn arg_names(&self, args: &[ClassID], depth: usize) -> Result<Vec<String>> {
+            let mut total = 0usize;
+            let mut names = Vec::new();
+            for &arg in args {
+                if total > MAX_FORMATTED_LEN {
+                    names.push("…".to_string());
+                    continue;
+                }
+                let name = self.class(arg, depth)?;
+                total += name.len();
+                names.push(name);
+            }
+            Ok(names)
+        }
+
+        fn class_uncached(&self, class: ClassID, depth: usize) -> Result<String> {
+            if let Some(array) = self.info.is_array_class(class)? {
                 // The runtime gives every element type's class, primitives' too.
                 if array.base_class_id.as_raw() == 0 {
                     return Err(HResult::E_FAIL);
@@ -187,9 +229,9 @@ const _: () = {
                 let commas = ",".repeat(array.rank.saturating_sub(1).min(31) as usize);
                 return Ok(format!("{element}[{commas}]"));
             }
-            let c = self.0.get_class_id_info2(class)?;
+            let c = self.info.get_class_id_info2(class)?;
             let import = self.import(c.module_id)?;
-            let args = c.type_args.iter().map(|&arg| self.class(arg, depth + 1)).collect::<Result<Vec<String>>>()?;
+            let args = self.arg_names(&c.type_args, depth + 1)?;
             let owner = token(c.type_def_token);
             let resolver = Instantiated {
                 metadata: &import,
@@ -202,25 +244,25 @@ const _: () = {
         }
 
         fn function(&self, function: FunctionID) -> Result<String> {
-            let f = self.0.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
+            let f = self.info.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
             let import = self.import(f.module_id)?;
             let (owner, name, sig) = Self::method(&import, f.token)?;
             // Shared code may come without its class; its parameters then print by name.
             let class_args = match f.class_id.as_raw() {
                 0 => Vec::new(),
-                _ => match self.0.get_class_id_info2(f.class_id) {
-                    Ok(c) => c.type_args.iter().map(|&a| self.class(a, 1)).collect::<Result<Vec<String>>>()?,
+                _ => match self.info.get_class_id_info2(f.class_id) {
+                    Ok(c) => self.arg_names(&c.type_args, 1)?,
                     Err(_) => Vec::new(),
                 },
             };
-            let method_args = f.type_args.iter().map(|&a| self.class(a, 1)).collect::<Result<Vec<String>>>()?;
+            let method_args = self.arg_names(&f.type_args, 1)?;
             let method = token(f.token);
             let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
             Ok(format_method(&resolver, owner, &name, &sig, Some(method)))
         }
 
         fn function_sig(&self, function: FunctionID) -> Result<MethodSig> {
-            let f = self.0.get_function_info(function)?;
+            let f = self.info.get_function_info(function)?;
             let import = self.import(f.module_id)?;
             Ok(Self::method(&import, f.token)?.2)
         }

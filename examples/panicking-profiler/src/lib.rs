@@ -4,9 +4,9 @@
 //! boundary, logs it as `corprof: callback <Name> panicked: <msg>; returned E_FAIL to the
 //! runtime` on stderr, and hands `E_FAIL` to the runtime instead of unwinding into it — whatever
 //! the payload: a string literal, a formatted `String`, a non-string value, a payload whose own
-//! `Drop` panics, a `resume_unwind` (no panic hook), or an ordinary bug (index out of bounds,
-//! division by zero, `unwrap` on an `Err`). Its panic hook prints each panic as one
-//! `panicking-profiler: panic at <file:line>: <msg>` line (see `log_panic`).
+//! `Drop` panics with another such payload, a `resume_unwind` (no panic hook), or an ordinary
+//! bug (index out of bounds, division by zero, `unwrap` on an `Err`). Its panic hook prints each
+//! panic as one `panicking-profiler: panic at <file:line>: <msg>` line (see `log_panic`).
 //!
 //! Load it with `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={CLSID}` and
 //! `CORECLR_PROFILER_PATH=…/libpanicking_profiler.so`. Settings:
@@ -56,13 +56,17 @@ pub const PANICKING: &[Callback] = &[
 /// The non-string payload `ExceptionThrown` panics with.
 pub const EXCEPTION_PAYLOAD: u32 = 42;
 
-/// A panic payload whose `Drop` panics too: the library must not let that second panic unwind
-/// into the runtime (or abort the process) when it discards the payload.
-struct DropBomb;
+/// A panic payload whose `Drop` panics too, in a chain: `DropBomb(n)` panics with `DropBomb(n - 1)`
+/// and `DropBomb(0)` with a message. The library must drop every payload of the chain without
+/// letting any of those panics unwind into the runtime (or abort the process).
+struct DropBomb(u32);
 
 impl Drop for DropBomb {
     fn drop(&mut self) {
-        panic!("DropBomb: the panic payload panicked while being dropped");
+        match self.0 {
+            0 => panic!("DropBomb: the panic payload panicked while being dropped"),
+            n => std::panic::panic_any(DropBomb(n - 1)),
+        }
     }
 }
 
@@ -191,10 +195,10 @@ impl CorProfilerCallback for Panicker {
         Ok(())
     }
 
-    /// A non-string payload whose `Drop` panics as well.
+    /// A non-string payload whose `Drop` panics as well, three times over.
     fn thread_created(&self, _thread_id: ThreadID) -> Result<()> {
         self.arm(Callback::ThreadCreated);
-        std::panic::panic_any(DropBomb);
+        std::panic::panic_any(DropBomb(2));
     }
 
     /// A non-string payload: the library logs `(non-string panic payload)`.

@@ -3,7 +3,8 @@
 //! long, a string, a double, a char, an int array and an object), decoding each delivered
 //! event's metadata and payload with corprof's parser; the profiler's own provider
 //! "Conf-Profiler" writes an event (an int, a string, an int array) from JITCompilationStarted
-//! of the app's Marker, and the same session reads it back with the values written.
+//! of the app's Marker, and the same session reads it back with the values written; writing it
+//! again from inside its delivery is refused (it would recurse without end).
 
 use conformance_support::Recorder;
 use corprof::eventpipe::{
@@ -182,6 +183,18 @@ impl CorProfilerCallback for Conf {
         match Payload::decode_with(&metadata, event_data, bools) {
             Ok(payload) => self.rec.say(format!("{key}({payload})")),
             Err(e) => self.rec.say(format!("{key}: bad payload: {e}")),
+        }
+        if mine && let Some(own) = self.own.get() {
+            // Delivered inside its own write: writing the same provider's event again from here
+            // would be delivered here again, without end. corprof refuses it.
+            let again = own.probe.write(&[
+                Value::I32(9),
+                Value::String(String::new()),
+                Value::Array(Vec::new()),
+                Value::Bool(false),
+                Value::Array(Vec::new()),
+            ]);
+            self.rec.say(format!("write Probe(count=9) inside its delivery: {:?}", again.map_err(code)));
         }
         Ok(())
     }
