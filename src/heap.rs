@@ -50,18 +50,26 @@ pub fn generation_bounds(info: &ProfilerInfo) -> Result<Vec<GenerationRange>> {
     // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
     let _entered = info.negotiated().enter()?;
     let raw = info.get::<crate::interfaces::ICorProfilerInfo2>()?;
-    let mut ranges: Vec<COR_PRF_GC_GENERATION_RANGE> = Vec::new();
-    // Ask for the count, then fill; the heap can grow a range between the two calls, so ask again
-    // (a few times) while the runtime has more than the buffer held.
+    let ranges = fill(|cap, count, ranges: *mut COR_PRF_GC_GENERATION_RANGE| {
+        // SAFETY: `fill` passes room for `cap` records and a place for the count; `raw` is this
+        // object's ICorProfilerInfo2.
+        unsafe { raw.GetGenerationBounds(cap, count, ranges) }
+    })?;
+    Ok(ranges.iter().map(generation_range).collect())
+}
+
+/// The ask-then-fill loop of the two bounds methods: each writes min(capacity, ranges) records
+/// and the number of ranges it has, which may grow between two calls, so it asks again (a few
+/// times) while the runtime has more than the buffer held.
+fn fill<T: crate::wrap::Zeroable>(mut call: impl FnMut(ULONG, &mut ULONG, *mut T) -> crate::HRESULT) -> Result<Vec<T>> {
+    let mut ranges: Vec<T> = Vec::new();
     for _ in 0..8 {
         let mut count: ULONG = 0;
         let cap = ULONG::try_from(ranges.len()).map_err(|_| HResult::E_OUTOFMEMORY)?;
-        // SAFETY: `ranges` holds `cap` zeroed (valid) records for the runtime to write, `count`
-        // is a valid place for the number it has; `raw` is this object's ICorProfilerInfo2.
-        HResult(unsafe { raw.GetGenerationBounds(cap, &mut count, ranges.as_mut_ptr()) }).ok()?;
+        HResult(call(cap, &mut count, ranges.as_mut_ptr())).ok()?;
         if (count as usize) <= ranges.len() {
             ranges.truncate(count as usize);
-            return Ok(ranges.iter().map(generation_range).collect());
+            return Ok(ranges);
         }
         ranges = vec![crate::wrap::zeroed(); count as usize];
     }
@@ -81,8 +89,8 @@ pub use non_gc::non_gc_heap_bounds;
 #[cfg(corprof_info14)]
 mod non_gc {
     use super::HeapRange;
-    use crate::types::{COR_PRF_NONGC_HEAP_RANGE, ULONG};
-    use crate::{HResult, ProfilerInfo, Result};
+    use crate::types::COR_PRF_NONGC_HEAP_RANGE;
+    use crate::{ProfilerInfo, Result};
 
     /// [`ICorProfilerInfo14::GetNonGCHeapBounds`](https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/icorprofilerinfo14-getnongcheapbounds-method)
     /// (CoreCLR 8+): the ranges of the non-GC (frozen) heap, where the runtime puts objects that
@@ -91,29 +99,15 @@ mod non_gc {
         // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
         let _entered = info.negotiated().enter()?;
         let raw = info.get::<crate::interfaces::ICorProfilerInfo14>()?;
-        let mut ranges: Vec<COR_PRF_NONGC_HEAP_RANGE> = Vec::new();
-        // The runtime writes min(capacity, segments) ranges and the number of segments, which
-        // may grow between two calls.
-        for _ in 0..8 {
-            let mut count: ULONG = 0;
-            let cap = ULONG::try_from(ranges.len()).map_err(|_| HResult::E_OUTOFMEMORY)?;
-            // SAFETY: `ranges` holds `cap` zeroed (valid) records for the runtime to write,
-            // `count` a valid place for the number of segments; `raw` is this object's Info14.
-            HResult(unsafe { raw.GetNonGCHeapBounds(cap, &mut count, ranges.as_mut_ptr()) }).ok()?;
-            if (count as usize) <= ranges.len() {
-                ranges.truncate(count as usize);
-                return Ok(ranges
-                    .iter()
-                    .map(|r| HeapRange {
-                        start: r.rangeStart.as_raw(),
-                        length: r.rangeLength,
-                        reserved: r.rangeLengthReserved,
-                    })
-                    .collect());
-            }
-            ranges = vec![crate::wrap::zeroed(); count as usize];
-        }
-        Err(HResult::E_UNEXPECTED)
+        let ranges = super::fill(|cap, count, ranges: *mut COR_PRF_NONGC_HEAP_RANGE| {
+            // SAFETY: `fill` passes room for `cap` records and a place for the number of
+            // segments; `raw` is this object's Info14.
+            unsafe { raw.GetNonGCHeapBounds(cap, count, ranges) }
+        })?;
+        Ok(ranges
+            .iter()
+            .map(|r| HeapRange { start: r.rangeStart.as_raw(), length: r.rangeLength, reserved: r.rangeLengthReserved })
+            .collect())
     }
 }
 
