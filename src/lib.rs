@@ -15,6 +15,9 @@
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
+//!   other threads, sampled safely under a runtime suspension that resumes on drop:
+//!   [`ProfilerInfo::suspend_runtime`] and module [`suspend`];
+//! - the managed heap: owned GC handles and heap ranges as addresses, module [`heap`];
 //! - EventPipe in process (sessions, a provider of your own, a safe parser of delivered events'
 //!   metadata and payloads): module [`eventpipe`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
