@@ -51,6 +51,7 @@ pub fn drafts(header: &Header, written: &[&Annotations], extra: &[String]) -> Ve
         }
         let mut methods = Vec::new();
         for m in &iface.methods {
+            let idl_of: infer::IdlOf<'_> = &|param| header.idl.get(&crate::idl::key(&iface.name, &m.name, param));
             let written: Vec<_> = named.iter().flat_map(|n| &n.methods).filter(|w| w.is_for(&m.name)).collect();
             let params = || written.iter().flat_map(|w| &w.params);
             let consumed: Vec<&str> = params().flat_map(|p| p.spec.consumes()).collect();
@@ -58,7 +59,7 @@ pub fn drafts(header: &Header, written: &[&Annotations], extra: &[String]) -> Ve
                 .params
                 .iter()
                 .filter(|p| !params().any(|wp| wp.name == p.name) && !consumed.contains(&p.name.as_str()))
-                .filter_map(|p| infer::infer(m, p).map(|spec| (p.name.clone(), spec)))
+                .filter_map(|p| infer::infer(m, p, idl_of).map(|spec| (p.name.clone(), spec)))
                 .collect();
             // Counts named by another draft (`len: pcTypeDefs`) need no entry of their own.
             let by_drafts: Vec<String> = inferred.iter().flat_map(|(_, s)| s.consumes().map(String::from)).collect();

@@ -4,18 +4,24 @@
 //! result is marked `draft: true`: a person (or a reviewer) checks it against the documentation.
 
 use crate::annotations::{Direction, ParamSpec};
-use crate::contract::{Count, contract};
+use crate::contract::{Contract, Count, contract_with_idl};
+use crate::idl::IdlParam;
 use crate::ir::{CType, Method, Param};
 use std::fmt::Write;
 
+/// What the IDL beside the header says of a parameter of the method being drafted, by name
+/// (`corprof.idl`'s `[in, size_is(n)]`, which MIDL's C header drops).
+pub type IdlOf<'a> = &'a dyn Fn(&str) -> Option<&'a IdlParam>;
+
 /// The inferred annotation of one pointer parameter; `None` when it is consumed by another
-/// parameter (a count, capacity or IID) or is not a pointer.
-pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
+/// parameter (a count, capacity or IID) or is not a pointer. `idl` gives the IDL's attributes of
+/// the method's parameters where the header folder has one (`|_| None` otherwise).
+pub fn infer(method: &Method, param: &Param, idl: IdlOf<'_>) -> Option<ParamSpec> {
     let pointee = param.ty.pointee()?;
-    if consumed_by_others(method).contains(&param.name.as_str()) {
+    if consumed_by_others(method, idl).contains(&param.name.as_str()) {
         return None;
     }
-    let mut spec = ParamSpec::direction(direction(param));
+    let mut spec = ParamSpec::direction(direction(param, idl));
     spec.draft = true;
     if matches!(pointee, CType::Named(n) if n == "HCORENUM") {
         spec.dir = Direction::Ref;
@@ -30,7 +36,7 @@ pub fn infer(method: &Method, param: &Param) -> Option<ParamSpec> {
         return Some(spec);
     }
     spec.string = matches!(pointee, CType::Named(n) if n == "WCHAR");
-    let said = contract(param);
+    let said = said(param, idl);
     spec.optional = said.optional.is_some();
     match said.count.map(|c| c.value) {
         Some(Count::Writes { cap, len }) => {
@@ -67,8 +73,13 @@ fn is_iid(ty: &CType) -> bool {
     matches!(ty.pointee(), Some(CType::Named(n)) if n == "IID" || n == "GUID")
 }
 
-fn direction(p: &Param) -> Direction {
-    if let Some(said) = contract(p).dir() {
+/// What the header, and the IDL beside it, say of `p`.
+fn said(p: &Param, idl: IdlOf<'_>) -> Contract {
+    contract_with_idl(p, idl(&p.name))
+}
+
+fn direction(p: &Param, idl: IdlOf<'_>) -> Direction {
+    if let Some(said) = said(p, idl).dir() {
         return said.value;
     }
     if matches!(&p.ty, CType::Pointer { is_const: true, .. }) || matches!(p.ty.pointee(), Some(CType::Void)) {
@@ -81,14 +92,14 @@ fn direction(p: &Param) -> Direction {
 }
 
 /// Names used as counts by the method's SAL annotations, and the REFIID of a `void **` out.
-fn consumed_by_others(method: &Method) -> Vec<&str> {
+fn consumed_by_others<'m>(method: &'m Method, idl: IdlOf<'_>) -> Vec<&'m str> {
     let mut out = Vec::new();
     let has_void_out = method.params.iter().any(|p| p.ty.pointee().is_some_and(CType::is_untyped_interface_pointer));
     if has_void_out {
         out.extend(method.params.iter().filter(|p| is_iid(&p.ty)).map(|p| p.name.as_str()));
     }
     for p in &method.params {
-        for name in contract(p).count_names() {
+        for name in said(p, idl).count_names() {
             if let Some(q) = method.params.iter().find(|q| q.name == name) {
                 out.push(q.name.as_str());
             }
@@ -222,8 +233,8 @@ mod tests {
             ],
             loc: Loc::default(),
         };
-        assert_eq!(infer(&m, &m.params[1]), None, "the count is consumed");
-        let spec = infer(&m, &m.params[2]).unwrap();
+        assert_eq!(infer(&m, &m.params[1], &|_| None), None, "the count is consumed");
+        let spec = infer(&m, &m.params[2], &|_| None).unwrap();
         assert_eq!(spec_yaml(&spec), "{ dir: out, len: pcchName, cap: cchName, string: true, draft: true }");
     }
 
@@ -240,9 +251,9 @@ mod tests {
             ],
             loc: Loc::default(),
         };
-        assert_eq!(spec_yaml(&infer(&m, &m.params[1]).unwrap()), "{ dir: out, iid: riid, draft: true }");
-        assert_eq!(spec_yaml(&infer(&m, &m.params[2]).unwrap()), "{ dir: ref, corenum: true, draft: true }");
-        assert_eq!(spec_yaml(&infer(&m, &m.params[3]).unwrap()), "{ dir: ref, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[1], &|_| None).unwrap()), "{ dir: out, iid: riid, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[2], &|_| None).unwrap()), "{ dir: ref, corenum: true, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[3], &|_| None).unwrap()), "{ dir: ref, draft: true }");
     }
 
     #[test]
@@ -261,9 +272,36 @@ mod tests {
         };
         let mut arr = m.params[2].clone();
         arr.declared_array = true;
-        assert_eq!(spec_yaml(&infer(&m, &arr).unwrap()), "{ dir: out, len: pcTokens, cap: cMax, draft: true }");
+        assert_eq!(
+            spec_yaml(&infer(&m, &arr, &|_| None).unwrap()),
+            "{ dir: out, len: pcTokens, cap: cMax, draft: true }"
+        );
         assert!(looks_like_count("cchName") && looks_like_count("cbData") && looks_like_count("cMax"));
         assert!(!looks_like_count("cl") && !looks_like_count("class"));
+    }
+
+    #[test]
+    fn the_idl_beside_the_header_names_the_count() {
+        // EventPipeEventDelivered as MIDL's C header has it: `[length_is][size_is][in]`, no count
+        // named; the nearest count-like value is the wrong one. The IDL says which.
+        let m = Method {
+            name: "EventPipeEventDelivered".into(),
+            ret: named("HRESULT"),
+            params: vec![
+                param("cbEventData", named("ULONG"), &["in"], &[]),
+                param("eventData", ptr(named("BYTE")), &["size_is", "in"], &[]),
+                param("numStackFrames", named("ULONG"), &["in"], &[]),
+                param("stackFrames", ptr(named("UINT_PTR")), &["length_is", "size_is", "in"], &[]),
+            ],
+            loc: Loc::default(),
+        };
+        let frames = IdlParam {
+            attrs: vec!["in".into(), "size_is(numStackFrames)".into(), "length_is(numStackFrames)".into()],
+            loc: Loc { file: "corprof.idl".into(), line: 2589, col: 0 },
+        };
+        let idl: IdlOf<'_> = &|name| (name == "stackFrames").then_some(&frames);
+        assert_eq!(spec_yaml(&infer(&m, &m.params[3], idl).unwrap()), "{ dir: in, len: numStackFrames, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[1], idl).unwrap()), "{ dir: in, len: cbEventData, draft: true }");
     }
 
     #[test]
@@ -278,7 +316,7 @@ mod tests {
             ],
             loc: Loc::default(),
         };
-        assert_eq!(spec_yaml(&infer(&m, &m.params[1]).unwrap()), "{ dir: out, raw: true, draft: true }");
-        assert_eq!(spec_yaml(&infer(&m, &m.params[2]).unwrap()), "{ dir: in, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[1], &|_| None).unwrap()), "{ dir: out, raw: true, draft: true }");
+        assert_eq!(spec_yaml(&infer(&m, &m.params[2], &|_| None).unwrap()), "{ dir: in, draft: true }");
     }
 }
