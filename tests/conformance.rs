@@ -28,6 +28,8 @@ const NOTIFICATION: Scenario =
 const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
+const GCBASIC: Scenario =
+    Scenario { name: "gcbasic", app: "ConfGcBasic", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E10" };
 
 /// Three full and one gen0 induced GC: every GC's Started pairs with a Finished, the
 /// generation arrays say what each collected (five generations on 8.0.4, with the pinned object
@@ -303,4 +305,35 @@ fn notification_on_coreclr_8() {
 #[test]
 fn notification_on_coreclr_3() {
     notification("3", None);
+}
+
+/// `src/tests/profiler/gc/gcbasic.cs`: the high basic-GC mask alone brings GC start and finish in
+/// step, the first GC's bounds hold an empty generation 1, and no heap-walk callback. The runtime
+/// test also bounds generation 1's reserved length by one filler object: 3.1.23 (segments) keeps
+/// that, 8.0.4 (regions) reserves a whole region for the empty generation (4 MB less its header,
+/// observed on every run), so its row asserts `false` there.
+fn gcbasic_facts(generations: &str, reserved_within_filler: bool) -> Vec<String> {
+    vec![
+        "GarbageCollectionStarted seen: true".into(),
+        "GarbageCollectionFinished seen: true".into(),
+        "started/finished out of step at: []".into(),
+        "started == finished: true".into(),
+        "induced GCs: 2".into(),
+        format!(
+            "first GC: generations {generations}; generation 1 length <= 0x18: true, reserved <= 0x18: {reserved_within_filler}"
+        ),
+        "heap-walk callbacks under the basic mask: {}".into(),
+    ]
+}
+
+#[test]
+fn gcbasic_on_coreclr_8() {
+    let facts = gcbasic_facts("0,1,2,3,4", false);
+    check(&GCBASIC, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+#[test]
+fn gcbasic_on_coreclr_3() {
+    let facts = gcbasic_facts("0,1,2,3", true);
+    check(&GCBASIC, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
