@@ -28,6 +28,8 @@ const NOTIFICATION: Scenario =
 const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
 const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
+const ALLOCBYCLASS: Scenario =
+    Scenario { name: "allocbyclass", app: "ConfAllocByClass", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E11" };
 const GCBASIC: Scenario =
     Scenario { name: "gcbasic", app: "ConfGcBasic", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E10" };
 
@@ -336,4 +338,52 @@ fn gcbasic_on_coreclr_8() {
 fn gcbasic_on_coreclr_3() {
     let facts = gcbasic_facts("0,1,2,3", true);
     check(&GCBASIC, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// `src/tests/profiler/gc/gcskipobjectsallocatedbyclasscallback.cs` (with the runtime's
+/// gcallocate.cs, the same ObjectsAllocatedByClass callback): the callback's counts for the app's
+/// known allocations, per GC.
+const ALLOCBYCLASS_FACTS: &[&str] = &[
+    "started == finished: true",
+    "ObjectsAllocatedByClass raised: true",
+    "app classes per report: [ConfAllocByClass.Kept x1000] [ConfAllocByClass.Dropped x300, ConfAllocByClass.Kept x20]",
+];
+
+#[test]
+fn allocbyclass_on_coreclr_8() {
+    check(&ALLOCBYCLASS, "8", ALLOCBYCLASS_FACTS);
+}
+
+#[test]
+fn allocbyclass_on_coreclr_3() {
+    check(&ALLOCBYCLASS, "3", ALLOCBYCLASS_FACTS);
+}
+
+/// The runtime test's subject, `COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC`, is a
+/// .NET 9 flag. Set by value (0x200), 8.0.4 and 3.1.23 accept the bit they do not know and
+/// ignore it: ObjectsAllocatedByClass still comes, with the same counts. The row is `n/a`, with
+/// that reason checked by the run.
+fn allocbyclass_skip(runtime: &'static str) {
+    let _row = ConformanceRow::new(
+        "allocbyclass-skip",
+        runtime,
+        "`src/tests/profiler/gc/gcskipobjectsallocatedbyclasscallback.cs`: \
+         COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC silences ObjectsAllocatedByClass",
+    )
+    .not_applicable(
+        "the skip flag exists from .NET 9; this runtime accepts its bit, ignores it, and the callback comes",
+    );
+    let mut facts = vec!["SetEventMask2 with the skip flag 0x200: accepted"];
+    facts.extend_from_slice(ALLOCBYCLASS_FACTS);
+    run_scenario(&ALLOCBYCLASS, runtime, &facts, &[("CORPROF_CONF_SKIP", "1")]);
+}
+
+#[test]
+fn allocbyclass_skip_on_coreclr_8() {
+    allocbyclass_skip("8");
+}
+
+#[test]
+fn allocbyclass_skip_on_coreclr_3() {
+    allocbyclass_skip("3");
 }
