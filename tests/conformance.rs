@@ -30,6 +30,8 @@ const EXCEPTIONS: Scenario =
     Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
 const ALLOCBYCLASS: Scenario =
     Scenario { name: "allocbyclass", app: "ConfAllocByClass", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E11" };
+const CLASSUNLOAD: Scenario =
+    Scenario { name: "classunload", app: "ConfClassUnload", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E12" };
 const GCBASIC: Scenario =
     Scenario { name: "gcbasic", app: "ConfGcBasic", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E10" };
 
@@ -386,4 +388,30 @@ fn allocbyclass_skip_on_coreclr_8() {
 #[test]
 fn allocbyclass_skip_on_coreclr_3() {
     allocbyclass_skip("3");
+}
+
+/// `src/tests/profiler/unittest/classload.cs` (with `unloadlibrary.cs`): seven classes load with
+/// the collectible context, each Started paired with its Finished. The runtime test expects all
+/// seven to unload; before .NET 10 (dotnet/runtime#114068) the runtime raises ClassUnload* only
+/// for a class defined by the unloading module, never for an instantiation such as
+/// `List<TestClass>` whose generic definition lives elsewhere: one pair here, on both runtimes.
+const CLASSUNLOAD_FACTS: &[&str] = &[
+    "class loads: started 7, finished 7; unloads: started 1, finished 1",
+    "ConfClassUnload.TestClass: 1 1 1 1",
+    "System.Collections.Generic.ICollection`1<ConfClassUnload.TestClass>: 1 1 0 0",
+    "System.Collections.Generic.IEnumerable`1<ConfClassUnload.TestClass>: 1 1 0 0",
+    "System.Collections.Generic.IList`1<ConfClassUnload.TestClass>: 1 1 0 0",
+    "System.Collections.Generic.IReadOnlyCollection`1<ConfClassUnload.TestClass>: 1 1 0 0",
+    "System.Collections.Generic.IReadOnlyList`1<ConfClassUnload.TestClass>: 1 1 0 0",
+    "System.Collections.Generic.List`1<ConfClassUnload.TestClass>: 1 1 0 0",
+];
+
+#[test]
+fn classunload_on_coreclr_8() {
+    check(&CLASSUNLOAD, "8", CLASSUNLOAD_FACTS);
+}
+
+#[test]
+fn classunload_on_coreclr_3() {
+    check(&CLASSUNLOAD, "3", CLASSUNLOAD_FACTS);
 }
