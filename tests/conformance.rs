@@ -32,6 +32,8 @@ const ALLOCBYCLASS: Scenario =
     Scenario { name: "allocbyclass", app: "ConfAllocByClass", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E11" };
 const CLASSUNLOAD: Scenario =
     Scenario { name: "classunload", app: "ConfClassUnload", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E12" };
+const DISPENSER: Scenario =
+    Scenario { name: "dispenser", app: "ConfDispenser", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E13" };
 const GCBASIC: Scenario =
     Scenario { name: "gcbasic", app: "ConfGcBasic", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E10" };
 
@@ -414,4 +416,32 @@ fn classunload_on_coreclr_8() {
 #[test]
 fn classunload_on_coreclr_3() {
     check(&CLASSUNLOAD, "3", CLASSUNLOAD_FACTS);
+}
+
+/// `src/tests/profiler/unittest/metadatagetdispenser.cs`: libcoreclr's MetaDataGetDispenser gives
+/// an IMetaDataDispenserEx that opens every loading module's file; the app module so read is the
+/// one the runtime loaded (name and MVID). The runtime test asks for the path at
+/// ModuleLoadStarted, where 8.0.4 does not have it yet (CORPROF_E_DATAINCOMPLETE).
+fn dispenser_facts(at_started: &str) -> Vec<String> {
+    vec![
+        format!("GetModuleInfo2 at ModuleLoadStarted failed with: {at_started}"),
+        "modules opened by the dispenser: true".into(),
+        "modules it failed on: []".into(),
+        "ConfDispenser.dll scope name through the dispenser: Some(\"ConfDispenser.dll\")".into(),
+        "ConfDispenser.dll name and MVID equal to GetModuleMetaData's: true".into(),
+    ]
+}
+
+#[test]
+fn dispenser_on_coreclr_8() {
+    let facts = dispenser_facts("{\"CORPROF_E_DATAINCOMPLETE (0x80131351)\"}");
+    check(&DISPENSER, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// 3.1.23 crashes inside GetModuleInfo2 at ModuleLoadStarted (SIGSEGV in the runtime, observed):
+/// the profiler does not ask there, so nothing failed.
+#[test]
+fn dispenser_on_coreclr_3() {
+    let facts = dispenser_facts("{}");
+    check(&DISPENSER, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
