@@ -58,8 +58,9 @@ fn gc_common(generations: &str) -> Vec<String> {
     ]
 }
 
-/// ... and on 8.0.4 the high event mask alone reports the large and the pinned array, and no
-/// other allocation.
+/// ... and on 8.0.4 the high event mask alone reports the large and the pinned arrays, and no
+/// other allocation; pinned-heap objects show in the heap walk as references (the Marker's) and as
+/// roots (`src/tests/profiler/gc/gc.cs`).
 #[test]
 fn gc_on_coreclr_8() {
     let mut expected = gc_common("0,1,2,3,4");
@@ -67,6 +68,9 @@ fn gc_on_coreclr_8() {
         "large byte array reported: true".to_string(),
         "pinned byte array reported: true".to_string(),
         "other allocations reported: []".to_string(),
+        "pinned-heap objects among object references: true".to_string(),
+        "pinned-heap objects among root references: true".to_string(),
+        "the Marker references a pinned-heap object: true".to_string(),
     ]);
     check(&GC, "8", &expected.iter().map(String::as_str).collect::<Vec<_>>());
 }
