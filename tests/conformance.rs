@@ -83,56 +83,104 @@ fn gc_on_coreclr_3() {
     check(&GC, "3", &expected.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-/// The two-pass sequence, for the app's methods: search from the thrower up to the catcher
-/// (filters run in the search pass), then unwind up to the catching frame (finally blocks run
-/// during the unwind), then the catcher. A rethrow starts a new search from the rethrowing frame.
+/// `src/tests/profiler/exception/ExceptionTest.cs`: the two-pass sequence, for the app's methods,
+/// every Enter followed by its Leave: search from the thrower up to the catcher (filters run in the
+/// search pass), then unwind up to the catching frame (finally blocks run during the unwind), then
+/// the catcher, given the thrown object. The catching frame's unwind has no Leave (the frame goes
+/// on, into its catch); a catch left by a rethrow has none either, and the rethrow starts a new
+/// search from the rethrowing frame. A throw from a finally run normally (no exception in flight)
+/// is an ordinary throw from that method, with no finally events.
 const EXCEPTION_SEQUENCE: &[&str] = &[
     // caught two frames up
     "thrown ConfExceptions.AppException",
     "search Thrower",
+    "search leave Thrower",
     "search Middle",
+    "search leave Middle",
     "search CatchTwoUp",
     "catcher found CatchTwoUp",
+    "search leave CatchTwoUp",
     "unwind Thrower",
+    "unwind leave Thrower",
     "unwind Middle",
+    "unwind leave Middle",
     "unwind CatchTwoUp",
     "catch CatchTwoUp",
+    "caught object: ConfExceptions.AppException",
+    "catch leave CatchTwoUp",
     // a finally on the way out
     "thrown ConfExceptions.AppException",
     "search Thrower",
+    "search leave Thrower",
     "search WithFinally",
+    "search leave WithFinally",
     "search CatchFinally",
     "catcher found CatchFinally",
+    "search leave CatchFinally",
     "unwind Thrower",
+    "unwind leave Thrower",
     "unwind WithFinally",
     "finally WithFinally",
+    "finally leave WithFinally",
+    "unwind leave WithFinally",
     "unwind CatchFinally",
     "catch CatchFinally",
+    "caught object: ConfExceptions.AppException",
+    "catch leave CatchFinally",
     // caught, rethrown, caught by the caller
     "thrown ConfExceptions.AppException",
     "search Thrower",
+    "search leave Thrower",
     "search Rethrower",
     "catcher found Rethrower",
+    "search leave Rethrower",
     "unwind Thrower",
+    "unwind leave Thrower",
     "unwind Rethrower",
     "catch Rethrower",
+    "caught object: ConfExceptions.AppException",
     "thrown ConfExceptions.AppException",
     "search Rethrower",
+    "search leave Rethrower",
     "search CatchRethrown",
     "catcher found CatchRethrown",
+    "search leave CatchRethrown",
     "unwind Rethrower",
+    "unwind leave Rethrower",
     "unwind CatchRethrown",
     "catch CatchRethrown",
+    "caught object: ConfExceptions.AppException",
+    "catch leave CatchRethrown",
     // a filter that declines, then one that accepts, in the same method
     "thrown ConfExceptions.AppException",
     "search Thrower",
+    "search leave Thrower",
     "search Filtered",
     "filter Filtered",
+    "filter leave Filtered",
     "filter Filtered",
+    "filter leave Filtered",
     "catcher found Filtered",
+    "search leave Filtered",
     "unwind Thrower",
+    "unwind leave Thrower",
     "unwind Filtered",
     "catch Filtered",
+    "caught object: ConfExceptions.AppException",
+    "catch leave Filtered",
+    // thrown from a finally
+    "thrown ConfExceptions.AppException",
+    "search ThrowInFinally",
+    "search leave ThrowInFinally",
+    "search CatchFromFinally",
+    "catcher found CatchFromFinally",
+    "search leave CatchFromFinally",
+    "unwind ThrowInFinally",
+    "unwind leave ThrowInFinally",
+    "unwind CatchFromFinally",
+    "catch CatchFromFinally",
+    "caught object: ConfExceptions.AppException",
+    "catch leave CatchFromFinally",
 ];
 
 #[test]
