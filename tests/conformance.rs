@@ -402,6 +402,7 @@ fn gcbasic_on_coreclr_3() {
 const ALLOCBYCLASS_FACTS: &[&str] = &[
     "started == finished: true",
     "ObjectsAllocatedByClass raised: true",
+    "calls with unpaired class and count arrays: 0",
     "app classes per report: [ConfAllocByClass.Kept x1000] [ConfAllocByClass.Dropped x300, ConfAllocByClass.Kept x20]",
 ];
 

@@ -31,6 +31,8 @@ struct State {
     calls: u32,
     /// `(class, count)` for the app's classes, per call, in call order.
     reports: Vec<Vec<String>>,
+    /// Calls whose class and count arrays differ in length (the header gives both one count).
+    unpaired: u32,
     skip_answer: Option<String>,
 }
 
@@ -77,6 +79,7 @@ impl CorProfilerCallback for AllocByClass {
         mine.sort();
         let mut s = self.state();
         s.calls += 1;
+        s.unpaired += u32::from(classes.len() != counts.len());
         s.reports.push(mine);
         Ok(())
     }
@@ -88,6 +91,7 @@ impl CorProfilerCallback for AllocByClass {
         }
         self.rec.say(format!("started == finished: {}", s.started == s.finished && s.started > 0));
         self.rec.say(format!("ObjectsAllocatedByClass raised: {}", s.calls > 0));
+        self.rec.say(format!("calls with unpaired class and count arrays: {}", s.unpaired));
         let reports: Vec<String> =
             s.reports.iter().filter(|r| !r.is_empty()).map(|r| format!("[{}]", r.join(", "))).collect();
         self.rec.say(format!("app classes per report: {}", reports.join(" ")));
