@@ -1,6 +1,6 @@
 // Conformance scenario "exceptions" (tests/conformance/exceptions): one exception each for a
-// catch two frames up, a finally on the way out, a rethrow, and a filter that declines then
-// one that accepts. Exits 100 when every case came out as written.
+// catch two frames up, a finally on the way out, a rethrow, a filter that declines then one that
+// accepts, and a throw from inside a finally. Exits 100 when every case came out as written.
 using System;
 using System.Runtime.CompilerServices;
 
@@ -75,11 +75,32 @@ namespace ConfExceptions
             return 0;
         }
 
+        // The runtime's exception/ExceptionTest.cs shape (its Foo and Bar): a throw from a finally nested in a finally, with no
+        // exception in flight.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void ThrowInFinally()
+        {
+            try { }
+            finally
+            {
+                try { }
+                finally { throw new AppException(6); }
+            }
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int CatchFromFinally()
+        {
+            try { ThrowInFinally(); }
+            catch (AppException e) { return e.Code; }
+            return 0;
+        }
+
         static int Main()
         {
-            int sum = CatchTwoUp() + CatchFinally() + CatchRethrown() + Filtered();
+            int sum = CatchTwoUp() + CatchFinally() + CatchRethrown() + Filtered() + CatchFromFinally();
             Console.WriteLine("exceptions scenario done " + sum + " finally " + finallyRan);
-            return sum == 10 && finallyRan == 1 ? 100 : 1;
+            return sum == 16 && finallyRan == 1 ? 100 : 1;
         }
     }
 }

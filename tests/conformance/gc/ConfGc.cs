@@ -1,6 +1,6 @@
 // Conformance scenario "gc" (tests/conformance/gc): three full and one gen0 induced GC while a
-// Marker (referencing a Child) is live on Main's stack; then a large and (on .NET 5+) a pinned
-// array. Exits 100.
+// Marker (referencing a Child and, on .NET 5+, a pinned array) and another pinned array are live
+// on Main's stack; then a large and (on .NET 5+) a pinned array. Exits 100.
 using System;
 using System.Reflection;
 using System.Runtime.CompilerServices;
@@ -8,7 +8,7 @@ using System.Runtime.CompilerServices;
 namespace ConfGc
 {
     class Child { public int Value = 7; }
-    class Marker { public Child Child = new Child(); }
+    class Marker { public Child Child = new Child(); public object Pinned; }
 
     static class Program
     {
@@ -28,6 +28,11 @@ namespace ConfGc
         static int Run()
         {
             var marker = new Marker();
+            // On the pinned object heap (.NET 5+) before the GCs: one referenced by the Marker,
+            // one from this frame only, so the heap walk shows both an object reference to and a
+            // root of a pinned-heap object (the runtime's gc.cs).
+            marker.Pinned = AllocatePinned(1000);
+            object rooted = AllocatePinned(1000);
             for (int i = 0; i < 3; i++)
             {
                 GC.Collect();
@@ -37,6 +42,7 @@ namespace ConfGc
             object pinned = AllocatePinned(1000);
             int seen = marker.Child.Value + large.Length + (pinned == null ? 0 : 1);
             GC.KeepAlive(marker);
+            GC.KeepAlive(rooted);
             return seen;
         }
 

@@ -1,8 +1,10 @@
-//! Conformance scenario "gc": GarbageCollectionStarted/Finished pair up, with generation arrays
+//! Conformance scenario "gc", after the runtime's `src/tests/profiler/gc/gc.cs` (profiler
+//! `native/gcprofiler`): GarbageCollectionStarted/Finished pair up, with generation arrays
 //! that say which generations each induced GC collected; GetGenerationBounds ranges are
 //! consistent; ObjectReferences and RootReferences2 show the app's live Marker and its Child; on
 //! .NET 5+ (8.0.4 here) the high event mask alone reports large- and pinned-object allocations,
-//! and nothing else.
+//! and nothing else, and pinned-object-heap objects appear among ObjectReferences' references
+//! (the Marker's among them) and among RootReferences2's roots.
 
 use conformance_support::Recorder;
 use corprof::types::{
@@ -39,11 +41,29 @@ struct State {
     not_large_or_pinned: Vec<String>,
     large_byte_array: bool,
     pinned_byte_array: bool,
+    /// Pinned-object-heap objects seen among ObjectReferences' references and among the roots
+    /// (the runtime's gc test counts both), and whether the Marker itself references one.
+    poh_in_references: u32,
+    poh_in_roots: u32,
+    marker_references_poh: bool,
 }
 
 impl Gc {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many of `objects` (null ones skipped) live on the pinned object heap.
+    fn pinned_heap_objects(&self, objects: &[ObjectID]) -> Result<u32> {
+        let info = self.rec.info()?;
+        let poh = objects
+            .iter()
+            .filter(|o| **o != ObjectID::NULL)
+            // SAFETY: called from the ObjectReferences or RootReferences2 that reported `o`: the GC
+            // that handed it out is still running, so it is the object's current address.
+            .filter(|o| unsafe { info.get_object_generation(**o) }.is_ok_and(|g| g.generation.0 == POH))
+            .count();
+        Ok(poh as u32)
     }
 }
 
@@ -82,7 +102,14 @@ impl CorProfilerCallback for Gc {
     }
 
     fn object_references(&self, object: ObjectID, class: ClassID, refs: &[ObjectID]) -> Result<()> {
-        if self.rec.class_name(class) == "ConfGc.Marker" {
+        let poh = self.pinned_heap_objects(refs)?;
+        let is_marker = self.rec.class_name(class) == "ConfGc.Marker";
+        {
+            let mut s = self.state();
+            s.poh_in_references += poh;
+            s.marker_references_poh |= is_marker && poh > 0;
+        }
+        if is_marker {
             let info = self.rec.info()?;
             let child = refs.iter().any(|r| {
                 // SAFETY: ObjectReferences runs during the GC that reported `r`, so it is current.
@@ -103,7 +130,9 @@ impl CorProfilerCallback for Gc {
         _flags: &[COR_PRF_GC_ROOT_FLAGS],
         _ids: &[UINT_PTR],
     ) -> Result<()> {
+        let poh = self.pinned_heap_objects(roots)?;
         let mut s = self.state();
+        s.poh_in_roots += poh;
         let rooted = roots.iter().any(|r| s.markers.contains(r));
         s.marker_rooted |= rooted;
         s.roots.extend(roots.iter().copied());
@@ -174,6 +203,9 @@ impl CorProfilerCallback for Gc {
             self.rec.say(format!("large byte array reported: {}", s.large_byte_array));
             self.rec.say(format!("pinned byte array reported: {}", s.pinned_byte_array));
             self.rec.say(format!("other allocations reported: {:?}", s.not_large_or_pinned));
+            self.rec.say(format!("pinned-heap objects among object references: {}", s.poh_in_references > 0));
+            self.rec.say(format!("pinned-heap objects among root references: {}", s.poh_in_roots > 0));
+            self.rec.say(format!("the Marker references a pinned-heap object: {}", s.marker_references_poh));
         } else {
             self.rec.say(format!("allocations reported without the high mask: {}", s.allocations));
         }
