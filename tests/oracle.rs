@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{RUN_TIMEOUT, TempFile, profile_dir, profiler_lib, repo_root, run_app};
+use common::{RUN_TIMEOUT, TempFile, profile_dir, profiler_lib, repo_root, run_app_with_args};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,15 +69,6 @@ const NEVER_RAISED: &[(&str, &str)] = &[
     ),
     ("InitializeForAttach", "only for a profiler attached to a running process; these runs load at startup"),
     ("ProfilerAttachComplete", "only for a profiler attached to a running process; these runs load at startup"),
-    ("ProfilerDetachSucceeded", "only after the profiler asks to detach (RequestProfilerDetach); the loggers never do"),
-    ("ReJITCompilationStarted", "only after the profiler requests a ReJIT (RequestReJIT); the loggers never do"),
-    ("GetReJITParameters", "only after the profiler requests a ReJIT (RequestReJIT); the loggers never do"),
-    ("ReJITCompilationFinished", "only after the profiler requests a ReJIT (RequestReJIT); the loggers never do"),
-    ("ReJITError", "only after the profiler requests a ReJIT (RequestReJIT); the loggers never do"),
-    (
-        "EventPipeEventDelivered",
-        "only for events of an EventPipe session the profiler starts itself (EventPipeStartSession); the loggers start none",
-    ),
 ];
 
 // COR_PRF_MONITOR bits (corprof.h).
@@ -98,6 +89,7 @@ const REMOTING_COOKIE: u32 = 0x4000;
 const REMOTING_ASYNC: u32 = 0x8000;
 const SUSPENDS: u32 = 0x10000;
 const CACHE_SEARCHES: u32 = 0x20000;
+const ENABLE_REJIT: u32 = 0x40000;
 const ENABLE_OBJECT_ALLOCATED: u32 = 0x800000;
 const CLR_EXCEPTIONS: u32 = 0x1000000;
 // COR_PRF_HIGH_MONITOR bits.
@@ -138,6 +130,10 @@ struct Config {
     arrangement: Arrangement,
     low: u32,
     high: u32,
+    /// The app's arguments: `rejit` and `detach` have the C logger request those.
+    args: &'static [&'static str],
+    /// More settings for the loggers.
+    env: &'static [(&'static str, &'static str)],
 }
 
 /// Everything a main profiler can see without the callbacks that turn off ReadyToRun code (and
@@ -155,6 +151,10 @@ const TEE_ALL: Config = Config {
         | REMOTING_ASYNC
         | CCW,
     high: SHARED_HIGH | HIGH_ADD_ASSEMBLY_REFERENCES | HIGH_GC_MOVED_OBJECTS,
+    args: &[],
+    // The C logger's EventPipe session: the app's EventSource events reach both loggers through
+    // EventPipeEventDelivered.
+    env: &[("CORPROF_LOG_EVENTPIPE", "Oracle-Events")],
 };
 
 /// What turns ReadyToRun code off: every allocation (ObjectAllocated) and the managed/unmanaged
@@ -164,6 +164,30 @@ const TEE_ALLOCATIONS: Config = Config {
     arrangement: Arrangement::Tee,
     low: CLASS_LOADS | GC | OBJECT_ALLOCATED | ENABLE_OBJECT_ALLOCATED | THREADS | CODE_TRANSITIONS,
     high: 0,
+    args: &[],
+    env: &[],
+};
+
+/// The C logger requests a ReJIT of one method and of a token that is no method (the app finds
+/// the method's module through the P/Invoke's ManagedToUnmanagedTransition, hence
+/// CODE_TRANSITIONS).
+const TEE_REJIT: Config = Config {
+    name: "tee-rejit",
+    arrangement: Arrangement::Tee,
+    low: JIT_COMPILATION | CODE_TRANSITIONS | ENABLE_REJIT | SUSPENDS | THREADS,
+    high: 0,
+    args: &["rejit"],
+    env: &[],
+};
+
+/// The C logger asks to detach: no flag the runtime calls immutable may be set.
+const TEE_DETACH: Config = Config {
+    name: "tee-detach",
+    arrangement: Arrangement::Tee,
+    low: JIT_COMPILATION | EXCEPTIONS | THREADS | SUSPENDS | CLASS_LOADS,
+    high: 0,
+    args: &["detach"],
+    env: &[],
 };
 
 const NOTIFIED_RUST: Config = Config {
@@ -171,6 +195,8 @@ const NOTIFIED_RUST: Config = Config {
     arrangement: Arrangement::CMainRustNotified,
     low: SHARED_LOW,
     high: SHARED_HIGH | HIGH_BASIC_GC,
+    args: &[],
+    env: &[],
 };
 
 const NOTIFIED_C: Config = Config {
@@ -178,9 +204,11 @@ const NOTIFIED_C: Config = Config {
     arrangement: Arrangement::RustMainCNotified,
     low: SHARED_LOW,
     high: SHARED_HIGH | HIGH_BASIC_GC,
+    args: &[],
+    env: &[],
 };
 
-const ALL_CONFIGS: [Config; 4] = [TEE_ALL, TEE_ALLOCATIONS, NOTIFIED_RUST, NOTIFIED_C];
+const ALL_CONFIGS: [Config; 6] = [TEE_ALL, TEE_ALLOCATIONS, TEE_REJIT, TEE_DETACH, NOTIFIED_RUST, NOTIFIED_C];
 
 /// The two loggers' files of one run.
 struct Logs {
@@ -299,7 +327,10 @@ fn run(config: &Config) -> Logs {
         ("CORPROF_LOG_OUT", rust_out.path().into()),
         ("CORPROF_EVENT_MASK", low),
         ("CORPROF_EVENT_MASK_HIGH", high),
+        // The app's P/Invokes into the C logger (rejit, detach) find its library here.
+        ("LD_LIBRARY_PATH", c_logger().parent().expect("the oracle folder").to_str().expect("not UTF-8").into()),
     ];
+    env.extend(config.env.iter().map(|(k, v)| (*k, v.to_string())));
     let main = |clsid: &str, lib: &str| {
         vec![("CORECLR_PROFILER", format!("{{{clsid}}}")), ("CORECLR_PROFILER_PATH", lib.to_string())]
     };
@@ -327,7 +358,7 @@ fn run(config: &Config) -> Logs {
         }
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let app = run_app("8", APP, &env);
+    let app = run_app_with_args("8", APP, config.args, &env);
     assert_eq!(app.code, Some(100), "{}: the app failed (timeout {RUN_TIMEOUT:?}): {}", config.name, app.describe());
     let read = |file: &TempFile, who: &str| {
         file.read().unwrap_or_else(|| panic!("{}: the {who} logger wrote no file: {}", config.name, app.describe()))
@@ -391,6 +422,16 @@ fn oracle_tee_all_callbacks_match_line_for_line() {
 #[test]
 fn oracle_tee_allocations_and_transitions_match_line_for_line() {
     assert_same_per_thread(&TEE_ALLOCATIONS);
+}
+
+#[test]
+fn oracle_tee_rejit_matches_line_for_line() {
+    assert_same_per_thread(&TEE_REJIT);
+}
+
+#[test]
+fn oracle_tee_detach_matches_line_for_line() {
+    assert_same_per_thread(&TEE_DETACH);
 }
 
 #[test]

@@ -18,7 +18,12 @@ with the same arguments. Settings (environment):
   - CORPROF_EVENT_MASK / CORPROF_EVENT_MASK_HIGH: hex masks set in Initialize (SetEventMask2);
   - CORPROF_LOG_C_NOTIFICATION if set, else CORPROF_LOG_NOTIFICATION: `1` answers
     LoadAsNotificationOnly with TRUE;
-  - CORPROF_LOG_TEE=/path/lib.so{CLSID}: the tee's second profiler.
+  - CORPROF_LOG_TEE=/path/lib.so{CLSID}: the tee's second profiler;
+  - CORPROF_LOG_EVENTPIPE=<provider>: in Initialize, start an EventPipe session with that provider
+    (its events then come through EventPipeEventDelivered).
+It also exports what the app calls (P/Invoke) to make the runtime raise the callbacks that follow
+a profiler's own request: oracle_request_rejit (RequestReJIT of a method of the calling module, and
+of a token that is no method), oracle_request_detach (RequestProfilerDetach) and oracle_detached.
 """
 
 import re
@@ -364,20 +369,22 @@ def main():
     newest = max(int(n or 1) for n in re.findall(r"typedef struct ICorProfilerCallback(\d*)Vtbl", header))
     cb_iface = "ICorProfilerCallback" + (str(newest) if newest > 1 else "")
     slots = vtable_slots(header, cb_iface)
-    info_slots = [n for n, _ in vtable_slots(header, "ICorProfilerInfo5")]
+    info_slots = [n for n, _ in vtable_slots(header, "ICorProfilerInfo12")]
     aliases, enums = typedefs([header])
     types = Types(aliases, enums)
     counts = idl_counts(idl)
     callback_iids = [interface_iid(header, "ICorProfilerCallback" + (str(v) if v > 1 else "")) for v in range(1, newest + 1)]
-    info5_iid = interface_iid(header, "ICorProfilerInfo5")
+    info12_iid = interface_iid(header, "ICorProfilerInfo12")
 
     if [n for n, _ in slots[:3]] != ["QueryInterface", "AddRef", "Release"]:
         die("the callback vtable does not start with IUnknown")
     out = [PRELUDE]
     out.append(f'static const char CLSID_S[] = "{CLSID}";\n')
-    out.append(f'static const char IID_ICorProfilerInfo5_S[] = "{info5_iid}";\n')
+    out.append(f'static const char IID_ICorProfilerInfo12_S[] = "{info12_iid}";\n')
     out.append("static const char *const CALLBACK_IIDS[] = {%s};\n" % ", ".join(f'"{i}"' for i in callback_iids))
-    out.append(f"enum {{ SET_EVENT_MASK2_SLOT = {info_slots.index('SetEventMask2')} }};\n")
+    for slot in ("SetEventMask2", "GetFunctionInfo", "RequestReJIT", "RequestProfilerDetach", "EventPipeStartSession",
+                 "InitializeCurrentThread"):
+        out.append(f"#define SLOT_{slot} {info_slots.index(slot)}\n")
     out.append("""
 static int is_callback_iid(const GUID *riid) {
     for (size_t i = 0; i < sizeof CALLBACK_IIDS / sizeof *CALLBACK_IIDS; i++) {
@@ -399,18 +406,91 @@ static uint32_t cb_AddRef(Logger *self) { return (uint32_t)__atomic_add_fetch(&s
 /* The logger lives until the process ends: the runtime may call it from any thread at exit. */
 static uint32_t cb_Release(Logger *self) { return (uint32_t)__atomic_sub_fetch(&self->refs, 1, __ATOMIC_SEQ_CST); }
 
-/* Sets the two masks from the environment on the runtime's info object. */
+/* The runtime's info object (ICorProfilerInfo12), kept from Initialize for the requests below. */
+static void *g_info;
+static volatile int g_detached;
+/* The function of this thread's last managed-to-unmanaged transition: the P/Invoke method. */
+static __thread uintptr_t t_last_pinvoke;
+
+typedef struct { const uint16_t *provider; uint64_t keywords; uint32_t level; const uint16_t *filter; } ProviderConfig;
+
+/* Starts an EventPipe session with one provider (all keywords, verbose) if CORPROF_LOG_EVENTPIPE names one. */
+static HRESULT start_event_pipe(void *info) {
+    const char *name = getenv("CORPROF_LOG_EVENTPIPE");
+    if (!name || !*name) return S_OK;
+    uint16_t wide[256];
+    size_t n = strlen(name);
+    if (n >= 256) return E_INVALIDARG;
+    for (size_t i = 0; i <= n; i++) wide[i] = (uint8_t)name[i];
+    ProviderConfig config = {wide, ~(uint64_t)0, 5, NULL};
+    uint64_t session = 0;
+    return ((HRESULT (*)(void *, uint32_t, ProviderConfig *, int32_t, uint64_t *))VTBL(info)[SLOT_EventPipeStartSession])(
+        info, 1, &config, 0, &session);
+}
+
+/* Sets the two masks from the environment on the runtime's info object, keeps the object, and
+   starts the EventPipe session asked for. */
 static HRESULT set_masks(void *info_unk) {
     uint32_t low, high;
     if (!env_hex("CORPROF_EVENT_MASK", &low) || !env_hex("CORPROF_EVENT_MASK_HIGH", &high)) return E_INVALIDARG;
-    GUID iid = guid_of(IID_ICorProfilerInfo5_S);
+    GUID iid = guid_of(IID_ICorProfilerInfo12_S);
     void *info = NULL;
     HRESULT hr = ((QueryInterfaceFn)VTBL(info_unk)[0])(info_unk, &iid, &info);
     if (hr < 0) return hr;
-    hr = ((HRESULT (*)(void *, uint32_t, uint32_t))VTBL(info)[SET_EVENT_MASK2_SLOT])(info, low, high);
-    ((ReleaseFn)VTBL(info)[2])(info);
+    hr = ((HRESULT (*)(void *, uint32_t, uint32_t))VTBL(info)[SLOT_SetEventMask2])(info, low, high);
+    if (hr >= 0) hr = start_event_pipe(info);
+    if (hr < 0) { ((ReleaseFn)VTBL(info)[2])(info); return hr; }
+    g_info = info;
     return hr;
 }
+
+/* The profiler's requests are "synchronous" calls, which the runtime refuses
+   (CORPROF_E_UNSUPPORTED_CALL_SEQUENCE) on the app's thread inside a P/Invoke: they run on a
+   thread of the logger's own, unknown to the runtime, which the caller waits for. */
+typedef struct { uintptr_t pinvoke; uint32_t token, bad_token; int detach; HRESULT hr; } Request;
+
+static void *run_request(void *arg) {
+    Request *r = arg;
+    ((HRESULT (*)(void *))VTBL(g_info)[SLOT_InitializeCurrentThread])(g_info);
+    if (r->detach) {
+        r->hr = ((HRESULT (*)(void *, uint32_t))VTBL(g_info)[SLOT_RequestProfilerDetach])(g_info, 100);
+        return NULL;
+    }
+    uintptr_t class_id = 0, module = 0;
+    uint32_t pinvoke_token = 0;
+    r->hr = ((HRESULT (*)(void *, uintptr_t, uintptr_t *, uintptr_t *, uint32_t *))VTBL(g_info)[SLOT_GetFunctionInfo])(
+        g_info, r->pinvoke, &class_id, &module, &pinvoke_token);
+    if (r->hr < 0) return NULL;
+    uintptr_t modules[2] = {module, module};
+    uint32_t tokens[2] = {r->token, r->bad_token};
+    r->hr = ((HRESULT (*)(void *, uint32_t, uintptr_t *, uint32_t *))VTBL(g_info)[SLOT_RequestReJIT])(g_info, 2, modules, tokens);
+    return NULL;
+}
+
+static HRESULT request(Request *r) {
+    if (!g_info) return E_FAIL;
+    pthread_t worker;
+    if (pthread_create(&worker, NULL, run_request, r) != 0) return E_FAIL;
+    pthread_join(worker, NULL);
+    return r->hr;
+}
+
+/* For the app: ReJIT `token` of the module that declares the calling P/Invoke method (seen in
+   ManagedToUnmanagedTransition, so the mask needs CODE_TRANSITIONS), and `bad_token`, which the
+   runtime answers with ReJITError. */
+__attribute__((visibility("default"))) HRESULT oracle_request_rejit(uint32_t token, uint32_t bad_token) {
+    if (!t_last_pinvoke) return E_FAIL;
+    Request r = {t_last_pinvoke, token, bad_token, 0, S_OK};
+    return request(&r);
+}
+
+/* For the app: asks the runtime to detach this profiler (ProfilerDetachSucceeded follows). */
+__attribute__((visibility("default"))) HRESULT oracle_request_detach(void) {
+    Request r = {0, 0, 0, 1, S_OK};
+    return request(&r);
+}
+
+__attribute__((visibility("default"))) int oracle_detached(void) { return g_detached; }
 """)
     names = []
     for index, (name, params) in enumerate(slots):
@@ -451,6 +531,10 @@ static HRESULT set_masks(void *info_unk) {
             result = "hr"
         if name == "LoadAsNotificationOnly":
             body.append("    if (p0 && notification_only()) *(int32_t *)p0 = 1;")
+        if name == "ManagedToUnmanagedTransition":
+            body.append("    t_last_pinvoke = p0;")
+        if name == "ProfilerDetachSucceeded":
+            body.append("    g_detached = 1;")
         args = "".join(f", p{i}" for i in range(len(shapes)))
         ftype = "HRESULT (*)(void *" + "".join(f", {c_type(s)}" for _, s in shapes) + ")"
         body.append(f"    if (self->tee) (({ftype})VTBL(self->tee)[{index}])(self->tee{args});")

@@ -11,7 +11,10 @@
 //     live entries, finalizable objects, a large object, induced gen0/1/2 and compacting collections;
 //   - unloading: a copy of this assembly in a collectible AssemblyLoadContext makes an object,
 //     then the context is unloaded and collected.
-// Prints "oracle app done" and exits 100.
+// With the argument `rejit` it then has the C logger request a ReJIT of RejitTarget (and of a token
+// that is no method) and calls RejitTarget again; with `detach` it has the C logger ask to detach
+// and waits for ProfilerDetachSucceeded. The C logger's library (libcorprof_oracle_c.so) must be
+// on LD_LIBRARY_PATH for those. Prints "oracle app done" and exits 100.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics.Tracing;
@@ -73,6 +76,17 @@ namespace OracleApp
 
         [DllImport("libc.so.6", EntryPoint = "qsort")]
         static extern void QSort(int[] items, UIntPtr count, UIntPtr size, Compare compare);
+
+        // Exported by the C logger (tests/oracle/gen_logger.py), the profiler of the rejit and
+        // detach runs: they request what only a profiler can.
+        [DllImport("libcorprof_oracle_c.so")]
+        static extern int oracle_request_rejit(int token, int badToken);
+
+        [DllImport("libcorprof_oracle_c.so")]
+        static extern int oracle_request_detach();
+
+        [DllImport("libcorprof_oracle_c.so")]
+        static extern int oracle_detached();
 
         static int CompareInts(IntPtr a, IntPtr b)
         {
@@ -304,7 +318,36 @@ namespace OracleApp
             return new WeakReference(copy);
         }
 
-        static int Main()
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int RejitTarget(int x)
+        {
+            return 3 * x + 1;
+        }
+
+        static bool Rejit()
+        {
+            int before = RejitTarget(1);
+            int token = typeof(Program).GetMethod("RejitTarget", BindingFlags.NonPublic | BindingFlags.Static).MetadataToken;
+            // 0x0A000001 is a MemberRef token: not a method definition, so the runtime reports a ReJITError.
+            int hr = oracle_request_rejit(token, 0x0A000001);
+            int after = RejitTarget(2);
+            Console.WriteLine("rejit: request 0x" + hr.ToString("x") + ", before " + before + ", after " + after);
+            return hr >= 0 && before == 4 && after == 7;
+        }
+
+        static bool Detach()
+        {
+            int hr = oracle_request_detach();
+            int waited = 0;
+            for (; waited < 400 && oracle_detached() == 0; waited++)
+            {
+                Thread.Sleep(25);
+            }
+            Console.WriteLine("detach: request 0x" + hr.ToString("x") + ", detached " + oracle_detached() + " after " + waited + " waits");
+            return hr >= 0 && oracle_detached() == 1;
+        }
+
+        static int Main(string[] args)
         {
             Threads();
             int transitions = Transitions();
@@ -322,7 +365,12 @@ namespace OracleApp
                 GC.Collect();
                 GC.WaitForPendingFinalizers();
             }
-            bool ok = transitions == 1 && dynamicSum == 6 && s_caught == 5 && s_finallies == 4 && found == 1 && !copy.IsAlive;
+            bool extras = true;
+            foreach (string arg in args)
+            {
+                extras &= arg == "rejit" ? Rejit() : arg == "detach" ? Detach() : false;
+            }
+            bool ok = extras && transitions == 1 && dynamicSum == 6 && s_caught == 5 && s_finallies == 4 && found == 1 && !copy.IsAlive;
             Console.WriteLine("oracle app done: transitions " + transitions + ", dynamic " + dynamicSum + ", caught " + s_caught
                 + ", finallies " + s_finallies + ", table " + found + ", unloaded " + !copy.IsAlive);
             return ok ? 100 : 1;
