@@ -18,11 +18,14 @@
 
 mod common;
 
-use common::{RUN_TIMEOUT, TempFile, profile_dir, profiler_lib, repo_root, run_app_with_args};
+use common::{RUN_TIMEOUT, Run, profile_dir, profiler_lib, repo_root, run_app_with_args};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 const RUST_CLSID: &str = "5E2A7C41-93B8-4F0D-A6E1-3C8B0D7F2A19";
 const C_CLSID: &str = "9B1E4D3A-6C2F-4E8B-A1D7-5F3C2B0E8D46";
@@ -67,8 +70,6 @@ const NEVER_RAISED: &[(&str, &str)] = &[
         "ModuleInMemorySymbolsUpdated",
         "raised when Reflection.Emit writes symbols for an in-memory module, which CoreCLR does not support",
     ),
-    ("InitializeForAttach", "only for a profiler attached to a running process; these runs load at startup"),
-    ("ProfilerAttachComplete", "only for a profiler attached to a running process; these runs load at startup"),
 ];
 
 // COR_PRF_MONITOR bits (corprof.h).
@@ -122,6 +123,9 @@ enum Arrangement {
     CMainRustNotified,
     /// The Rust logger is the main profiler, the C one a notification profiler.
     RustMainCNotified,
+    /// As [`Arrangement::Tee`], but the C logger is attached to the running app (corprof-attach)
+    /// instead of loaded at startup.
+    TeeAttached,
 }
 
 #[derive(Clone, Copy)]
@@ -180,6 +184,25 @@ const TEE_REJIT: Config = Config {
     env: &[],
 };
 
+/// The C logger attached to the running app, with client data; the mask is what the runtime
+/// allows after attach.
+const TEE_ATTACH: Config = Config {
+    name: "tee-attach",
+    arrangement: Arrangement::TeeAttached,
+    low: THREADS
+        | MODULE_LOADS
+        | ASSEMBLY_LOADS
+        | APPDOMAIN_LOADS
+        | GC
+        | SUSPENDS
+        | CLASS_LOADS
+        | EXCEPTIONS
+        | JIT_COMPILATION,
+    high: 0,
+    args: &["attach"],
+    env: &[],
+};
+
 /// The C logger asks to detach: no flag the runtime calls immutable may be set.
 const TEE_DETACH: Config = Config {
     name: "tee-detach",
@@ -208,7 +231,8 @@ const NOTIFIED_C: Config = Config {
     env: &[],
 };
 
-const ALL_CONFIGS: [Config; 6] = [TEE_ALL, TEE_ALLOCATIONS, TEE_REJIT, TEE_DETACH, NOTIFIED_RUST, NOTIFIED_C];
+const ALL_CONFIGS: [Config; 7] =
+    [TEE_ALL, TEE_ALLOCATIONS, TEE_REJIT, TEE_DETACH, TEE_ATTACH, NOTIFIED_RUST, NOTIFIED_C];
 
 /// The two loggers' files of one run.
 struct Logs {
@@ -317,14 +341,19 @@ fn logs(config: &Config) -> &'static Logs {
 fn run(config: &Config) -> Logs {
     let c_lib = c_logger().to_str().expect("path is not UTF-8").to_string();
     let rust_lib = profiler_lib("callback_logger").to_str().expect("path is not UTF-8").to_string();
-    let c_out = TempFile::new(&format!("oracle-{}-c", config.name));
-    let rust_out = TempFile::new(&format!("oracle-{}-rust", config.name));
+    // The logs stay in target/<profile>/oracle/ for a look after a failure.
+    let dir = c_logger().parent().expect("the oracle folder").to_path_buf();
+    let c_out = dir.join(format!("{}.c.log", config.name));
+    let rust_out = dir.join(format!("{}.rust.log", config.name));
+    for file in [&c_out, &rust_out] {
+        let _ = std::fs::remove_file(file);
+    }
     let low = format!("{:#x}", config.low);
     let high = format!("{:#x}", config.high);
     let mut env: Vec<(&str, String)> = vec![
         ("CORECLR_ENABLE_PROFILING", "1".into()),
-        ("CORPROF_LOG_C_OUT", c_out.path().into()),
-        ("CORPROF_LOG_OUT", rust_out.path().into()),
+        ("CORPROF_LOG_C_OUT", c_out.to_str().expect("not UTF-8").into()),
+        ("CORPROF_LOG_OUT", rust_out.to_str().expect("not UTF-8").into()),
         ("CORPROF_EVENT_MASK", low),
         ("CORPROF_EVENT_MASK_HIGH", high),
         // The app's P/Invokes into the C logger (rejit, detach) find its library here.
@@ -345,6 +374,9 @@ fn run(config: &Config) -> Logs {
             env.extend(main(C_CLSID, &c_lib));
             env.push(("CORPROF_LOG_TEE", format!("{rust_lib}{{{RUST_CLSID}}}")));
         }
+        Arrangement::TeeAttached => {
+            env.push(("CORPROF_LOG_TEE", format!("{rust_lib}{{{RUST_CLSID}}}")));
+        }
         Arrangement::CMainRustNotified => {
             env.extend(main(C_CLSID, &c_lib));
             env.extend(notified(RUST_CLSID, &rust_lib));
@@ -358,12 +390,98 @@ fn run(config: &Config) -> Logs {
         }
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let app = run_app_with_args("8", APP, config.args, &env);
+    let app = match config.arrangement {
+        Arrangement::TeeAttached => run_attached(config.args, &env),
+        _ => run_app_with_args("8", APP, config.args, &env),
+    };
     assert_eq!(app.code, Some(100), "{}: the app failed (timeout {RUN_TIMEOUT:?}): {}", config.name, app.describe());
-    let read = |file: &TempFile, who: &str| {
-        file.read().unwrap_or_else(|| panic!("{}: the {who} logger wrote no file: {}", config.name, app.describe()))
+    let read = |file: &Path, who: &str| {
+        std::fs::read_to_string(file).unwrap_or_else(|e| {
+            panic!("{}: the {who} logger wrote no {} ({e}): {}", config.name, file.display(), app.describe())
+        })
     };
     Logs { c: read(&c_out, "C"), rust: read(&rust_out, "Rust") }
+}
+
+/// Runs the app with no profiler at launch, and attaches the C logger (corprof-attach, with client
+/// data) once the app says it waits for it.
+fn run_attached(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let root = repo_root();
+    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
+    cmd.args(["8", APP])
+        .args(args)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+    let pid = child.id();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("no stdout pipe");
+    let stdout = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            let _ = lines_tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut stderr_pipe = child.stderr.take().expect("no stderr pipe");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let mut attached = None;
+    while Instant::now() < deadline {
+        match lines_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) if line == "waiting for attach" => {
+                let tool = profile_dir().join("corprof-attach");
+                assert!(tool.exists(), "{} is missing: run `cargo build --workspace` first", tool.display());
+                let out = Command::new(tool)
+                    .args(["--pid", &pid.to_string(), "--clsid", &format!("{{{C_CLSID}}}"), "--profiler"])
+                    .arg(c_logger())
+                    .args(["--data", "oracle \"client\" data", "--timeout-ms", "10000"])
+                    .output()
+                    .expect("cannot run corprof-attach");
+                attached = Some(out);
+                break;
+            }
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("cannot wait for the app") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the attached app did not finish in {RUN_TIMEOUT:?}; killed it");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let run = Run { runtime: "8", code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    let attached = attached.unwrap_or_else(|| panic!("the app never waited for an attach: {}", run.describe()));
+    assert!(
+        attached.status.success(),
+        "corprof-attach failed ({}): {}{}\n{}",
+        attached.status,
+        String::from_utf8_lossy(&attached.stdout),
+        String::from_utf8_lossy(&attached.stderr),
+        run.describe()
+    );
+    run
 }
 
 /// Lines grouped by thread ID, each thread's in file order.
@@ -427,6 +545,11 @@ fn oracle_tee_allocations_and_transitions_match_line_for_line() {
 #[test]
 fn oracle_tee_rejit_matches_line_for_line() {
     assert_same_per_thread(&TEE_REJIT);
+}
+
+#[test]
+fn oracle_tee_attach_matches_line_for_line() {
+    assert_same_per_thread(&TEE_ATTACH);
 }
 
 #[test]

@@ -23,7 +23,8 @@ with the same arguments. Settings (environment):
     (its events then come through EventPipeEventDelivered).
 It also exports what the app calls (P/Invoke) to make the runtime raise the callbacks that follow
 a profiler's own request: oracle_request_rejit (RequestReJIT of a method of the calling module, and
-of a token that is no method), oracle_request_detach (RequestProfilerDetach) and oracle_detached.
+of a token that is no method), oracle_request_detach (RequestProfilerDetach) and oracle_detached,
+and oracle_attached (ProfilerAttachComplete has come).
 """
 
 import re
@@ -491,6 +492,10 @@ __attribute__((visibility("default"))) HRESULT oracle_request_detach(void) {
 }
 
 __attribute__((visibility("default"))) int oracle_detached(void) { return g_detached; }
+
+/* For the app waiting to be attached to: whether ProfilerAttachComplete has come. */
+static volatile int g_attached;
+__attribute__((visibility("default"))) int oracle_attached(void) { return g_attached; }
 """)
     names = []
     for index, (name, params) in enumerate(slots):
@@ -535,6 +540,8 @@ __attribute__((visibility("default"))) int oracle_detached(void) { return g_deta
             body.append("    t_last_pinvoke = p0;")
         if name == "ProfilerDetachSucceeded":
             body.append("    g_detached = 1;")
+        if name == "ProfilerAttachComplete":
+            body.append("    g_attached = 1;")
         args = "".join(f", p{i}" for i in range(len(shapes)))
         ftype = "HRESULT (*)(void *" + "".join(f", {c_type(s)}" for _, s in shapes) + ")"
         body.append(f"    if (self->tee) (({ftype})VTBL(self->tee)[{index}])(self->tee{args});")

@@ -11,7 +11,8 @@
 //     live entries, finalizable objects, a large object, induced gen0/1/2 and compacting collections;
 //   - unloading: a copy of this assembly in a collectible AssemblyLoadContext makes an object,
 //     then the context is unloaded and collected.
-// With the argument `rejit` it then has the C logger request a ReJIT of RejitTarget (and of a token
+// With the argument `attach` it first prints "waiting for attach" and waits (up to 30 s) for the C
+// logger to be attached (corprof-attach) and say so. With the argument `rejit` it then has the C logger request a ReJIT of RejitTarget (and of a token
 // that is no method) and calls RejitTarget again; with `detach` it has the C logger ask to detach
 // and waits for ProfilerDetachSucceeded. The C logger's library (libcorprof_oracle_c.so) must be
 // on LD_LIBRARY_PATH for those. Prints "oracle app done" and exits 100.
@@ -87,6 +88,20 @@ namespace OracleApp
 
         [DllImport("libcorprof_oracle_c.so")]
         static extern int oracle_detached();
+
+        [DllImport("libcorprof_oracle_c.so")]
+        static extern int oracle_attached();
+
+        static bool WaitForAttach()
+        {
+            Console.WriteLine("waiting for attach");
+            Console.Out.Flush();
+            for (int i = 0; i < 1200 && oracle_attached() == 0; i++)
+            {
+                Thread.Sleep(25);
+            }
+            return oracle_attached() == 1;
+        }
 
         static int CompareInts(IntPtr a, IntPtr b)
         {
@@ -349,6 +364,11 @@ namespace OracleApp
 
         static int Main(string[] args)
         {
+            bool extras = true;
+            if (Array.IndexOf(args, "attach") >= 0)
+            {
+                extras = WaitForAttach();
+            }
             Threads();
             int transitions = Transitions();
             int dynamicSum = 0;
@@ -365,10 +385,9 @@ namespace OracleApp
                 GC.Collect();
                 GC.WaitForPendingFinalizers();
             }
-            bool extras = true;
             foreach (string arg in args)
             {
-                extras &= arg == "rejit" ? Rejit() : arg == "detach" ? Detach() : false;
+                extras &= arg == "rejit" ? Rejit() : arg == "detach" ? Detach() : arg == "attach";
             }
             bool ok = extras && transitions == 1 && dynamicSum == 6 && s_caught == 5 && s_finallies == 4 && found == 1 && !copy.IsAlive;
             Console.WriteLine("oracle app done: transitions " + transitions + ", dynamic " + dynamicSum + ", caught " + s_caught
