@@ -331,6 +331,18 @@ static void line_end(Line *l) {
     free(l->p);
 }
 
+/* In tee mode, what the second profiler answered: every callback of the Rust logger succeeds, so
+   anything but S_OK (a thunk that lost the result, or refused the call) gets a line of its own,
+   which the Rust logger's file lacks. */
+static void tee_result(const char *name, HRESULT hr) {
+    if (hr == S_OK) return;
+    Line l;
+    line_start(&l, "TeeFailed");
+    arg(&l); puts_(&l, name);
+    arg(&l); put_hex(&l, (uint64_t)(uint32_t)hr);
+    line_end(&l);
+}
+
 static int env_hex(const char *key, uint32_t *out) {
     const char *s = getenv(key);
     *out = 0;
@@ -544,7 +556,7 @@ __attribute__((visibility("default"))) int oracle_attached(void) { return g_atta
             body.append("    g_attached = 1;")
         args = "".join(f", p{i}" for i in range(len(shapes)))
         ftype = "HRESULT (*)(void *" + "".join(f", {c_type(s)}" for _, s in shapes) + ")"
-        body.append(f"    if (self->tee) (({ftype})VTBL(self->tee)[{index}])(self->tee{args});")
+        body.append(f"    if (self->tee) tee_result(\"{name}\", (({ftype})VTBL(self->tee)[{index}])(self->tee{args}));")
         body.append(f"    return {result};")
         out.append(f"static HRESULT cb_{name}({sig}) {{\n" + "\n".join(body) + "\n}\n")
     out.append("static void *VTABLE[] = {\n    (void *)cb_QueryInterface, (void *)cb_AddRef, (void *)cb_Release,\n")

@@ -191,8 +191,10 @@ impl Arg for OptGuid<'_> {
     }
 }
 
+// SAFETY: glibc (2.30+) declares `pid_t gettid(void)`: no arguments, no memory touched, cannot
+// fail, so every call is sound and the function may be declared `safe`.
 unsafe extern "C" {
-    /// glibc's `gettid(2)` wrapper (glibc 2.30+).
+    /// glibc's `gettid(2)` wrapper.
     safe fn gettid() -> i32;
 }
 
