@@ -293,10 +293,12 @@ fn c_logger() -> &'static Path {
         let source = out.join("logger.c");
         std::fs::write(&source, &generated.stdout).expect("cannot write logger.c");
         let lib = out.join("libcorprof_oracle_c.so");
+        // Built beside and renamed into place: another test process may have the old one loaded.
+        let fresh = out.join(format!("libcorprof_oracle_c.so.{}", std::process::id()));
         let cc = std::env::var("CC").ok().filter(|cc| !cc.is_empty()).unwrap_or_else(|| "cc".to_string());
         let built = Command::new(&cc)
             .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o"])
-            .arg(&lib)
+            .arg(&fresh)
             .arg(&source)
             .args(["-ldl", "-lpthread"])
             .output()
@@ -308,6 +310,7 @@ fn c_logger() -> &'static Path {
             built.status,
             String::from_utf8_lossy(&built.stderr)
         );
+        std::fs::rename(&fresh, &lib).expect("cannot move the C logger into place");
         lib
     })
 }
