@@ -492,3 +492,94 @@ fn dispenser_on_coreclr_3() {
     let facts = dispenser_facts("{}");
     check(&DISPENSER, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+const DYNAMICOPTIMIZATION: Scenario = Scenario {
+    name: "dynamicoptimization",
+    app: "ConfDynamicOptimization",
+    clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20",
+};
+
+/// The app's three copies per flag, as the flags set at Initialize leave them: `asks` JITInlining
+/// requests for Run's call of Inlinee, and the tier MethodLoadVerbose reports.
+fn dynamicoptimization_copies(first: u32, tier: &str, asks: u32) -> Vec<String> {
+    (first..first + 3)
+        .map(|copy| format!("copy {copy}: Run compiled: true, tier {tier}, inlining asked {asks} times"))
+        .collect()
+}
+
+/// `src/tests/profiler/dynamicoptimization/DynamicOptimization.cs` turns each flag on, then off,
+/// after Initialize and expects the copies loaded in between to compile accordingly. 8.0.4 and
+/// 3.1.23 keep both flags immutable: each change answers E_FAIL and the mask stays; asking for
+/// what the mask already has answers S_OK. So every copy compiles as Initialize set: run once
+/// with neither flag, once with each.
+fn dynamicoptimization(runtime: &'static str) {
+    let _row = ConformanceRow::new(DYNAMICOPTIMIZATION.name, runtime, "").not_applicable(
+        "switching the flags after Initialize came with .NET 10 (dotnet/runtime#113924); this runtime refuses \
+         it with E_FAIL and keeps the mask, and every copy compiles as the flags set at Initialize say",
+    );
+    let lib = profiler_lib("conformance_dynamicoptimization");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    let refused = |flag: &str, kept: &str| {
+        format!(
+            "SetEventMask2 turning {flag} {}: E_FAIL (0x80004005); the mask keeps it {kept}",
+            if kept == "on" { "off" } else { "on" }
+        )
+    };
+    let granted =
+        |flag: &str, on: &str| format!("SetEventMask2 turning {flag} {on}: S_OK (0x00000000); the mask keeps it {on}");
+    const OPT: &str = "COR_PRF_DISABLE_OPTIMIZATIONS";
+    const INL: &str = "COR_PRF_DISABLE_INLINING";
+    // (flag set at Initialize, the facts): the switch that matches the mask is granted, the other refused.
+    let runs: [(&str, Vec<String>); 3] = [
+        (
+            "",
+            [
+                vec![refused(OPT, "off"), granted(OPT, "off")],
+                dynamicoptimization_copies(1, "Optimized", 1),
+                vec![refused(INL, "off"), granted(INL, "off")],
+                dynamicoptimization_copies(4, "Optimized", 1),
+            ]
+            .concat(),
+        ),
+        (
+            "optimizations",
+            [
+                vec![granted(OPT, "on"), refused(OPT, "on")],
+                dynamicoptimization_copies(1, "MinOptJitted", 0),
+                vec![refused(INL, "off"), granted(INL, "off")],
+                dynamicoptimization_copies(4, "MinOptJitted", 0),
+            ]
+            .concat(),
+        ),
+        (
+            "inlining",
+            [
+                vec![refused(OPT, "off"), granted(OPT, "off")],
+                dynamicoptimization_copies(1, "Optimized", 0),
+                vec![granted(INL, "on"), refused(INL, "on")],
+                dynamicoptimization_copies(4, "Optimized", 0),
+            ]
+            .concat(),
+        ),
+    ];
+    for (disable, facts) in &runs {
+        let env = [
+            ("LD_LIBRARY_PATH", dir.as_str()),
+            ("CORPROF_CONF_DISABLE", disable),
+            // Run's first compile is its optimized one (tier 0 would never inline).
+            ("DOTNET_TieredCompilation", "0"),
+            ("COMPlus_TieredCompilation", "0"),
+        ];
+        run_scenario(&DYNAMICOPTIMIZATION, runtime, &facts.iter().map(String::as_str).collect::<Vec<_>>(), &env);
+    }
+}
+
+#[test]
+fn dynamicoptimization_on_coreclr_8() {
+    dynamicoptimization("8");
+}
+
+#[test]
+fn dynamicoptimization_on_coreclr_3() {
+    dynamicoptimization("3");
+}
