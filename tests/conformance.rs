@@ -583,3 +583,51 @@ fn dynamicoptimization_on_coreclr_8() {
 fn dynamicoptimization_on_coreclr_3() {
     dynamicoptimization("3");
 }
+
+const ELTTRANSITIONS: Scenario =
+    Scenario { name: "elttransitions", app: "ConfEltTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E21" };
+
+/// `src/tests/profiler/elttransitions/elttransitions.cs`: the forward P/Invoke shows only as its
+/// transitions (no hook runs for it on either runtime: the regression of dotnet/runtime#130242 is
+/// not in 8.0.4 or 3.1.23), and each managed callback gets its enter and leave hooks in between.
+/// The delegate's target is entered after the reverse transition, through the delegate's Invoke;
+/// the `[UnmanagedCallersOnly]` method's enter hook runs before its own reverse transition (its
+/// prolog hooks first) and its leave hook after the return transition.
+const ELTTRANSITIONS_THROUGH_DELEGATE: &[&str] = &[
+    "enter Program::Main",
+    "managed-to-unmanaged Program::conf_do_pinvoke call",
+    "unmanaged-to-managed Program+Callback::Invoke call",
+    "enter Program::ThroughDelegate",
+    "leave Program::ThroughDelegate",
+    "managed-to-unmanaged Program+Callback::Invoke return",
+    "unmanaged-to-managed Program::conf_do_pinvoke return",
+];
+
+const ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY: &[&str] = &[
+    "managed-to-unmanaged Program::conf_do_pinvoke call",
+    "enter Program::DoReversePInvoke",
+    "unmanaged-to-managed Program::DoReversePInvoke call",
+    "managed-to-unmanaged Program::DoReversePInvoke return",
+    "leave Program::DoReversePInvoke",
+    "unmanaged-to-managed Program::conf_do_pinvoke return",
+];
+
+fn elttransitions(runtime: &'static str, expected: &[&str]) {
+    let lib = profiler_lib("conformance_elttransitions");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    check_with(&ELTTRANSITIONS, runtime, expected, &[("LD_LIBRARY_PATH", &dir)]);
+}
+
+#[test]
+fn elttransitions_on_coreclr_8() {
+    let expected =
+        [ELTTRANSITIONS_THROUGH_DELEGATE, ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY, &["leave Program::Main"]].concat();
+    elttransitions("8", &expected);
+}
+
+/// `[UnmanagedCallersOnly]` came with .NET 5: on 3.1.23 the app calls back through the delegate only.
+#[test]
+fn elttransitions_on_coreclr_3() {
+    let expected = [ELTTRANSITIONS_THROUGH_DELEGATE, &["leave Program::Main"]].concat();
+    elttransitions("3", &expected);
+}
