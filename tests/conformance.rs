@@ -631,3 +631,116 @@ fn elttransitions_on_coreclr_3() {
     let expected = [ELTTRANSITIONS_THROUGH_DELEGATE, &["leave Program::Main"]].concat();
     elttransitions("3", &expected);
 }
+
+const ELTSLOWPATH: Scenario =
+    Scenario { name: "eltslowpath", app: "ConfEltSlowPath", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E22" };
+
+/// Runs `scenario` on `runtime` whatever the app's exit code: the run and the profiler's lines.
+fn run_for_lines(scenario: &Scenario, runtime: &'static str, env: &[(&'static str, &str)]) -> (Run, Vec<String>) {
+    let lib = profiler_lib(&format!("conformance_{}", scenario.name));
+    let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
+    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
+    let mut env = env.to_vec();
+    env.push(("CORPROF_CONF_OUT", out.path()));
+    let run = run_profiled(runtime, app.to_str().expect("UTF-8 path"), scenario.clsid, &lib, &env);
+    let lines = out.read().unwrap_or_default().lines().map(str::to_string).collect();
+    (run, lines)
+}
+
+/// What `src/tests/profiler/elt/slowpatheltenter.cs` checks, for every method of the app: each
+/// argument's range has its size and holds its value (the string through GetStringLayout2).
+const ELTSLOWPATH_ENTER: &[&str] = &[
+    "SimpleArgsFunc enter: -123, -4.3, \"Hello, test!\"",
+    "MixedStructFunc enter: (1, 1)",
+    "LargeStructFunc enter: (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5)",
+    "IntegerStructFunc enter: (14, 256)",
+    "Fp32x2StructFunc enter: (1.25, 3.5)",
+    "Fp32x2StructFp32x3StructFunc enter: (1.25, 3.5), (6.5, 10.25, 13.75)",
+    "Fp32x3StructFunc enter: (6.5, 10.25, 13.75)",
+    "Fp32x3StructFp32x2StructFunc enter: (6.5, 10.25, 13.75), (1.25, 3.5)",
+    "Fp32x3StructSingleFp32x3StructSingleFunc enter: (6.5, 10.25, 13.75), 1.5, (6.5, 10.25, 13.75), 3.5",
+    "Fp32x4StructFunc enter: (15.5, 19.25, 22.75, 26.125)",
+    "Fp32x4StructFp32x4StructFunc enter: (15.5, 19.25, 22.75, 26.125), (15.5, 19.25, 22.75, 26.125)",
+    "Fp64x2StructFunc enter: (1.2, 3.5)",
+    "Fp64x2StructFp64x3StructFunc enter: (1.2, 3.5), (6.7, 10.11, 13.14)",
+    "Fp64x3StructFunc enter: (6.7, 10.11, 13.14)",
+    "Fp64x3StructFp64x2StructFunc enter: (6.7, 10.11, 13.14), (1.2, 3.5)",
+    "Fp64x3StructDoubleFp64x3StructDoubleFunc enter: (6.7, 10.11, 13.14), 1.5, (6.7, 10.11, 13.14), 3.5",
+    "Fp64x4StructFunc enter: (15.17, 19.21, 22.23, 26.29)",
+    "Fp64x4StructFp64x4StructFunc enter: (15.17, 19.21, 22.23, 26.29), (15.17, 19.21, 22.23, 26.29)",
+    "DoubleRetFunc enter: ",
+];
+
+/// What `src/tests/profiler/elt/slowpatheltleave.cs` checks: each return value's range, and
+/// whether 3.1.23 gets it right (`false`: a struct returned in floating-point registers).
+const ELTSLOWPATH_LEAVE: &[(&str, bool)] = &[
+    ("SimpleArgsFunc leave: \"Hello from SimpleArgsFunc!\"", true),
+    ("MixedStructFunc leave: (4, 1)", false),
+    ("LargeStructFunc leave: 5", true),
+    ("IntegerStructFunc leave: (21, 256)", true),
+    ("Fp32x2StructFunc leave: (1.25, 2)", false),
+    ("Fp32x2StructFp32x3StructFunc leave: (7.75, 10.25, 13.75)", false),
+    ("Fp32x3StructFunc leave: (6.5, 10.25, 3)", false),
+    ("Fp32x3StructFp32x2StructFunc leave: (1.25, 17.25)", false),
+    ("Fp32x3StructSingleFp32x3StructSingleFunc leave: (1.5, 3.5, 13.75)", false),
+    ("Fp32x4StructFunc leave: (15.5, 19.25, 22.75, 4)", false),
+    ("Fp32x4StructFp32x4StructFunc leave: (26.125, 19.25, 22.75, 26.125)", false),
+    ("Fp64x2StructFunc leave: (1.2, 2)", false),
+    ("Fp64x2StructFp64x3StructFunc leave: (7.9, 10.11, 13.14)", true),
+    ("Fp64x3StructFunc leave: (6.7, 10.11, 3)", true),
+    ("Fp64x3StructFp64x2StructFunc leave: (1.2, 16.64)", false),
+    ("Fp64x3StructDoubleFp64x3StructDoubleFunc leave: (1.5, 3.5, 13.14)", true),
+    ("Fp64x4StructFunc leave: (15.17, 19.21, 22.23, 4)", true),
+    ("Fp64x4StructFp64x4StructFunc leave: (26.29, 19.21, 22.23, 26.29)", true),
+    ("DoubleRetFunc leave: 13", true),
+];
+
+#[test]
+fn eltslowpath_on_coreclr_8() {
+    let _row = ConformanceRow::new(ELTSLOWPATH.name, "8", "");
+    run_scenario(&ELTSLOWPATH, "8", ELTSLOWPATH_ENTER, &[("CORPROF_CONF_ELT", "enter")]);
+    let leave: Vec<&str> = ELTSLOWPATH_LEAVE.iter().map(|(line, _)| *line).collect();
+    run_scenario(&ELTSLOWPATH, "8", &leave, &[("CORPROF_CONF_ELT", "leave")]);
+}
+
+/// 3.1.23's slow-path stubs predate the fixes of dotnet/runtime#39550 (.NET 5): they neither keep
+/// the xmm registers across the hook nor hand back a struct returned in registers. The arguments
+/// read right, but afterwards the app computes four results from clobbered floating-point
+/// arguments; the return ranges of structs returned in floating-point registers hold other bytes
+/// (addresses, which change from run to run), while those returned in integer registers or in
+/// memory, and primitives, read right.
+#[test]
+fn eltslowpath_on_coreclr_3() {
+    let _row = ConformanceRow::new(ELTSLOWPATH.name, "3", "").not_applicable(
+        "3.1.23's slow-path stubs predate dotnet/runtime#39550 (.NET 5): reading the arguments clobbers the \
+         floating-point ones (the app gets four wrong results), and structs returned in floating-point \
+         registers read as other bytes",
+    );
+    let (run, lines) = run_for_lines(&ELTSLOWPATH, "3", &[("CORPROF_CONF_ELT", "enter")]);
+    assert_eq!(lines, ELTSLOWPATH_ENTER, "the arguments on 3.1.23\n{}", run.describe());
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            Some(1),
+            "MixedStructFunc returned 4 5E-324, expected 4 1\n\
+             Fp32x2StructFp32x3StructFunc returned 15 10.25 13.75, expected 7.75 10.25 13.75\n\
+             Fp32x3StructFp32x2StructFunc returned 1.25 4.75, expected 1.25 17.25\n\
+             Fp32x4StructFp32x4StructFunc returned 19.25 19.25 22.75 26.125, expected 26.125 19.25 22.75 26.125\n\
+             eltslowpath scenario done, wrong results: 4\n"
+        ),
+        "the app after its arguments were read on 3.1.23\n{}",
+        run.describe()
+    );
+
+    let (run, lines) = run_for_lines(&ELTSLOWPATH, "3", &[("CORPROF_CONF_ELT", "leave")]);
+    assert_eq!(run.code, Some(100), "{}", run.describe());
+    assert_eq!(lines.len(), ELTSLOWPATH_LEAVE.len(), "{lines:#?}");
+    for (line, (expected, right_on_3)) in lines.iter().zip(ELTSLOWPATH_LEAVE) {
+        if *right_on_3 {
+            assert_eq!(line, expected);
+        } else {
+            let method = expected.split(' ').next().expect("a method name");
+            assert!(line.starts_with(&format!("{method} leave: (")) && line != expected, "{line} (right: {expected})");
+        }
+    }
+}
