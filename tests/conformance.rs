@@ -744,3 +744,66 @@ fn eltslowpath_on_coreclr_3() {
         }
     }
 }
+
+const REJITINLINING: Scenario =
+    Scenario { name: "rejitinlining", app: "ConfRejitInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E23" };
+
+/// `src/tests/profiler/rejit/rejit.cs` (ReJIT with inlining): the JIT inlines InlineeTarget into
+/// TriggerDirectInlining and into InlineeChain1, itself inlined into TriggerInliningChain. The
+/// ReJIT with inliners compiles the target and both inlining roots again (three ReJITs: two
+/// inliners plus the method); only the target's parameters change its body, and with inlining
+/// blocked the rejitted TriggerInliningChain inlines InlineeChain1 again but not the target. The
+/// revert of the target alone restores the original text on all three paths.
+const REJITINLINING_FACTS: &[&str] = &[
+    "inline Round into Main",
+    "inline Round into Main",
+    "inline Round into Main",
+    "inline InlineeTarget into TriggerDirectInlining",
+    "inline InlineeChain1 into TriggerInliningChain",
+    "inline InlineeTarget into InlineeChain1",
+    "RequestReJITWithInliners InlineeTarget: S_OK (0x00000000)",
+    "GetReJITParameters TriggerDirectInlining: body kept",
+    "ReJITCompilationStarted TriggerDirectInlining",
+    "ReJITCompilationFinished TriggerDirectInlining: S_OK (0x00000000)",
+    "GetReJITParameters InlineeTarget: 1 ldstr replaced",
+    "ReJITCompilationStarted InlineeTarget",
+    "ReJITCompilationFinished InlineeTarget: S_OK (0x00000000)",
+    "GetReJITParameters TriggerInliningChain: body kept",
+    "ReJITCompilationStarted TriggerInliningChain",
+    "inline InlineeChain1 into TriggerInliningChain",
+    "ReJITCompilationFinished TriggerInliningChain: S_OK (0x00000000)",
+    "RequestRevert InlineeTarget: S_OK (0x00000000)",
+];
+
+/// The app's three rounds: before the ReJIT, after it, after the revert.
+const REJITINLINING_OUTPUT: &str = "\
+original target (direct)
+original target (delegate)
+original target (chain)
+ReJIT requested
+rejitted target (direct)
+rejitted target (delegate)
+rejitted target (chain)
+revert requested
+original target (direct)
+original target (delegate)
+original target (chain)
+";
+
+/// Tiered compilation off: the first compilation of each method is the optimized one, which inlines.
+fn rejitinlining(runtime: &'static str) {
+    let _row = ConformanceRow::new(REJITINLINING.name, runtime, "");
+    let (run, lines) = run_for_lines(&REJITINLINING, runtime, NO_TIERING);
+    assert_eq!((run.code, run.stdout.as_str()), (Some(100), REJITINLINING_OUTPUT), "{}", run.describe());
+    assert_eq!(lines, REJITINLINING_FACTS, "the profiler's facts on CoreCLR {runtime}\n{}", run.describe());
+}
+
+#[test]
+fn rejitinlining_on_coreclr_8() {
+    rejitinlining("8");
+}
+
+#[test]
+fn rejitinlining_on_coreclr_3() {
+    rejitinlining("3");
+}
