@@ -807,3 +807,33 @@ fn rejitinlining_on_coreclr_8() {
 fn rejitinlining_on_coreclr_3() {
     rejitinlining("3");
 }
+
+const GCHEAPENUMERATION: Scenario =
+    Scenario { name: "gcheapenumeration", app: "ConfGcHeapEnumeration", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E24" };
+
+/// `src/tests/profiler/gcheapenumeration/gcheapenumeration.cs` needs ICorProfilerInfo15, which
+/// came after 8.0.4: both runtimes answer E_NOINTERFACE for it (8.0.4 has up to
+/// ICorProfilerInfo14, 3.1.23 up to ICorProfilerInfo11).
+fn gcheapenumeration(runtime: &'static str, info14: &str) {
+    let _row = ConformanceRow::new(GCHEAPENUMERATION.name, runtime, "").not_applicable(
+        "ICorProfilerInfo15 (EnumerateGCHeapObjects) is newer than 8.0.4: this runtime answers \
+         QueryInterface for it with E_NOINTERFACE",
+    );
+    let info14 = format!("QueryInterface ICorProfilerInfo14: {info14}");
+    let facts = [
+        "QueryInterface ICorProfilerInfo11: S_OK (0x00000000)",
+        info14.as_str(),
+        "QueryInterface ICorProfilerInfo15: E_NOINTERFACE (0x80004002)",
+    ];
+    run_scenario(&GCHEAPENUMERATION, runtime, &facts, &[]);
+}
+
+#[test]
+fn gcheapenumeration_on_coreclr_8() {
+    gcheapenumeration("8", "S_OK (0x00000000)");
+}
+
+#[test]
+fn gcheapenumeration_on_coreclr_3() {
+    gcheapenumeration("3", "E_NOINTERFACE (0x80004002)");
+}
