@@ -290,7 +290,7 @@ fn attach_then_detach(runtime: &'static str, test: &str) {
     let _row = ConformanceRow::new(
         "detach",
         runtime,
-        "an attached profiler requests detach: ProfilerDetachSucceeded, then Drop, no callback afterwards; the app goes on and exits 0",
+        "`src/tests/profiler/unittest/releaseondetach.cs` and `src/tests/profiler/unittest/releaseonshutdown.cs` (each attaches, detaches and waits for the release): an attached profiler requests detach: ProfilerDetachSucceeded, then Drop, no callback afterwards; the app goes on and exits 0",
     );
     let lib = profiler_lib("attach_profiler");
     let dir = TempDir::new(test);

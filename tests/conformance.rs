@@ -492,3 +492,348 @@ fn dispenser_on_coreclr_3() {
     let facts = dispenser_facts("{}");
     check(&DISPENSER, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+const DYNAMICOPTIMIZATION: Scenario = Scenario {
+    name: "dynamicoptimization",
+    app: "ConfDynamicOptimization",
+    clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20",
+};
+
+/// The app's three copies per flag, as the flags set at Initialize leave them: `asks` JITInlining
+/// requests for Run's call of Inlinee, and the tier MethodLoadVerbose reports.
+fn dynamicoptimization_copies(first: u32, tier: &str, asks: u32) -> Vec<String> {
+    (first..first + 3)
+        .map(|copy| format!("copy {copy}: Run compiled: true, tier {tier}, inlining asked {asks} times"))
+        .collect()
+}
+
+/// `src/tests/profiler/dynamicoptimization/DynamicOptimization.cs` turns each flag on, then off,
+/// after Initialize and expects the copies loaded in between to compile accordingly. 8.0.4 and
+/// 3.1.23 keep both flags immutable: each change answers E_FAIL and the mask stays; asking for
+/// what the mask already has answers S_OK. So every copy compiles as Initialize set: run once
+/// with neither flag, once with each.
+fn dynamicoptimization(runtime: &'static str) {
+    let _row = ConformanceRow::new(DYNAMICOPTIMIZATION.name, runtime, "").not_applicable(
+        "switching the flags after Initialize came with .NET 10 (dotnet/runtime#113924); this runtime refuses \
+         it with E_FAIL and keeps the mask, and every copy compiles as the flags set at Initialize say",
+    );
+    let lib = profiler_lib("conformance_dynamicoptimization");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    let refused = |flag: &str, kept: &str| {
+        format!(
+            "SetEventMask2 turning {flag} {}: E_FAIL (0x80004005); the mask keeps it {kept}",
+            if kept == "on" { "off" } else { "on" }
+        )
+    };
+    let granted =
+        |flag: &str, on: &str| format!("SetEventMask2 turning {flag} {on}: S_OK (0x00000000); the mask keeps it {on}");
+    const OPT: &str = "COR_PRF_DISABLE_OPTIMIZATIONS";
+    const INL: &str = "COR_PRF_DISABLE_INLINING";
+    // (flag set at Initialize, the facts): the switch that matches the mask is granted, the other refused.
+    let runs: [(&str, Vec<String>); 3] = [
+        (
+            "",
+            [
+                vec![refused(OPT, "off"), granted(OPT, "off")],
+                dynamicoptimization_copies(1, "Optimized", 1),
+                vec![refused(INL, "off"), granted(INL, "off")],
+                dynamicoptimization_copies(4, "Optimized", 1),
+            ]
+            .concat(),
+        ),
+        (
+            "optimizations",
+            [
+                vec![granted(OPT, "on"), refused(OPT, "on")],
+                dynamicoptimization_copies(1, "MinOptJitted", 0),
+                vec![refused(INL, "off"), granted(INL, "off")],
+                dynamicoptimization_copies(4, "MinOptJitted", 0),
+            ]
+            .concat(),
+        ),
+        (
+            "inlining",
+            [
+                vec![refused(OPT, "off"), granted(OPT, "off")],
+                dynamicoptimization_copies(1, "Optimized", 0),
+                vec![granted(INL, "on"), refused(INL, "on")],
+                dynamicoptimization_copies(4, "Optimized", 0),
+            ]
+            .concat(),
+        ),
+    ];
+    for (disable, facts) in &runs {
+        let env = [
+            ("LD_LIBRARY_PATH", dir.as_str()),
+            ("CORPROF_CONF_DISABLE", disable),
+            // Run's first compile is its optimized one (tier 0 would never inline).
+            ("DOTNET_TieredCompilation", "0"),
+            ("COMPlus_TieredCompilation", "0"),
+        ];
+        run_scenario(&DYNAMICOPTIMIZATION, runtime, &facts.iter().map(String::as_str).collect::<Vec<_>>(), &env);
+    }
+}
+
+#[test]
+fn dynamicoptimization_on_coreclr_8() {
+    dynamicoptimization("8");
+}
+
+#[test]
+fn dynamicoptimization_on_coreclr_3() {
+    dynamicoptimization("3");
+}
+
+const ELTTRANSITIONS: Scenario =
+    Scenario { name: "elttransitions", app: "ConfEltTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E21" };
+
+/// `src/tests/profiler/elttransitions/elttransitions.cs`: the forward P/Invoke shows only as its
+/// transitions (no hook runs for it on either runtime: the regression of dotnet/runtime#130242 is
+/// not in 8.0.4 or 3.1.23), and each managed callback gets its enter and leave hooks in between.
+/// The delegate's target is entered after the reverse transition, through the delegate's Invoke;
+/// the `[UnmanagedCallersOnly]` method's enter hook runs before its own reverse transition (its
+/// prolog hooks first) and its leave hook after the return transition.
+const ELTTRANSITIONS_THROUGH_DELEGATE: &[&str] = &[
+    "enter Program::Main",
+    "managed-to-unmanaged Program::conf_do_pinvoke call",
+    "unmanaged-to-managed Program+Callback::Invoke call",
+    "enter Program::ThroughDelegate",
+    "leave Program::ThroughDelegate",
+    "managed-to-unmanaged Program+Callback::Invoke return",
+    "unmanaged-to-managed Program::conf_do_pinvoke return",
+];
+
+const ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY: &[&str] = &[
+    "managed-to-unmanaged Program::conf_do_pinvoke call",
+    "enter Program::DoReversePInvoke",
+    "unmanaged-to-managed Program::DoReversePInvoke call",
+    "managed-to-unmanaged Program::DoReversePInvoke return",
+    "leave Program::DoReversePInvoke",
+    "unmanaged-to-managed Program::conf_do_pinvoke return",
+];
+
+fn elttransitions(runtime: &'static str, expected: &[&str]) {
+    let lib = profiler_lib("conformance_elttransitions");
+    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    check_with(&ELTTRANSITIONS, runtime, expected, &[("LD_LIBRARY_PATH", &dir)]);
+}
+
+#[test]
+fn elttransitions_on_coreclr_8() {
+    let expected =
+        [ELTTRANSITIONS_THROUGH_DELEGATE, ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY, &["leave Program::Main"]].concat();
+    elttransitions("8", &expected);
+}
+
+/// `[UnmanagedCallersOnly]` came with .NET 5: on 3.1.23 the app calls back through the delegate only.
+#[test]
+fn elttransitions_on_coreclr_3() {
+    let expected = [ELTTRANSITIONS_THROUGH_DELEGATE, &["leave Program::Main"]].concat();
+    elttransitions("3", &expected);
+}
+
+const ELTSLOWPATH: Scenario =
+    Scenario { name: "eltslowpath", app: "ConfEltSlowPath", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E22" };
+
+/// Runs `scenario` on `runtime` whatever the app's exit code: the run and the profiler's lines.
+fn run_for_lines(scenario: &Scenario, runtime: &'static str, env: &[(&'static str, &str)]) -> (Run, Vec<String>) {
+    let lib = profiler_lib(&format!("conformance_{}", scenario.name));
+    let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
+    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
+    let mut env = env.to_vec();
+    env.push(("CORPROF_CONF_OUT", out.path()));
+    let run = run_profiled(runtime, app.to_str().expect("UTF-8 path"), scenario.clsid, &lib, &env);
+    let lines = out.read().unwrap_or_default().lines().map(str::to_string).collect();
+    (run, lines)
+}
+
+/// What `src/tests/profiler/elt/slowpatheltenter.cs` checks, for every method of the app: each
+/// argument's range has its size and holds its value (the string through GetStringLayout2).
+const ELTSLOWPATH_ENTER: &[&str] = &[
+    "SimpleArgsFunc enter: -123, -4.3, \"Hello, test!\"",
+    "MixedStructFunc enter: (1, 1)",
+    "LargeStructFunc enter: (0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5)",
+    "IntegerStructFunc enter: (14, 256)",
+    "Fp32x2StructFunc enter: (1.25, 3.5)",
+    "Fp32x2StructFp32x3StructFunc enter: (1.25, 3.5), (6.5, 10.25, 13.75)",
+    "Fp32x3StructFunc enter: (6.5, 10.25, 13.75)",
+    "Fp32x3StructFp32x2StructFunc enter: (6.5, 10.25, 13.75), (1.25, 3.5)",
+    "Fp32x3StructSingleFp32x3StructSingleFunc enter: (6.5, 10.25, 13.75), 1.5, (6.5, 10.25, 13.75), 3.5",
+    "Fp32x4StructFunc enter: (15.5, 19.25, 22.75, 26.125)",
+    "Fp32x4StructFp32x4StructFunc enter: (15.5, 19.25, 22.75, 26.125), (15.5, 19.25, 22.75, 26.125)",
+    "Fp64x2StructFunc enter: (1.2, 3.5)",
+    "Fp64x2StructFp64x3StructFunc enter: (1.2, 3.5), (6.7, 10.11, 13.14)",
+    "Fp64x3StructFunc enter: (6.7, 10.11, 13.14)",
+    "Fp64x3StructFp64x2StructFunc enter: (6.7, 10.11, 13.14), (1.2, 3.5)",
+    "Fp64x3StructDoubleFp64x3StructDoubleFunc enter: (6.7, 10.11, 13.14), 1.5, (6.7, 10.11, 13.14), 3.5",
+    "Fp64x4StructFunc enter: (15.17, 19.21, 22.23, 26.29)",
+    "Fp64x4StructFp64x4StructFunc enter: (15.17, 19.21, 22.23, 26.29), (15.17, 19.21, 22.23, 26.29)",
+    "DoubleRetFunc enter: ",
+];
+
+/// What `src/tests/profiler/elt/slowpatheltleave.cs` checks: each return value's range, and
+/// whether 3.1.23 gets it right (`false`: a struct returned in floating-point registers).
+const ELTSLOWPATH_LEAVE: &[(&str, bool)] = &[
+    ("SimpleArgsFunc leave: \"Hello from SimpleArgsFunc!\"", true),
+    ("MixedStructFunc leave: (4, 1)", false),
+    ("LargeStructFunc leave: 5", true),
+    ("IntegerStructFunc leave: (21, 256)", true),
+    ("Fp32x2StructFunc leave: (1.25, 2)", false),
+    ("Fp32x2StructFp32x3StructFunc leave: (7.75, 10.25, 13.75)", false),
+    ("Fp32x3StructFunc leave: (6.5, 10.25, 3)", false),
+    ("Fp32x3StructFp32x2StructFunc leave: (1.25, 17.25)", false),
+    ("Fp32x3StructSingleFp32x3StructSingleFunc leave: (1.5, 3.5, 13.75)", false),
+    ("Fp32x4StructFunc leave: (15.5, 19.25, 22.75, 4)", false),
+    ("Fp32x4StructFp32x4StructFunc leave: (26.125, 19.25, 22.75, 26.125)", false),
+    ("Fp64x2StructFunc leave: (1.2, 2)", false),
+    ("Fp64x2StructFp64x3StructFunc leave: (7.9, 10.11, 13.14)", true),
+    ("Fp64x3StructFunc leave: (6.7, 10.11, 3)", true),
+    ("Fp64x3StructFp64x2StructFunc leave: (1.2, 16.64)", false),
+    ("Fp64x3StructDoubleFp64x3StructDoubleFunc leave: (1.5, 3.5, 13.14)", true),
+    ("Fp64x4StructFunc leave: (15.17, 19.21, 22.23, 4)", true),
+    ("Fp64x4StructFp64x4StructFunc leave: (26.29, 19.21, 22.23, 26.29)", true),
+    ("DoubleRetFunc leave: 13", true),
+];
+
+#[test]
+fn eltslowpath_on_coreclr_8() {
+    let _row = ConformanceRow::new(ELTSLOWPATH.name, "8", "");
+    run_scenario(&ELTSLOWPATH, "8", ELTSLOWPATH_ENTER, &[("CORPROF_CONF_ELT", "enter")]);
+    let leave: Vec<&str> = ELTSLOWPATH_LEAVE.iter().map(|(line, _)| *line).collect();
+    run_scenario(&ELTSLOWPATH, "8", &leave, &[("CORPROF_CONF_ELT", "leave")]);
+}
+
+/// 3.1.23's slow-path stubs predate the fixes of dotnet/runtime#39550 (.NET 5): they neither keep
+/// the xmm registers across the hook nor hand back a struct returned in registers. The arguments
+/// read right, but afterwards the app computes four results from clobbered floating-point
+/// arguments; the return ranges of structs returned in floating-point registers hold other bytes
+/// (addresses, which change from run to run), while those returned in integer registers or in
+/// memory, and primitives, read right.
+#[test]
+fn eltslowpath_on_coreclr_3() {
+    let _row = ConformanceRow::new(ELTSLOWPATH.name, "3", "").not_applicable(
+        "3.1.23's slow-path stubs predate dotnet/runtime#39550 (.NET 5): reading the arguments clobbers the \
+         floating-point ones (the app gets four wrong results), and structs returned in floating-point \
+         registers read as other bytes",
+    );
+    let (run, lines) = run_for_lines(&ELTSLOWPATH, "3", &[("CORPROF_CONF_ELT", "enter")]);
+    assert_eq!(lines, ELTSLOWPATH_ENTER, "the arguments on 3.1.23\n{}", run.describe());
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            Some(1),
+            "MixedStructFunc returned 4 5E-324, expected 4 1\n\
+             Fp32x2StructFp32x3StructFunc returned 15 10.25 13.75, expected 7.75 10.25 13.75\n\
+             Fp32x3StructFp32x2StructFunc returned 1.25 4.75, expected 1.25 17.25\n\
+             Fp32x4StructFp32x4StructFunc returned 19.25 19.25 22.75 26.125, expected 26.125 19.25 22.75 26.125\n\
+             eltslowpath scenario done, wrong results: 4\n"
+        ),
+        "the app after its arguments were read on 3.1.23\n{}",
+        run.describe()
+    );
+
+    let (run, lines) = run_for_lines(&ELTSLOWPATH, "3", &[("CORPROF_CONF_ELT", "leave")]);
+    assert_eq!(run.code, Some(100), "{}", run.describe());
+    assert_eq!(lines.len(), ELTSLOWPATH_LEAVE.len(), "{lines:#?}");
+    for (line, (expected, right_on_3)) in lines.iter().zip(ELTSLOWPATH_LEAVE) {
+        if *right_on_3 {
+            assert_eq!(line, expected);
+        } else {
+            let method = expected.split(' ').next().expect("a method name");
+            assert!(line.starts_with(&format!("{method} leave: (")) && line != expected, "{line} (right: {expected})");
+        }
+    }
+}
+
+const REJITINLINING: Scenario =
+    Scenario { name: "rejitinlining", app: "ConfRejitInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E23" };
+
+/// `src/tests/profiler/rejit/rejit.cs` (ReJIT with inlining): the JIT inlines InlineeTarget into
+/// TriggerDirectInlining and into InlineeChain1, itself inlined into TriggerInliningChain. The
+/// ReJIT with inliners compiles the target and both inlining roots again (three ReJITs: two
+/// inliners plus the method); only the target's parameters change its body, and with inlining
+/// blocked the rejitted TriggerInliningChain inlines InlineeChain1 again but not the target. The
+/// revert of the target alone restores the original text on all three paths.
+const REJITINLINING_FACTS: &[&str] = &[
+    "inline Round into Main",
+    "inline Round into Main",
+    "inline Round into Main",
+    "inline InlineeTarget into TriggerDirectInlining",
+    "inline InlineeChain1 into TriggerInliningChain",
+    "inline InlineeTarget into InlineeChain1",
+    "RequestReJITWithInliners InlineeTarget: S_OK (0x00000000)",
+    "GetReJITParameters TriggerDirectInlining: body kept",
+    "ReJITCompilationStarted TriggerDirectInlining",
+    "ReJITCompilationFinished TriggerDirectInlining: S_OK (0x00000000)",
+    "GetReJITParameters InlineeTarget: 1 ldstr replaced",
+    "ReJITCompilationStarted InlineeTarget",
+    "ReJITCompilationFinished InlineeTarget: S_OK (0x00000000)",
+    "GetReJITParameters TriggerInliningChain: body kept",
+    "ReJITCompilationStarted TriggerInliningChain",
+    "inline InlineeChain1 into TriggerInliningChain",
+    "ReJITCompilationFinished TriggerInliningChain: S_OK (0x00000000)",
+    "RequestRevert InlineeTarget: S_OK (0x00000000)",
+];
+
+/// The app's three rounds: before the ReJIT, after it, after the revert.
+const REJITINLINING_OUTPUT: &str = "\
+original target (direct)
+original target (delegate)
+original target (chain)
+ReJIT requested
+rejitted target (direct)
+rejitted target (delegate)
+rejitted target (chain)
+revert requested
+original target (direct)
+original target (delegate)
+original target (chain)
+";
+
+/// Tiered compilation off: the first compilation of each method is the optimized one, which inlines.
+fn rejitinlining(runtime: &'static str) {
+    let _row = ConformanceRow::new(REJITINLINING.name, runtime, "");
+    let (run, lines) = run_for_lines(&REJITINLINING, runtime, NO_TIERING);
+    assert_eq!((run.code, run.stdout.as_str()), (Some(100), REJITINLINING_OUTPUT), "{}", run.describe());
+    assert_eq!(lines, REJITINLINING_FACTS, "the profiler's facts on CoreCLR {runtime}\n{}", run.describe());
+}
+
+#[test]
+fn rejitinlining_on_coreclr_8() {
+    rejitinlining("8");
+}
+
+#[test]
+fn rejitinlining_on_coreclr_3() {
+    rejitinlining("3");
+}
+
+const GCHEAPENUMERATION: Scenario =
+    Scenario { name: "gcheapenumeration", app: "ConfGcHeapEnumeration", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E24" };
+
+/// `src/tests/profiler/gcheapenumeration/gcheapenumeration.cs` needs ICorProfilerInfo15, which
+/// came after 8.0.4: both runtimes answer E_NOINTERFACE for it (8.0.4 has up to
+/// ICorProfilerInfo14, 3.1.23 up to ICorProfilerInfo11).
+fn gcheapenumeration(runtime: &'static str, info14: &str) {
+    let _row = ConformanceRow::new(GCHEAPENUMERATION.name, runtime, "").not_applicable(
+        "ICorProfilerInfo15 (EnumerateGCHeapObjects) is newer than 8.0.4: this runtime answers \
+         QueryInterface for it with E_NOINTERFACE",
+    );
+    let info14 = format!("QueryInterface ICorProfilerInfo14: {info14}");
+    let facts = [
+        "QueryInterface ICorProfilerInfo11: S_OK (0x00000000)",
+        info14.as_str(),
+        "QueryInterface ICorProfilerInfo15: E_NOINTERFACE (0x80004002)",
+    ];
+    run_scenario(&GCHEAPENUMERATION, runtime, &facts, &[]);
+}
+
+#[test]
+fn gcheapenumeration_on_coreclr_8() {
+    gcheapenumeration("8", "S_OK (0x00000000)");
+}
+
+#[test]
+fn gcheapenumeration_on_coreclr_3() {
+    gcheapenumeration("3", "E_NOINTERFACE (0x80004002)");
+}

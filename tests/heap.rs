@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 
-const HANDLES: &str = "ICorProfilerInfo13: weak, strong and pinned handles across five compacting GCs (the pinned target never moves, the weak one reads null once unreferenced), DestroyHandle on each";
-const NON_GC: &str = "ICorProfilerInfo14: the app's frozen string literals among EnumerateNonGCObjects, inside GetNonGCHeapBounds, GetObjectGeneration answering CORPROF_E_NOT_GC_OBJECT";
+const HANDLES: &str = "`src/tests/profiler/handles/handles.cs`, ICorProfilerInfo13: weak, strong and pinned handles across five compacting GCs (the pinned target never moves, the weak one reads null once unreferenced), DestroyHandle on each";
+const NON_GC: &str = "`src/tests/profiler/gc/nongcheap.cs`, ICorProfilerInfo14: the app's frozen string literals among EnumerateNonGCObjects, inside GetNonGCHeapBounds, GetObjectGeneration answering CORPROF_E_NOT_GC_OBJECT";
 
 const HEAP_CLSID: &str = "2B6C4E1A-9D3F-4F70-8C5B-7A1E0D9F3B64";
 

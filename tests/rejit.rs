@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 
-const REJIT: &str = "RequestReJIT from a P/Invoke trigger, GetReJITParameters replacing a method's ldstr (DefineUserString) through ProfilerFunctionControl::set_il_body, ReJITCompilationStarted/Finished and no ReJITError; RequestRevert restores the original";
+const REJIT: &str = "`src/tests/profiler/rejit/rejit.cs`: RequestReJIT from a P/Invoke trigger, GetReJITParameters replacing a method's ldstr (DefineUserString) through ProfilerFunctionControl::set_il_body, ReJITCompilationStarted/Finished and no ReJITError; RequestRevert restores the original";
 
 const SWAP_CLSID: &str = "4F8E2A6C-1D3B-4C5A-9E7F-0B2D4C6E8A13";
 

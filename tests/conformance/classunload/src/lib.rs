@@ -1,10 +1,11 @@
-//! Conformance scenario "classunload", after the runtime's `src/tests/profiler/unittest/classload.cs`
-//! with its `unloadlibrary.cs` (profiler `native/classload`): with `COR_PRF_MONITOR_CLASS_LOADS`
-//! alone, a `TestClass : MarshalByRefObject` created in a collectible AssemblyLoadContext that is
-//! then unloaded brings ClassLoadStarted/Finished for the seven classes the runtime test counts
-//! (TestClass, and `List<TestClass>` with its six interfaces), each named with its type arguments,
-//! and ClassUnloadStarted/Finished in pairs. The runtime test expects seven unloads; 8.0.4 and
-//! 3.1.23 unload only TestClass: the generic instantiations' unloads came with .NET 10
+//! Conformance scenario "classunload", after the runtime's
+//! `src/tests/profiler/unittest/classload.cs` with `src/tests/profiler/unittest/unloadlibrary.cs`
+//! (profiler `native/classload`): with `COR_PRF_MONITOR_CLASS_LOADS` alone, a `TestClass :
+//! MarshalByRefObject` created in a collectible AssemblyLoadContext that is then unloaded brings
+//! ClassLoadStarted/Finished for the seven classes the runtime test counts (TestClass, and
+//! `List<TestClass>` with its six interfaces), each named with its type arguments, and
+//! ClassUnloadStarted/Finished in pairs. The runtime test expects seven unloads; 8.0.4 and 3.1.23
+//! unload only TestClass: the generic instantiations' unloads came with .NET 10
 //! (dotnet/runtime#114068, fixed by #114107).
 
 use conformance_support::Recorder;

@@ -1,10 +1,11 @@
 //! Conformance scenario "gc", after the runtime's `src/tests/profiler/gc/gc.cs` (profiler
-//! `native/gcprofiler`): GarbageCollectionStarted/Finished pair up, with generation arrays
-//! that say which generations each induced GC collected; GetGenerationBounds ranges are
-//! consistent; ObjectReferences and RootReferences2 show the app's live Marker and its Child; on
-//! .NET 5+ (8.0.4 here) the high event mask alone reports large- and pinned-object allocations,
-//! and nothing else, and pinned-object-heap objects appear among ObjectReferences' references
-//! (the Marker's among them) and among RootReferences2's roots.
+//! `native/gcprofiler`) and `src/tests/profiler/gc/gcallocate.cs` (the high allocation events):
+//! GarbageCollectionStarted/Finished pair up, with generation arrays that say which generations
+//! each induced GC collected; GetGenerationBounds ranges are consistent; ObjectReferences and
+//! RootReferences2 show the app's live Marker and its Child; on .NET 5+ (8.0.4 here) the high event
+//! mask alone reports large- and pinned-object allocations, and nothing else, and
+//! pinned-object-heap objects appear among ObjectReferences' references (the Marker's among them)
+//! and among RootReferences2's roots.
 
 use conformance_support::Recorder;
 use corprof::types::{

@@ -1,6 +1,6 @@
-//! Conformance scenario "inlining": JITInlining asks before each inline; refusing it keeps the
-//! callee a method of its own that is JIT-compiled and called, while the allowed callee is
-//! inlined and never compiled on its own.
+//! Conformance scenario "inlining", after the runtime's `src/tests/profiler/unittest/inlining.cs`:
+//! JITInlining asks before each inline; refusing it keeps the callee a method of its own that is
+//! JIT-compiled and called, while the allowed callee is inlined and never compiled on its own.
 
 use conformance_support::Recorder;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};

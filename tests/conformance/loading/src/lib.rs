@@ -1,5 +1,6 @@
-//! Conformance scenario "loading": module and assembly loads pair up (Started == Finished),
-//! including a Reflection.Emit assembly and a second copy of the app in a collectible
+//! Conformance scenario "loading", after the runtime's `src/tests/profiler/unittest/moduleload.cs`
+//! and `src/tests/profiler/assembly/ALCTest.cs`: module and assembly loads pair up (Started ==
+//! Finished), including a Reflection.Emit assembly and a second copy of the app in a collectible
 //! AssemblyLoadContext; unloading that context reports its module's and assembly's unload (3.1.23
 //! reports AssemblyUnloadFinished without AssemblyUnloadStarted); class loads of generic
 //! instantiations carry their type arguments (`System.__Canon` for the shared code).

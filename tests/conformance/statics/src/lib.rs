@@ -3,6 +3,8 @@
 //! finds the values Main stored (a long and a string), and GetThreadStaticAddress2 finds the
 //! main thread's thread static (GetThreadStaticAddress, which answers for the calling thread only,
 //! refuses with E_INVALIDARG).
+//!
+//! The runtime test it follows: `src/tests/profiler/unittest/getappdomainstaticaddress.cs`.
 
 use conformance_support::Recorder;
 use corprof::types::{

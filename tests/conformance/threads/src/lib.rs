@@ -1,6 +1,7 @@
-//! Conformance scenario "threads": ThreadNameChanged names the app's workers; EnumThreads
-//! inside RuntimeSuspendFinished lists exactly the threads created and not yet destroyed, and
-//! the suspension of the app's induced GC lists all three named workers.
+//! Conformance scenario "threads", after the runtime's
+//! `src/tests/profiler/unittest/enumthreads.cs`: ThreadNameChanged names the app's workers;
+//! EnumThreads inside RuntimeSuspendFinished lists exactly the threads created and not yet
+//! destroyed, and the suspension of the app's induced GC lists all three named workers.
 
 use conformance_support::Recorder;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ThreadID};

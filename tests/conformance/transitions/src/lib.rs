@@ -1,4 +1,5 @@
-//! Conformance scenario "transitions": ManagedToUnmanagedTransition and
+//! Conformance scenario "transitions", after the runtime's
+//! `src/tests/profiler/transitions/transitions.cs`: ManagedToUnmanagedTransition and
 //! UnmanagedToManagedTransition, with their reasons, for a P/Invoke into a function this library
 //! exports and for a reverse call from it through a marshalled delegate.
 
