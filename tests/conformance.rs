@@ -496,7 +496,7 @@ fn dispenser_on_coreclr_3() {
 const DYNAMICOPTIMIZATION: Scenario = Scenario {
     name: "dynamicoptimization",
     app: "ConfDynamicOptimization",
-    clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20",
+    clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E30",
 };
 
 /// The app's three copies per flag, as the flags set at Initialize leave them: `asks` JITInlining

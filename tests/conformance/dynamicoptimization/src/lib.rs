@@ -20,7 +20,7 @@ use corprof::{CorProfilerCallback, HResult, IUnknown, Out, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20");
+pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E30");
 
 const RUN: &str = "ConfDynamicOptimization.Lib::Run";
 
