@@ -12,7 +12,8 @@ const EVENTPIPE: Scenario =
 
 /// Every line is a decoded event (metadata: ID, version, level, fields; then the payload) or
 /// the result of a call; the profiler's Probe is delivered inside its `write` (synchronously),
-/// and not at all once the session is stopped.
+/// and not at all once the session is stopped. The app exits 100 only when its own session read
+/// exactly the Probes written with count 7 and 8, decoded by its own reader (see ConfEventPipe.cs).
 #[test]
 fn eventpipe_on_coreclr_8() {
     check(

@@ -270,14 +270,22 @@ const CLOBBER_CLSID: &str = "6A0E2F4B-8C1D-4B7E-A3F5-9D2C7E1B4A68";
 
 /// tests/elt-clobber's hooks overwrite every volatile general and vector register (and, in info
 /// mode, ask the runtime for arguments and return values): the stubs must hide all of it from
-/// the app, whose output — floating-point and struct results included — stays the same.
+/// the app, whose output — floating-point and struct results included — stays the same. The
+/// hooks did run: Fib's 1973 calls each entered and left, among the other methods' calls.
 fn clobbered(runtime: &'static str) {
     let lib = profiler_lib("elt_clobber");
     for mode in ["fast", "info"] {
-        let run = run_profiled(runtime, "Elt", CLOBBER_CLSID, &lib, &[("CORPROF_ELT_MODE", mode)]);
+        let out = TempFile::new(&format!("elt-clobber-{runtime}-{mode}"));
+        let env = [("CORPROF_ELT_MODE", mode), ("CORPROF_CLOBBER_OUT", out.path())];
+        let run = run_profiled(runtime, "Elt", CLOBBER_CLSID, &lib, &env);
         assert_eq!(run.code, Some(0), "{mode}: {}", run.describe());
         assert_eq!(run.stdout, APP_OUTPUT, "{mode}: registers leaked into the app: {}", run.describe());
         assert_eq!(run.stderr, "", "{mode}: {}", run.describe());
+        let report = out.read().unwrap_or_else(|| panic!("{mode}: no counts written: {}", run.describe()));
+        let n: Vec<u64> = report.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let [enters, leaves, fib_enters, fib_leaves] = n[..] else { panic!("{mode}: malformed counts {report:?}") };
+        assert_eq!((fib_enters, fib_leaves), (1973, 1973), "{mode}: Fib's hooks: {report}");
+        assert!(enters > fib_enters && leaves > fib_leaves, "{mode}: the other methods' hooks: {report}");
     }
 }
 

@@ -1,6 +1,8 @@
 //! The golden files of corprof-gen's fixtures (every `expected.rs`, found by build.rs) compile
 //! against this crate, and the code they hold works: a profiler for the `directions` fixture is called through its raw vtable, once per
 //! parameter shape (in, out, ref, opaque, array, counted and NUL-terminated text, optional).
+//! The `callback-outputs` fixture proves `Out<T>`, `&mut T` and `Option<&mut T>`, each passed as
+//! the only null pointer of a call (`E_POINTER`, or `None` when optional).
 
 // One module per fixture with an `expected.rs` (`directions`, `calls`, …), found by build.rs.
 include!(concat!(env!("OUT_DIR"), "/golden_modules.rs"));
@@ -162,4 +164,112 @@ fn derived_version_slots_and_optional_interfaces() {
 #[test]
 fn the_note_fixture_generated_the_same_api() {
     assert_eq!(note_absent_interface::callbacks::Callback::ALL.len(), directions::callbacks::Callback::ALL.len());
+}
+
+/// The `callback-outputs` fixture: `Out<T>`, `&mut T` and `Option<&mut T>` (shapes no callback of
+/// .NET 8's header has), each passed as the only null pointer of a call.
+mod outputs {
+    use super::callback_outputs::callbacks::{Callback, CallbackClass, CorProfilerCallback};
+    use super::callback_outputs::interfaces::ICorProfilerCallback;
+    use super::callback_outputs::types::ULONG;
+    use corprof::com::ComObject;
+    use corprof::{HResult, Interface, Out};
+    use std::ptr::null_mut;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Default)]
+    struct Answers {
+        before: Mutex<Vec<Callback>>,
+        reached: Mutex<Vec<String>>,
+        /// Whether `outputs` writes through its pointers: off for the null calls, so that a
+        /// null let through shows as a reached call, not as a crash.
+        write: AtomicBool,
+    }
+
+    impl CorProfilerCallback for Answers {
+        fn before_callback(&self, callback: Callback) {
+            self.before.lock().unwrap().push(callback);
+        }
+
+        fn outputs(&self, total: Out<'_, ULONG>, budget: &mut ULONG, spare: Option<&mut ULONG>) -> corprof::Result<()> {
+            self.reached.lock().unwrap().push(format!("outputs spare {}", spare.is_some()));
+            if self.write.load(Ordering::SeqCst) {
+                total.write(42);
+                *budget -= 1;
+                if let Some(spare) = spare {
+                    *spare += 100;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    struct Obj(*mut ICorProfilerCallback);
+
+    impl Obj {
+        fn new() -> Obj {
+            Obj(ComObject::<CallbackClass<Answers>>::create(Answers::default()).cast())
+        }
+
+        fn value(&self) -> &Answers {
+            // SAFETY: `self.0` is a live `ComObject<CallbackClass<Answers>>` until `drop`.
+            unsafe { ComObject::<CallbackClass<Answers>>::value(self.0.cast()) }
+        }
+
+        fn call(&self, total: *mut ULONG, budget: *mut ULONG, spare: *mut ULONG) -> HResult {
+            // SAFETY: `self.0` is live; each pointer is a live local of the caller or null.
+            HResult(unsafe { (self.0.as_ref().unwrap().vtable().Outputs)(self.0, total, budget, spare) })
+        }
+
+        /// What `before_callback` saw and what `outputs` reached, since the last call.
+        fn take(&self) -> (Vec<Callback>, Vec<String>) {
+            let v = self.value();
+            (std::mem::take(&mut v.before.lock().unwrap()), std::mem::take(&mut v.reached.lock().unwrap()))
+        }
+    }
+
+    impl Drop for Obj {
+        fn drop(&mut self) {
+            // SAFETY: releases the reference `new` made; the pointer is not used again.
+            unsafe { (*self.0.cast::<corprof::IUnknown>()).Release() };
+        }
+    }
+
+    fn refused(o: &Obj, hr: HResult) {
+        assert_eq!(hr, HResult::E_POINTER);
+        assert_eq!(o.take(), (vec![Callback::Outputs], vec![]), "seen by before_callback, the method not run");
+    }
+
+    #[test]
+    fn outs_and_refs_are_written() {
+        let o = Obj::new();
+        o.value().write.store(true, Ordering::SeqCst);
+        let (mut total, mut budget, mut spare) = (0, 10, 1);
+        assert_eq!(o.call(&mut total, &mut budget, &mut spare), HResult::S_OK);
+        assert_eq!((total, budget, spare), (42, 9, 101));
+        assert_eq!(o.take(), (vec![Callback::Outputs], vec!["outputs spare true".to_string()]));
+    }
+
+    #[test]
+    fn a_null_out_is_refused() {
+        let o = Obj::new();
+        let (mut budget, mut spare) = (10, 1);
+        refused(&o, o.call(null_mut(), &mut budget, &mut spare));
+    }
+
+    #[test]
+    fn a_null_ref_is_refused() {
+        let o = Obj::new();
+        let (mut total, mut spare) = (0, 1);
+        refused(&o, o.call(&mut total, null_mut(), &mut spare));
+    }
+
+    #[test]
+    fn a_null_optional_ref_arrives_as_none() {
+        let o = Obj::new();
+        let (mut total, mut budget) = (0, 10);
+        assert_eq!(o.call(&mut total, &mut budget, null_mut()), HResult::S_OK);
+        assert_eq!(o.take(), (vec![Callback::Outputs], vec!["outputs spare false".to_string()]));
+    }
 }

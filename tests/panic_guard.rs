@@ -617,8 +617,18 @@ fn reports_case() {
     }
 }
 
+/// What corprof writes when Initialize and InitializeForAttach fail with `hr` (E_FAIL or
+/// CORPROF_E_INCONSISTENT_WITH_FLAGS), written out rather than made with `HResult::describe`.
 fn initialize_failed(hr: HResult) -> [String; 2] {
-    let what = hr.describe();
+    let what = match hr {
+        HResult::E_FAIL => {
+            "E_FAIL (0x80004005): Unspecified failure (corprof also returns it for a callback that panicked)."
+        }
+        INCONSISTENT_WITH_FLAGS => {
+            "CORPROF_E_INCONSISTENT_WITH_FLAGS (0x80131374): The call needs other event-mask flags set (or some set flags cleared) first."
+        }
+        other => panic!("no expected line written for {other}"),
+    };
     [format!("corprof: Initialize failed: {what}"), format!("corprof: InitializeForAttach failed: {what}")]
 }
 

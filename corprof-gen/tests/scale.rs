@@ -1,6 +1,7 @@
 //! Loading and checking annotations is linear in their size: 40,000 entries, most of them names
 //! the header lacks (each gets a "did you mean"), load and resolve against the runtime-main
-//! header in well under the bound, and a 50 MB file is read to the end.
+//! header in well under the bound, and a 50 MB file is read to the end (run by
+//! scripts/big-annotations, not by the test command).
 
 use corprof_gen::annotations::Annotations;
 use corprof_gen::build::entry_headers;
@@ -90,7 +91,8 @@ fn forty_thousand_entries_load_and_resolve_in_linear_time() {
 
 /// 50 MB in the two shapes that cost most: a million and a half entries, most of them unknown
 /// names, and one 50 MB value. Slow in a debug build (about a minute; serde_yaml alone is most
-/// of it), so run it in release: `cargo test --release -p corprof-gen --test scale -- --ignored`.
+/// of it), so the test command skips it: `scripts/big-annotations` runs it in release and
+/// reports its time and peak memory.
 #[test]
 #[ignore]
 fn fifty_megabytes_finish() {

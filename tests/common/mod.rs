@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 pub const PANIC_LINE_PREFIX: &str = "corprof: callback ";
 pub const PANIC_LINE_SUFFIX: &str = "; returned E_FAIL to the runtime";
 
-/// The line corprof writes when the profiler's `Initialize` fails with `hr`.
-pub fn initialize_failed_line(hr: corprof::HResult) -> String {
-    format!("corprof: Initialize failed: {}", hr.describe())
-}
+/// The lines corprof writes when the profiler's `Initialize` fails with E_FAIL, and with
+/// CORPROF_E_INCONSISTENT_WITH_FLAGS: written out, not made with corprof's own `describe()`.
+pub const INITIALIZE_FAILED_E_FAIL: &str = "corprof: Initialize failed: E_FAIL (0x80004005): Unspecified failure (corprof also returns it for a callback that panicked).";
+pub const INITIALIZE_FAILED_INCONSISTENT: &str = "corprof: Initialize failed: CORPROF_E_INCONSISTENT_WITH_FLAGS (0x80131374): The call needs other event-mask flags set (or some set flags cleared) first.";
 
 /// The line corprof writes when the `Drop` of `ty` (a type name) panics with `msg` at the last
 /// `Release`.

@@ -1,6 +1,8 @@
 // Conformance scenario "loading" (tests/conformance/loading): a Reflection.Emit assembly, a
 // second copy of this assembly in a collectible AssemblyLoadContext that is then unloaded, and
-// three instantiations of a generic class. Exits 100 once the collectible copy is collected.
+// three instantiations of a generic class. Prints the assemblies and modules it loaded
+// (`counted: …`, compared with the profiler's counts). Exits 100 once the collectible copy is
+// collected.
 using System;
 using System.Reflection;
 using System.Reflection.Emit;
@@ -47,6 +49,15 @@ namespace ConfLoading
                 GC.WaitForPendingFinalizers();
             }
             Console.WriteLine("loading scenario done " + a.Value + b.Value + c.Value.Value + " unloaded " + !copy.IsAlive);
+            // Every assembly and module this process loaded: the live ones, and the collectible
+            // copy with its one module. The profiler must have seen exactly these loads.
+            int assemblies = copy.IsAlive ? 0 : 1, modules = assemblies;
+            foreach (Assembly assembly in AppDomain.CurrentDomain.GetAssemblies())
+            {
+                assemblies++;
+                modules += assembly.GetModules().Length;
+            }
+            Console.WriteLine("counted: assemblies " + assemblies + ", modules " + modules);
             return copy.IsAlive ? 1 : 100;
         }
     }

@@ -2,11 +2,14 @@
 //! `src/tests/profiler/eventpipe/eventpipe_readevents.cs` and
 //! `src/tests/profiler/eventpipe/eventpipe.cs`: an in-process EventPipe session started in
 //! Initialize reads the app's EventSource "Conf-Events" (self-describing events with an int, a
-//! long, a string, a double, a char, an int array and an object), decoding each delivered event's
-//! metadata and payload with corprof's parser; the profiler's own provider "Conf-Profiler" writes
-//! an event (an int, a string, an int array) from JITCompilationStarted of the app's Marker, and
-//! the same session reads it back with the values written; writing it again from inside its
-//! delivery is refused (it would recurse without end).
+//! long, a string, a double, a char, an int array and an object), decoding each delivered
+//! event's metadata and payload with corprof's parser; the profiler's own provider
+//! "Conf-Profiler" writes an event (an int, a string, an int array) from JITCompilationStarted
+//! of the app's Marker, and the same session reads it back with the values written; writing it
+//! again from inside its delivery is refused (it would recurse without end). The app reads the
+//! same provider's events through an EventPipe session of its own and decodes them by the
+//! EventPipe format, not with corprof's parser, so a bug shared by corprof's writer and reader
+//! cannot pass.
 
 use conformance_support::Recorder;
 use corprof::eventpipe::{

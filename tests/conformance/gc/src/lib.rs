@@ -1,11 +1,12 @@
 //! Conformance scenario "gc", after the runtime's `src/tests/profiler/gc/gc.cs` (profiler
 //! `native/gcprofiler`) and `src/tests/profiler/gc/gcallocate.cs` (the high allocation events):
-//! GarbageCollectionStarted/Finished pair up, with generation arrays that say which generations
-//! each induced GC collected; GetGenerationBounds ranges are consistent; ObjectReferences and
-//! RootReferences2 show the app's live Marker and its Child; on .NET 5+ (8.0.4 here) the high event
-//! mask alone reports large- and pinned-object allocations, and nothing else, and
-//! pinned-object-heap objects appear among ObjectReferences' references (the Marker's among them)
-//! and among RootReferences2's roots.
+//! GarbageCollectionStarted/Finished come exactly once for each of the app's six GCs (four
+//! induced, two started by allocation; the app exits 100 only when its process ran exactly
+//! those), with generation arrays that say which generations each induced GC collected;
+//! GetGenerationBounds ranges are consistent; ObjectReferences and RootReferences2 show the app's
+//! live Marker and its Child; on .NET 5+ (8.0.4 here) the high event mask alone reports large-
+//! and pinned-object allocations, and nothing else, and pinned-object-heap objects appear among
+//! ObjectReferences' references (the Marker's among them) and among RootReferences2's roots.
 
 use conformance_support::Recorder;
 use corprof::types::{
@@ -190,7 +191,7 @@ impl CorProfilerCallback for Gc {
         for line in &s.induced {
             self.rec.say(line.clone());
         }
-        self.rec.say(format!("started == finished: {}", s.started == s.finished && s.started > 0));
+        self.rec.say(format!("GCs started: {}, finished: {}", s.started, s.finished));
         self.rec.say(format!("never nested: {}", !s.nested));
         self.rec.say(format!(
             "generation bounds consistent after every GC: {}",
