@@ -140,14 +140,17 @@ pub mod raw {
         unsafe { p.as_const().as_ref() }
     }
 
-    /// `&[T]` of `len` elements; null or a non-positive count gives an empty slice.
+    /// `&[T]` of `len` elements. No elements (a zero or negative count) is an empty slice
+    /// whatever the pointer; a null pointer with a positive count breaks the runtime's contract
+    /// and is refused with `E_POINTER`, like every other null the callback cannot do without.
     #[inline(always)]
-    pub unsafe fn in_slice<'a, T, L: TryInto<usize>>(p: impl RawPtr<T>, len: L) -> &'a [T] {
+    pub unsafe fn in_slice<'a, T, L: TryInto<usize>>(p: impl RawPtr<T>, len: L) -> Result<&'a [T]> {
         let p = p.as_const();
         match len.try_into() {
+            Ok(0) | Err(_) => Ok(&[]),
+            Ok(_) if p.is_null() => null_pointer(),
             // SAFETY: the caller's contract: a non-null `p` points to `len` elements valid for `'a`.
-            Ok(n) if n > 0 && !p.is_null() => unsafe { std::slice::from_raw_parts(p, n) },
-            _ => &[],
+            Ok(n) => Ok(unsafe { std::slice::from_raw_parts(p, n) }),
         }
     }
 
@@ -168,8 +171,9 @@ pub mod raw {
             return None;
         }
         Some(match len {
-            // SAFETY: the caller's contract: `n` code units at `p`.
-            Some(n) => WStr(unsafe { in_slice(p, n) }),
+            // SAFETY: the caller's contract: `n` code units at `p`, which is not null, so the
+            // slice cannot be refused.
+            Some(n) => WStr(unsafe { in_slice(p, n) }.unwrap_or_default()),
             // SAFETY: the caller's contract: NUL-terminated text at `p`.
             None => unsafe { WStr::from_nul_terminated(p) },
         })
@@ -221,9 +225,10 @@ mod tests {
         let v = [1u32, 2, 3];
         // SAFETY: every pointer is null or points into a live local, with counts within it.
         unsafe {
-            assert_eq!(in_slice(v.as_ptr(), 2u32), &[1, 2]);
-            assert_eq!(in_slice(std::ptr::null::<u32>(), 5u32), &[] as &[u32]);
-            assert_eq!(in_slice(v.as_ptr(), -1i32), &[] as &[u32]);
+            assert_eq!(in_slice(v.as_ptr(), 2u32).unwrap(), &[1, 2]);
+            assert_eq!(in_slice(std::ptr::null::<u32>(), 5u32).err(), Some(HResult::E_POINTER));
+            assert_eq!(in_slice(std::ptr::null::<u32>(), 0u32).unwrap(), &[] as &[u32]);
+            assert_eq!(in_slice(v.as_ptr(), -1i32).unwrap(), &[] as &[u32]);
             assert!(in_ref(std::ptr::null::<u32>()).is_err());
             assert_eq!(*in_ref(v.as_ptr()).unwrap(), 1);
             let mut slot = 0i32;

@@ -214,9 +214,10 @@ fn a_null_string_is_refused_and_so_is_a_null_interface() {
 }
 
 #[test]
-fn a_null_counted_array_arrives_empty() {
-    // The generator's documented shape: a null array is an empty slice whatever its count (the
-    // runtime passes null with a zero count), so the call goes through.
+fn a_null_counted_array_is_refused_unless_it_holds_nothing() {
+    // A null array with a positive count breaks the runtime's contract: refused like any other
+    // null. With a zero count the runtime may pass null, and the call goes through with empty
+    // slices.
     let p = Profiler::create();
     let f = p.vtbl().base__.base__.base__.base__.base__.base__.base__.base__.base__.base__.MovedReferences;
     let (old, new, len) = ([oid(1), oid(2)], [oid(10), oid(20)], [8u32, 16]);
@@ -226,8 +227,10 @@ fn a_null_counted_array_arrives_empty() {
         let hr = f(p.this().cast(), 2, old, new, len);
         let all = "moved [ObjectID(0x1), ObjectID(0x2)] [ObjectID(0xa), ObjectID(0x14)] [8, 16]";
         reached(&p, hr, Callback::MovedReferences, all);
-        let hr = f(p.this().cast(), 2, null_mut(), new, len);
-        reached(&p, hr, Callback::MovedReferences, "moved [] [ObjectID(0xa), ObjectID(0x14)] [8, 16]");
+        refused(&p, f(p.this().cast(), 2, null_mut(), new, len), Callback::MovedReferences);
+        refused(&p, f(p.this().cast(), 2, old, new, null_mut()), Callback::MovedReferences);
+        let hr = f(p.this().cast(), 0, null_mut(), null_mut(), null_mut());
+        reached(&p, hr, Callback::MovedReferences, "moved [] [] []");
     }
 }
 

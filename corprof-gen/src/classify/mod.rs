@@ -28,9 +28,10 @@ pub enum ParamKind {
     InInterface { ty: String, optional: bool },
     /// `void *` and other untyped pointers stay raw.
     Opaque { ty: String },
-    /// `&[T]` of `len` elements (a null pointer gives an empty slice).
+    /// `&[T]` of `len` elements (empty for no elements; a null pointer with a positive count is
+    /// refused with `E_POINTER`).
     InSlice { ty: String, len: String },
-    /// `void *` + a byte count read by the callee: `&[u8]` (a null pointer gives an empty slice).
+    /// `void *` + a byte count read by the callee: `&[u8]` (as `InSlice`).
     InBytes { len: String },
     /// UTF-16 text: NUL-terminated, or `len` code units.
     InStr { len: Option<String>, optional: bool },

@@ -298,9 +298,9 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         ParamKind::InRef { ty, optional: true } | ParamKind::InInterface { ty, optional: true } => {
             (format!("Option<&{ty}>"), format!("{conv}::in_opt({raw})"))
         }
-        ParamKind::InSlice { ty, len } => (format!("&[{ty}]"), format!("{conv}::in_slice({raw}, {})", ident(len))),
+        ParamKind::InSlice { ty, len } => (format!("&[{ty}]"), format!("{conv}::in_slice({raw}, {})?", ident(len))),
         ParamKind::InBytes { len } => {
-            ("&[u8]".to_string(), format!("{conv}::in_slice({raw}.cast::<u8>(), {})", ident(len)))
+            ("&[u8]".to_string(), format!("{conv}::in_slice({raw}.cast::<u8>(), {})?", ident(len)))
         }
         ParamKind::InStr { len, optional } => {
             let len =
