@@ -12,7 +12,8 @@
 //! `DOTNET_DiagnosticPorts=SOCKET`), or into process PID paused on its own socket (started with
 //! `DOTNET_DefaultDiagnosticPortSuspend=1`). The variables are set (or removed) in the process's
 //! environment first, in the order given; then the runtime is resumed, even when a command was
-//! refused. See [`corprof_attach::startup`].
+//! refused. The runtime must be paused: one past its startup answers S_OK and loads nothing.
+//! See [`corprof_attach::startup`].
 //!
 //! Arguments are read as the OS gives them, not as UTF-8: TEXT goes to the profiler byte for byte
 //! (the protocol carries bytes), while PATH, SOCKET and the variables travel as UTF-16, so any

@@ -23,6 +23,10 @@
 //! # Ok::<(), corprof_attach::AttachError>(())
 //! ```
 //!
+//! Send it only to a paused runtime: CoreCLR 8.0.4 answers `StartupProfiler` with S_OK whenever
+//! it comes, and a runtime already past the point where it loads a startup profiler loads
+//! nothing (the environment is still changed).
+//!
 //! CoreCLR 3.x knows none of this: it ignores both settings (it never pauses nor connects), and
 //! its own socket answers the commands with errors (`CORDIAGIPC_E_UNKNOWN_COMMAND` for the
 //! Process commands, `CORDIAGIPC_E_BAD_ENCODING` for `StartupProfiler`).
