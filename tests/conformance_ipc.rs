@@ -94,6 +94,9 @@ const STARTUP_FACTS: &[&str] = &[
     "ReverseServerTest_OverwriteMe = \"Overwritten\"",
     // HRESULT_FROM_WIN32(ERROR_ENVVAR_NOT_FOUND), as the runtime test expects
     "ReverseServerTest_ClearMe: 0x800700CB",
+    // the C library's environment, which the runtime's does not write through to
+    "libc: ReverseServerTest_OverwriteMe Some(\"Original\")",
+    "libc: ReverseServerTest_ClearMe Some(\"Present\")",
     "compiled ConfReverseStartup.Program::Main",
     "saw System.Private.CoreLib load: true",
     "Shutdown",

@@ -6,7 +6,10 @@
 //! The profiler gets `Initialize` (not `InitializeForAttach`), reads the changed variable and not
 //! the removed one through GetEnvironmentVariable (ERROR_ENVVAR_NOT_FOUND), sees CoreLib load and
 //! the app's Main compiled. The same through the process's own socket paused by
-//! `DOTNET_DefaultDiagnosticPortSuspend=1`.
+//! `DOTNET_DefaultDiagnosticPortSuspend=1`. Beyond the runtime's checks: the C library's
+//! environment (`std::env`) keeps both variables as the process started, so a profiler reads such
+//! settings through GetEnvironmentVariable; a runtime past its startup answers StartupProfiler
+//! with S_OK and loads nothing.
 
 use conformance_support::Recorder;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID, ModuleID};
@@ -42,6 +45,9 @@ impl CorProfilerCallback for ReverseStartup {
         self.rec.start(unknown, low, COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE)?;
         self.rec.say(self.variable(OVERWRITTEN));
         self.rec.say(self.variable(CLEARED));
+        for name in [OVERWRITTEN, CLEARED] {
+            self.rec.say(format!("libc: {name} {:?}", std::env::var(name).ok()));
+        }
         Ok(())
     }
 
