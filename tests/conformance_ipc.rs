@@ -295,3 +295,154 @@ fn reversestartup_on_coreclr_3() {
         own.describe()
     );
 }
+
+// ---------------------------------------------------------------- multiple
+
+const MULTIPLE: Scenario =
+    Scenario { name: "multiple", app: "ConfMultiple", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E22" };
+
+/// How many copies of the profiler load at startup, and how many attach then.
+const AT_STARTUP: usize = 4;
+const ATTACHED: usize = 4;
+
+/// Polls `done` every 10 ms for at most [`WAIT`]; on timeout kills the app and fails with `what`
+/// and the profilers' log.
+fn wait_until(child: &mut Child, log: &TempFile, what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        let ended = child.try_wait().ok().flatten();
+        if ended.is_some() || started.elapsed() > WAIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "no {what} ({ended:?} after {:?}); the profilers' log:\n{}",
+                started.elapsed(),
+                log.read().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `corprof-attach --pid <pid> --clsid <multiple> --profiler <lib>`.
+fn attach_multiple(pid: u32, lib: &Path) -> Output {
+    Command::new(attach_tool())
+        .args(["--pid", &pid.to_string(), "--clsid", MULTIPLE.clsid, "--profiler"])
+        .arg(lib)
+        .args(["--timeout-ms", "10000"])
+        .output()
+        .expect("cannot run corprof-attach")
+}
+
+/// The profilers' log lines `p<n> <event>`, as each object's events in order, by object number.
+fn by_object(log: &str) -> Vec<Vec<String>> {
+    let mut objects: Vec<Vec<String>> = Vec::new();
+    for line in log.lines() {
+        let (object, event) = line.split_once(' ').unwrap_or_else(|| panic!("malformed line {line:?}"));
+        let n: usize =
+            object.strip_prefix('p').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("malformed line {line:?}"));
+        if objects.len() < n {
+            objects.resize(n, Vec::new());
+        }
+        objects[n - 1].push(event.to_string());
+    }
+    objects
+}
+
+/// The number of `event` lines in the log.
+fn count(log: &TempFile, event: &str) -> usize {
+    log.read().unwrap_or_default().lines().filter(|l| l.split_once(' ').is_some_and(|(_, e)| e == event)).count()
+}
+
+/// What `corprof-attach` answered: its exit status and stderr.
+type Answer = (Option<i32>, String);
+
+/// Runs the scenario: [`AT_STARTUP`] copies named in `CORECLR_NOTIFICATION_PROFILERS`,
+/// [`ATTACHED`] attaches, the app's first exception, the wait for `detaches` detaches, one more
+/// attach, the app's second exception, the wait for its detach. Returns what each attach answered
+/// (exit status and stderr), the app's run and the log by object.
+fn multiple(runtime: &'static str, test: &str, detaches: usize) -> (Vec<Answer>, Run, Vec<Vec<String>>) {
+    let lib = profiler_lib("conformance_multiple");
+    let dir = TempDir::new(test);
+    let log = TempFile::new(&format!("conformance-multiple-{test}"));
+    let list: String = (0..AT_STARTUP).map(|_| format!("{}={{{}}};", lib.display(), MULTIPLE.clsid)).collect();
+    let env = [
+        ("CORECLR_ENABLE_PROFILING", "1"),
+        ("CORECLR_ENABLE_NOTIFICATION_PROFILERS", "1"),
+        ("CORECLR_NOTIFICATION_PROFILERS", list.as_str()),
+        ("CORPROF_CONF_OUT", log.path()),
+    ];
+    // Phase 3 only holds the app until the last detach is through.
+    let mut child = start(&MULTIPLE, runtime, &[dir.0.to_str().unwrap(), "3"], &env);
+    let ready = dir.file("ready");
+    wait_until(&mut child, &log, "ready file", || std::fs::read_to_string(&ready).is_ok_and(|t| !t.is_empty()));
+    let pid = child.id();
+
+    let mut answers = Vec::new();
+    let mut attach = || {
+        let out = attach_multiple(pid, &lib);
+        answers.push((out.status.code(), text(&out.stderr).to_string()));
+    };
+    for _ in 0..ATTACHED {
+        attach();
+    }
+    std::fs::write(dir.file("go1"), "").unwrap();
+    wait_until(&mut child, &log, "done1 file", || dir.file("done1").exists());
+    wait_until(&mut child, &log, "detaches", || count(&log, "Drop") >= detaches);
+
+    attach();
+    std::fs::write(dir.file("go2"), "").unwrap();
+    wait_until(&mut child, &log, "done2 file", || dir.file("done2").exists());
+    wait_until(&mut child, &log, "the last detach", || count(&log, "Drop") > detaches);
+    std::fs::write(dir.file("go3"), "").unwrap();
+    let run = finish_app(runtime, MULTIPLE.app, child);
+    let objects = by_object(&log.read().unwrap_or_default());
+    (answers, run, objects)
+}
+
+/// What an object that sees the app's exception and detaches logs, after how it was loaded.
+fn detaching(loaded: &[&str]) -> Vec<String> {
+    let mut events: Vec<String> = loaded.iter().map(|e| e.to_string()).collect();
+    events.extend(
+        [
+            "ExceptionThrown ConfMultiple.Trigger",
+            "RequestProfilerDetach S_OK (0x00000000)",
+            "ProfilerDetachSucceeded",
+            "Drop",
+        ]
+        .map(String::from),
+    );
+    events
+}
+
+/// `src/tests/profiler/multiple/multiple.cs` on 8.0.4: four notification profilers at startup and
+/// four attached, all detaching at the app's exception, then one more attached and detached.
+#[test]
+fn multiple_on_coreclr_8() {
+    let _row = ConformanceRow::new(MULTIPLE.name, "8", "");
+    let (answers, run, objects) = multiple("8", "multiple_8", AT_STARTUP + ATTACHED);
+    assert_eq!(answers, vec![(Some(0), String::new()); ATTACHED + 1], "{}", run.describe());
+    assert_eq!((run.code, run.stdout.as_str()), (Some(100), "multiple scenario done\n"), "{}", run.describe());
+    let mut expected = vec![detaching(&["LoadAsNotificationOnly", "Initialize"]); AT_STARTUP];
+    expected.extend(vec![detaching(&["LoadAsNotificationOnly", "InitializeForAttach"]); ATTACHED + 1]);
+    assert_eq!(objects, expected, "{}", run.describe());
+}
+
+/// Notification profilers came with .NET 7: 3.1.23 loads none at startup and takes one attached
+/// profiler at a time (the others are refused); that one detaches, and the next attach after it
+/// is taken and detaches too.
+#[test]
+fn multiple_on_coreclr_3() {
+    let _row = ConformanceRow::new(MULTIPLE.name, "3", "").not_applicable(
+        "notification profilers came with .NET 7: 3.1.23 loads none at startup and refuses a second attached profiler (CORPROF_E_PROFILER_ALREADY_ACTIVE); attach, detach and attach again work",
+    );
+    let (answers, run, objects) = multiple("3", "multiple_3", 1);
+    let refused = "corprof-attach: the runtime refused: CORPROF_E_PROFILER_ALREADY_ACTIVE (0x8013136A): \
+                   Attach refused: a profiler is already loaded.\n";
+    let mut expected = vec![(Some(0), String::new())];
+    expected.extend(vec![(Some(1), refused.to_string()); ATTACHED - 1]);
+    expected.push((Some(0), String::new()));
+    assert_eq!(answers, expected, "{}", run.describe());
+    assert_eq!((run.code, run.stdout.as_str()), (Some(100), "multiple scenario done\n"), "{}", run.describe());
+    assert_eq!(objects, vec![detaching(&["InitializeForAttach"]); 2], "{}", run.describe());
+}
