@@ -1,5 +1,6 @@
 //! Conformance scenarios driven through the runtime's diagnostics IPC (`corprof-attach`): a
-//! profiler loaded at startup through a diagnostic port (`reversestartup`). Like
+//! profiler loaded at startup through a diagnostic port (`reversestartup`), and several profiler
+//! objects of one library loaded at startup and attached, each detaching (`multiple`). Like
 //! tests/conformance.rs, each scenario is a folder `tests/conformance/<scenario>/` (a profiler
 //! crate and its C# app) and each test records its row in `target/conformance/`; here the test
 //! starts the app itself, since the tool must talk to it while it runs. `cargo build --workspace`
