@@ -291,13 +291,13 @@ fn statics_on_coreclr_8() {
 }
 
 /// 3.1.23 crashes (SIGSEGV) in GetAppDomainStaticAddress for a collectible module's class at
-/// GarbageCollectionFinished, the AV of dotnet/runtime#33367 (fixed in .NET 5 by #34677, which
-/// added the runtime test): the walks leave those classes alone, and a run that does not is
-/// asserted to die by a signal.
+/// GarbageCollectionFinished, its context still alive (.NET 5 reworked that call for collectible
+/// modules: dotnet/runtime#33367, #34677 with the runtime test, #41076): the walks leave those
+/// classes alone, and a run that does not is asserted to die by a signal.
 #[test]
 fn statics_on_coreclr_3() {
     let _row = ConformanceRow::new(STATICS.name, "3", "").not_applicable(
-        "3.1.23 crashes (SIGSEGV) in GetAppDomainStaticAddress for a collectible module's class at GarbageCollectionFinished (dotnet/runtime#33367, fixed in .NET 5): the walks skip collectible modules, and the crash is asserted",
+        "3.1.23 crashes (SIGSEGV) in GetAppDomainStaticAddress for a collectible module's class at GarbageCollectionFinished, its context alive (reworked in .NET 5, dotnet/runtime#34677): the walks skip collectible modules, and the crash is asserted",
     );
     run_scenario(&STATICS, "3", &statics_facts(false), &[NO_CONCURRENT_GC, ("CORPROF_CONF_SKIP_COLLECTIBLE", "1")]);
     let lib = profiler_lib("conformance_statics");

@@ -15,8 +15,8 @@
 //! with it on from the start, 8.0.4 answers that thread's GetClassFromObject (under its
 //! SuspendRuntime) with CORPROF_E_UNSUPPORTED_CALL_SEQUENCE. With `CORPROF_CONF_SKIP_COLLECTIBLE=1` the walks leave
 //! collectible modules' classes alone: 3.1.23 crashes in GetAppDomainStaticAddress for them at
-//! GarbageCollectionFinished (dotnet/runtime#33367, fixed in .NET 5 by #34677, with the runtime
-//! test).
+//! GarbageCollectionFinished, their context still alive (.NET 5 reworked that call for collectible
+//! modules: dotnet/runtime#33367, #34677 with the runtime test, #41076).
 
 use conformance_support::Recorder;
 use corprof::types::{
