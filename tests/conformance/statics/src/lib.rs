@@ -10,13 +10,17 @@
 //! COR_PRF_MODULE_COLLECTIBLE) and others are read. Beyond the runtime's checks: the walks read
 //! the values the two Holder classes were given (the collectible copy's its own), the copy's
 //! Holder gets ClassUnloadStarted once its context is unloaded, and no walk after that reads it.
+//!
 //! `COR_PRF_MONITOR_GC` is turned on once the profiler's thread has read the statics (the app runs
 //! with `COMPlus_gcConcurrent=0`, without which the runtime refuses the GC flag after Initialize):
 //! with it on from the start, 8.0.4 answers that thread's GetClassFromObject (under its
-//! SuspendRuntime) with CORPROF_E_UNSUPPORTED_CALL_SEQUENCE. With `CORPROF_CONF_SKIP_COLLECTIBLE=1` the walks leave
-//! collectible modules' classes alone: 3.1.23 crashes in GetAppDomainStaticAddress for them at
-//! GarbageCollectionFinished, their context still alive (.NET 5 reworked that call for collectible
-//! modules: dotnet/runtime#33367, #34677 with the runtime test, #41076).
+//! SuspendRuntime) with CORPROF_E_UNSUPPORTED_CALL_SEQUENCE (the runtime allows object inspection
+//! outside a callback only while it reports a GC in progress).
+//!
+//! With `CORPROF_CONF_SKIP_COLLECTIBLE=1` the walks leave collectible modules' classes alone:
+//! 3.1.23 crashes in GetAppDomainStaticAddress for them at GarbageCollectionFinished, their
+//! context still alive (.NET 5 reworked that call for collectible modules: dotnet/runtime#33367,
+//! #34677 with the runtime test, #41076).
 
 use conformance_support::Recorder;
 use corprof::types::{
