@@ -11,7 +11,9 @@
 //!   over that object (`wrap::Negotiated`); it also pins the profiler library in memory;
 //! - [`close_for`], from the thunks after a failed initialize, after `ProfilerDetachSucceeded`
 //!   and after `Shutdown`: marks the profiler's gates closed, then waits until no other thread
-//!   is inside a call through one;
+//!   is inside a call through one (calls through another profiler object's gates are not waited
+//!   for: several objects of one library, notification profilers, detach independently, and a
+//!   detach that waited for another object's call into the runtime could deadlock with it);
 //!
 //! and gives [`Gate::enter`]: every call through a gated wrapper holds an [`Entered`] for its
 //! duration, or gets [`CLOSED`] without touching the object; [`enter_object`] does the same by
@@ -21,10 +23,11 @@
 //! # How a call and a close agree, without a lock
 //!
 //! Each thread owns a [`Slot`], a counter of its calls in flight (nested calls, an Info call
-//! inside a stack-walk closure inside an Info call, count twice). Entering stores `count + 1`
-//! (plain store: only the owner writes its slot), then loads the gate's `closed` flag; leaving
-//! stores the old count back. Closing stores `closed`, then waits until every other thread's
-//! count is 0. That is the store-buffering pattern (each side stores one location and loads the
+//! inside a stack-walk closure inside an Info call, count twice) and the gate they go through
+//! ([`MIXED`] when nested calls go through different gates). Entering stores the gate, then
+//! `count + 1` (plain stores: only the owner writes its slot), then loads the gate's `closed`
+//! flag; leaving stores the old count back. Closing stores `closed`, then waits until every other
+//! thread's count is 0 or its gate is one that stays open. That is the store-buffering pattern (each side stores one location and loads the
 //! other's), which needs a full fence on both sides; the entering side, which runs per call,
 //! only has a compiler fence. The closer supplies the missing fence to every other thread at
 //! once with `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: when it returns, every thread of
@@ -62,6 +65,10 @@ pub struct Gate {
 const CLOSED_BIT: u8 = 1;
 /// Set in [`Gate::state`] when entering must fence for itself (no usable membarrier).
 const FENCE_BIT: u8 = 2;
+
+/// [`Slot::gate`] when the thread's calls in flight go through more than one gate: every closer
+/// waits for it.
+const MIXED: usize = 1;
 
 // SAFETY: `next` is null or another leaked `Gate`, written once before this gate is published
 // and never again; everything else is a plain integer or an atomic.
@@ -117,12 +124,14 @@ fn gates() -> impl Iterator<Item = &'static Gate> {
 /// is inside a call through a gated wrapper. The calling thread's own calls in flight are not
 /// waited for (it would wait for itself).
 pub(crate) fn close_for(profiler: *const c_void) {
-    let mut any = false;
+    let mut closing = Vec::new();
     for gate in gates().filter(|g| g.profiler == profiler as usize) {
-        any |= gate.state.fetch_or(CLOSED_BIT, Ordering::SeqCst) & CLOSED_BIT == 0;
+        if gate.state.fetch_or(CLOSED_BIT, Ordering::SeqCst) & CLOSED_BIT == 0 {
+            closing.push(gate as *const Gate as usize);
+        }
     }
-    if any {
-        drain();
+    if !closing.is_empty() {
+        drain(&closing);
     }
 }
 
@@ -133,6 +142,15 @@ impl Gate {
     pub fn enter(&'static self) -> Result<Entered> {
         let slot = Slot::mine();
         let before = slot.count.load(Ordering::Relaxed);
+        let me = self as *const Gate as usize;
+        if before == 0 {
+            slot.gate.store(me, Ordering::Relaxed);
+        } else if slot.gate.load(Ordering::Relaxed) != me {
+            slot.gate.store(MIXED, Ordering::Relaxed);
+        }
+        // The gate's store stays before the count's: a closer that sees the count sees the gate
+        // too (the same barrier argument as below).
+        compiler_fence(Ordering::SeqCst);
         slot.count.store(before + 1, Ordering::Relaxed);
         // The store above must be ordered before the load below: in program order by this fence,
         // in the memory system by the closer's membarrier (module docs), or, without one, by a
@@ -177,6 +195,9 @@ impl Drop for Entered {
 /// back for the next thread to claim.
 struct Slot {
     count: AtomicUsize,
+    /// The address of the gate the calls in flight go through, or [`MIXED`]; meaningful while
+    /// `count` is not 0.
+    gate: AtomicUsize,
     taken: AtomicBool,
     next: *const Slot,
 }
@@ -313,8 +334,12 @@ impl Slot {
     }
 
     fn push() -> &'static Slot {
-        let slot =
-            Box::leak(Box::new(Slot { count: AtomicUsize::new(0), taken: AtomicBool::new(true), next: ptr::null() }));
+        let slot = Box::leak(Box::new(Slot {
+            count: AtomicUsize::new(0),
+            gate: AtomicUsize::new(MIXED),
+            taken: AtomicBool::new(true),
+            next: ptr::null(),
+        }));
         let mut head = SLOTS.load(Ordering::Acquire);
         loop {
             slot.next = head;
@@ -326,14 +351,21 @@ impl Slot {
     }
 }
 
-/// Waits until every other thread's slot is back at 0, after making the closed flags visible to
-/// them (module docs).
-fn drain() {
+/// Waits until no other thread is inside a call through one of the `closing` gates (its slot's
+/// count is 0, or its gate another one), after making the closed flags visible to them (module
+/// docs).
+fn drain(closing: &[usize]) {
     barrier();
     let own = mine::get();
+    let inside = |slot: &Slot| {
+        slot.count.load(Ordering::Acquire) != 0 && {
+            let gate = slot.gate.load(Ordering::Relaxed);
+            gate == MIXED || closing.contains(&gate)
+        }
+    };
     for slot in Slot::all().filter(|s| !ptr::eq(*s, own)) {
         let mut spins = 0u32;
-        while slot.count.load(Ordering::Acquire) != 0 {
+        while inside(slot) {
             spins += 1;
             if spins < 100 {
                 std::hint::spin_loop();
@@ -539,6 +571,52 @@ mod tests {
         drop(inner);
         drop(outer);
         assert_eq!(Slot::mine().count.load(Ordering::Relaxed), 0);
+    }
+
+    /// Several profiler objects of one library (notification profilers) detach independently: a
+    /// call in flight through one's gate does not hold up the close of another's (a detach
+    /// waiting for another object's call into the runtime could wait for ever), while a thread
+    /// whose nested calls went through both is waited for.
+    #[test]
+    fn closing_one_profiler_does_not_wait_for_another_profilers_call() {
+        let other = new_gate(0x9000);
+        let mine = new_gate(0xA000);
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let caller = std::thread::spawn(move || {
+            let entered = other.enter().expect("open gate");
+            entered_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(entered);
+        });
+        entered_rx.recv().unwrap();
+        let start = Instant::now();
+        close_for(0xA000 as *const c_void);
+        assert!(start.elapsed() < Duration::from_secs(5), "the close waited for another profiler's call");
+        assert!(mine.is_closed() && !other.is_closed());
+        release_tx.send(()).unwrap();
+        caller.join().unwrap();
+
+        // Nested calls through two gates: the closer of either waits.
+        let outer_gate = new_gate(0xB000);
+        let inner_gate = new_gate(0xC000);
+        let in_call = Arc::new(AtomicU32::new(0));
+        let flag = in_call.clone();
+        let caller = std::thread::spawn(move || {
+            let outer = outer_gate.enter().expect("open gate");
+            let inner = inner_gate.enter().expect("open gate");
+            drop(inner);
+            flag.store(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(2, Ordering::SeqCst);
+            drop(outer);
+        });
+        while in_call.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        close_for(0xC000 as *const c_void);
+        assert_eq!(in_call.load(Ordering::SeqCst), 2, "close returned while a mixed call was in flight");
+        caller.join().unwrap();
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! HRESULT. Only one profiler may be loaded at a time (a second attach is refused with
 //! `CORPROF_E_PROFILER_ALREADY_ACTIVE`).
 
+pub mod startup;
+
 use corprof::{GUID, HResult};
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -116,7 +118,7 @@ pub fn guid_bytes(g: &GUID) -> [u8; 16] {
 }
 
 /// A message: the header (its size field counts the header too) and the payload.
-fn message(command_set: u8, command_id: u8, payload: &[u8]) -> Result<Vec<u8>, AttachError> {
+pub(crate) fn message(command_set: u8, command_id: u8, payload: &[u8]) -> Result<Vec<u8>, AttachError> {
     let size = u16::try_from(HEADER_SIZE + payload.len()).map_err(|_| {
         AttachError::Request(format!(
             "the message would be {} bytes; the protocol's limit is 65535 (shorten the path or the client data)",
@@ -197,6 +199,10 @@ pub enum AttachError {
     Protocol(String),
     /// The runtime answered with a failure HRESULT (from either reply kind).
     Refused(HResult),
+    /// No runtime connected to a diagnostic port before the timeout (see [`startup`]).
+    NoConnection { port: PathBuf },
+    /// The runtime refused one command of several (see [`startup`]).
+    CommandRefused { command: &'static str, hr: HResult },
 }
 
 impl fmt::Display for AttachError {
@@ -218,6 +224,10 @@ impl fmt::Display for AttachError {
             AttachError::Io { context, error } => write!(f, "{context}: {error}"),
             AttachError::Protocol(what) => write!(f, "the runtime sent {what}"),
             AttachError::Refused(hr) => write!(f, "the runtime refused: {}", describe(*hr)),
+            AttachError::NoConnection { port } => write!(f, "no runtime connected to {} in time", port.display()),
+            AttachError::CommandRefused { command, hr } => {
+                write!(f, "the runtime refused {command}: {}", describe(*hr))
+            }
         }
     }
 }
@@ -315,7 +325,7 @@ pub fn attach(pid: u32, request: &AttachRequest<'_>) -> Result<HResult, AttachEr
 }
 
 /// One message: the header, then as many bytes as its size field says.
-fn read_message(stream: &mut impl Read) -> io::Result<Vec<u8>> {
+pub(crate) fn read_message(stream: &mut impl Read) -> io::Result<Vec<u8>> {
     let mut msg = vec![0; HEADER_SIZE];
     stream.read_exact(&mut msg)?;
     let size = u16::from_le_bytes([msg[14], msg[15]]) as usize;

@@ -3,6 +3,11 @@
 
 use std::process::{Command, Output};
 
+/// The usage lines every bad argument is followed by.
+const USAGE: &str = "usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]\n       \
+     corprof-attach --startup (--listen SOCKET | --pid PID) --clsid {GUID} --profiler PATH [--env NAME=VALUE]... \
+     [--unset NAME]... [--timeout-ms N]\n";
+
 const CLSID: &str = "{8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11}";
 
 fn run(args: &[&str]) -> Output {
@@ -45,14 +50,10 @@ fn a_process_without_a_diagnostics_socket() {
 fn bad_arguments_exit_2_with_the_usage() {
     let out = run(&["--pid", "1", "--clsid", "not-a-guid", "--profiler", "/x.so"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stderr(&out),
-        "corprof-attach: --clsid \"not-a-guid\" is not a GUID\n\
-         usage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]\n"
-    );
+    assert_eq!(stderr(&out), format!("corprof-attach: --clsid \"not-a-guid\" is not a GUID\n{USAGE}"));
     let help = run(&["--help"]);
     assert_eq!(help.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: corprof-attach --pid PID"));
+    assert_eq!(String::from_utf8_lossy(&help.stdout), USAGE);
 }
 
 /// Arguments that are not UTF-8 never panic: the client data is passed on byte for byte (here
@@ -86,7 +87,8 @@ fn arguments_that_are_not_utf8() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
-        "corprof-attach: --profiler \"lib\\xFF.so\" is not valid Unicode: the attach request carries the path as \
-         UTF-16\nusage: corprof-attach --pid PID --clsid {GUID} --profiler PATH [--data TEXT] [--timeout-ms N]\n"
+        format!(
+            "corprof-attach: --profiler \"lib\\xFF.so\" is not valid Unicode: the request carries it as UTF-16\n{USAGE}"
+        )
     );
 }

@@ -207,27 +207,14 @@ pub fn run_app(runtime: &'static str, app: &str, env: &[(&str, &str)]) -> Run {
 
 /// [`run_app`] with arguments for the app.
 pub fn run_app_with_args(runtime: &'static str, app: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let root = repo_root();
-    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
-    cmd.args([runtime, app])
-        .args(args)
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        let inherited_setting =
-            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"].iter().any(|p| k.starts_with(p))
-                || k.starts_with("RUST_BACKTRACE")
-                || k == "RUST_LIB_BACKTRACE";
-        if inherited_setting {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.envs(env.iter().copied());
+    let child =
+        app_command(runtime, app, args, env).spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+    finish_app(runtime, app, child)
+}
 
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
+/// Waits (at most [`RUN_TIMEOUT`], then kills it) for an app started from [`app_command`], and
+/// collects what it printed.
+pub fn finish_app(runtime: &'static str, app: &str, mut child: std::process::Child) -> Run {
     let reader = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -258,6 +245,31 @@ pub fn run_app_with_args(runtime: &'static str, app: &str, args: &[&str], env: &
         panic!("scripts/dotnet-run could not run the app (run `bash scripts/setup`?): {}", run.describe());
     }
     run
+}
+
+/// The command [`run_app_with_args`] runs, for a test that starts the app itself: its output
+/// piped, its environment cleaned as [`run_app`] says, with `env` added.
+pub fn app_command(runtime: &'static str, app: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let root = repo_root();
+    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
+    cmd.args([runtime, app])
+        .args(args)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        let inherited_setting =
+            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"].iter().any(|p| k.starts_with(p))
+                || k.starts_with("RUST_BACKTRACE")
+                || k == "RUST_LIB_BACKTRACE";
+        if inherited_setting {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd
 }
 
 /// The environment that loads the profiler `lib` under `clsid`.
