@@ -1,0 +1,2 @@
+//! The profiler library `corprof record` loads into the app: one profiler, its mode chosen by
+//! [`corprof_record::settings::MODE`].
