@@ -35,7 +35,7 @@ pub(super) fn write_html(profile: &Profile, title: &str, out: &mut dyn Write) ->
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>{}</title>\n\
-         <style>body {{ margin: 0; background: #fff; }}</style>\n</head>\n<body>\n{svg}</body>\n</html>\n",
+         <style>body {{ margin: 0; background: #fff; }} body > svg {{ display: block; width: 100%; }}</style>\n</head>\n<body>\n{svg}</body>\n</html>\n",
         escape(title)
     )
 }
