@@ -57,6 +57,7 @@ fn folded_reads_back_as_the_profile() {
     let mut p = cpu_profile();
     p.add(&frames("[thread Main];Odd;Name"), 0, 0);
     p.add(&["[thread Main]".to_string(), "A;B".to_string()], 2, 0);
+    p.add(&frames("[thread Worker];Tiny"), 1, 0);
     let out = text(&p, Format::Folded, "t");
     let mut back: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for line in out.lines() {
@@ -67,6 +68,7 @@ fn folded_reads_back_as_the_profile() {
         cpu_profile().stacks.into_iter().map(|(frames, e)| (frames, e.value)).collect();
     // `;` cannot be carried in a folded frame: it becomes `,`; zero-valued stacks draw nothing.
     expected.insert(frames("[thread Main];A,B"), 2);
+    expected.insert(frames("[thread Worker];Tiny"), 1);
     assert_eq!(back, expected);
 }
 
