@@ -1,7 +1,8 @@
 //! Each output format written from a small known profile and parsed back: folded re-read,
 //! speedscope checked against its schema's required fields and totals, pprof gunzipped and
 //! decoded with prost through messages declared here from profile.proto (not the writer's own),
-//! svg/html well-formed and naming every frame, text rendered exactly.
+//! svg/html well-formed and naming every frame, text rendered exactly; and pprof read by `go tool
+//! pprof` itself when Go is installed (Debian's golang-go, which scripts/setup installs).
 
 use std::collections::BTreeMap;
 
@@ -356,4 +357,69 @@ fn text_is_a_top_table() {
          \x20\x2025  25.0%     25   25.0%  System.Collections.Generic.Dictionary<string, int>::Add\n\
          \x20\x20\x205   5.0%     75   75.0%  App::Main\n"
     );
+}
+
+/// `go tool pprof -traces` on a pprof output: the `Type:` it shows and each sample's stack (root
+/// first) with its value as printed (digits, the unit's letters stripped). `None` without Go.
+fn go_pprof_traces(gz: &[u8], args: &[&str]) -> Option<(String, BTreeMap<Vec<String>, u64>)> {
+    let go = std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("go")).find(|p| p.is_file())?;
+    let file =
+        std::env::temp_dir().join(format!("corprof-record-pprof-{}-{}.pb.gz", std::process::id(), args.join("")));
+    std::fs::write(&file, gz).unwrap();
+    let out = std::process::Command::new(go)
+        .args(["tool", "pprof", "-symbolize=none", "-traces"])
+        .args(args)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "go tool pprof failed: {}", String::from_utf8_lossy(&out.stderr));
+    let kind = text.lines().find_map(|l| l.strip_prefix("Type: ")).unwrap().to_string();
+    let mut traces = BTreeMap::new();
+    for block in text.split("-----------+-------------------------------------------------------\n").skip(1) {
+        let mut lines = block.lines();
+        // The last separator closes the last trace.
+        let Some(first) = lines.next() else { continue };
+        let first = first.trim_start();
+        let (value, leaf) = first.split_once(' ').unwrap();
+        let value = value.trim_end_matches(char::is_alphabetic).parse().unwrap();
+        let mut stack: Vec<String> = std::iter::once(leaf).chain(lines).map(|l| l.trim().to_string()).collect();
+        stack.reverse();
+        traces.insert(stack, value);
+    }
+    Some((kind, traces))
+}
+
+#[test]
+fn pprof_is_read_by_go_tool_pprof() {
+    let mut cpu = Vec::new();
+    let options =
+        Options { sample_period: Some(Period { clock: "wall", nanoseconds: 10_000_000 }), ..Options::new("cpu") };
+    formats::write_with(&cpu_profile(), Format::Pprof, &options, &mut cpu).unwrap();
+    let Some((kind, samples)) = go_pprof_traces(&cpu, &["-sample_index=samples"]) else {
+        eprintln!("\n\n!!!!!!!! SKIPPED: `go tool pprof` is not installed (Debian's golang-go) !!!!!!!!\n\n");
+        return;
+    };
+    assert_eq!(kind, "samples");
+    let expected: BTreeMap<Vec<String>, u64> = cpu_profile().stacks.into_iter().map(|(f, e)| (f, e.value)).collect();
+    assert_eq!(samples, expected);
+    let (kind, wall) = go_pprof_traces(&cpu, &["-unit=ns"]).unwrap();
+    assert_eq!(kind, "wall");
+    assert_eq!(wall, expected.iter().map(|(f, v)| (f.clone(), v * 10_000_000)).collect());
+
+    let calls = output(&calls_profile(), Format::Pprof, "calls");
+    let (kind, counts) = go_pprof_traces(&calls, &["-sample_index=calls"]).unwrap();
+    assert_eq!(kind, "calls");
+    assert_eq!(counts, calls_profile().stacks.into_iter().map(|(f, e)| (f, e.count)).collect());
+    // The time is what pprof shows first (default_sample_type; also the last type, go's fallback).
+    let (kind, time) = go_pprof_traces(&calls, &["-unit=us"]).unwrap();
+    assert_eq!(kind, "wall");
+    assert_eq!(time, calls_profile().stacks.into_iter().map(|(f, e)| (f, e.value)).collect());
+
+    let mut alloc = Profile::new(Unit::Bytes);
+    alloc.add(&frames("App::Main;App::Alloc"), 4096, 0);
+    let (kind, bytes) = go_pprof_traces(&output(&alloc, Format::Pprof, "alloc"), &["-unit=B"]).unwrap();
+    assert_eq!(kind, "alloc_space");
+    assert_eq!(bytes, alloc.stacks.into_iter().map(|(f, e)| (f, e.value)).collect());
 }
