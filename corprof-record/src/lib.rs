@@ -5,6 +5,8 @@
 //! file the command names in [`settings::OUT`]; the command reads it back and writes the format
 //! the user asked for.
 
+#[cfg(feature = "cli")]
+pub mod formats;
 pub mod profile;
 pub mod settings;
 
