@@ -12,7 +12,8 @@
 //!   per call path, weighted by exclusive nanoseconds, or by calls with
 //!   `CORPROF_CALLTREE_WEIGHT=calls`.
 //!
-//! A call that an exception unwinds (ExceptionUnwindFunctionLeave) ends there like a return.
+//! A call that an exception unwinds ends there like a return ([`FunctionHooks::unwind`], driven
+//! by the exception callbacks this profiler forwards to corprof).
 //! Time is wall-clock time between the enter and leave hooks, so it includes the time a thread
 //! spends blocked and the hooks' own cost.
 #![deny(unsafe_code)]
@@ -54,8 +55,6 @@ struct Active {
 struct ThreadTree {
     nodes: Vec<Node>,
     stack: Vec<Active>,
-    /// The hooked-ness of the functions an exception is unwinding, innermost last.
-    unwinding: Vec<bool>,
     /// Per function: its calls in progress, and the time of its outermost calls (a recursive
     /// call's time is already inside its caller's).
     active: HashMap<u32, u32>,
@@ -67,7 +66,6 @@ impl ThreadTree {
         ThreadTree {
             nodes: vec![Node::default()],
             stack: Vec::new(),
-            unwinding: Vec::new(),
             active: HashMap::new(),
             method_inclusive_ns: HashMap::new(),
         }
@@ -132,8 +130,6 @@ pub struct CallTree {
     by_calls: bool,
     /// Hooked functions' names; the mapper's client data is the index.
     names: HookTable<String>,
-    /// FunctionID → index, for the unwind callbacks (which name a function, not client data).
-    by_function: Mutex<HashMap<FunctionID, u32>>,
     threads: Mutex<Vec<Arc<Mutex<ThreadTree>>>>,
 }
 
@@ -144,7 +140,6 @@ impl Default for CallTree {
             filter: std::env::var("CORPROF_CALLTREE_FILTER").ok().filter(|f| !f.is_empty()),
             by_calls: std::env::var("CORPROF_CALLTREE_WEIGHT").as_deref() == Ok("calls"),
             names: HookTable::default(),
-            by_function: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -224,9 +219,7 @@ impl FunctionHooks for CallTree {
         if self.filter.as_deref().is_some_and(|prefix| !name.starts_with(prefix)) {
             return None;
         }
-        let index = u32::try_from(self.names.push(name)?).ok()?;
-        lock(&self.by_function).insert(function, index);
-        Some(index)
+        u32::try_from(self.names.push(name)?).ok()
     }
 
     fn enter(&self, function: u32, _frame: &HookFrame<'_>) {
@@ -243,6 +236,12 @@ impl FunctionHooks for CallTree {
         let now = Instant::now();
         self.with_tree(|t| t.leave(now));
     }
+
+    /// An exception unwound the call: it ends here like a return.
+    fn unwind(&self, _function: u32) {
+        let now = Instant::now();
+        self.with_tree(|t| t.leave(now));
+    }
 }
 
 impl CorProfilerCallback for CallTree {
@@ -253,25 +252,19 @@ impl CorProfilerCallback for CallTree {
         hooks::install(self, info, HookMode::Fast)
     }
 
+    // The three callbacks that drive `FunctionHooks::unwind`.
     fn exception_unwind_function_enter(&self, function_id: FunctionID) -> Result<()> {
-        let hooked = lock(&self.by_function).contains_key(&function_id);
-        self.with_tree(|t| t.unwinding.push(hooked));
+        hooks::exception_unwind_function_enter(function_id);
         Ok(())
     }
 
     fn exception_unwind_function_leave(&self) -> Result<()> {
-        let now = Instant::now();
-        self.with_tree(|t| {
-            if t.unwinding.pop() == Some(true) {
-                t.leave(now);
-            }
-        });
+        hooks::exception_unwind_function_leave();
         Ok(())
     }
 
-    /// The catching frame gets an unwind-enter but no unwind-leave: the unwind is over.
-    fn exception_catcher_enter(&self, _function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
-        self.with_tree(|t| t.unwinding.clear());
+    fn exception_catcher_enter(&self, function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
+        hooks::exception_catcher_enter(function_id);
         Ok(())
     }
 
