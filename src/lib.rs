@@ -47,6 +47,7 @@ pub mod hooks;
 mod hresult;
 pub mod il;
 mod info_gate;
+pub mod names;
 #[doc(hidden)]
 pub mod params;
 pub mod rewrite;
@@ -54,6 +55,7 @@ pub mod sig;
 pub mod stack;
 pub mod suspend;
 mod table;
+pub mod threads;
 #[doc(hidden)]
 pub mod wrap;
 
