@@ -11,9 +11,15 @@
 //! instantiation (`GetFunctionInfo2`, `GetClassIDInfo2`) and the module's metadata for the names.
 //!
 //! Code shared by reference-type instantiations (`List<string>` and `List<object>` run one
-//! body) is one FunctionID whose type arguments are `System.__Canon`; only a frame knows which
-//! instantiation a call is. [`FunctionNames::frame`] takes a stack walk's frame and names it
-//! exactly; [`FunctionNames::get`] names the function as the runtime knows it without a frame.
+//! body) is one FunctionID; only a call knows which instantiation it runs for. Without one,
+//! [`FunctionNames::get`] names a shared generic method's own type arguments `System.__Canon`
+//! (`Util::Make<System.__Canon>`), and a method of a shared generic class with its class's
+//! parameters (`Dictionary<TKey, TValue>::TryInsert`): the runtime gives no class for it.
+//! [`FunctionNames::hook_frame`] names the call a with-info `enter` hook runs in exactly
+//! (`Outer<System.Int32>+Inner<System.String>::Run`, `Util::Make<System.String>`).
+//! [`FunctionNames::frame`] names a stack walk's frame with what the frame reports, which on
+//! CoreCLR 3.1.23 and 8.0.4 is no more than the function's own answer for shared code (the
+//! runtime's stack walk passes no `this` or instantiation argument with its frames).
 //!
 //! ```ignore
 //! let names = FunctionNames::new(info.clone());
@@ -29,6 +35,7 @@
 //! while its module is loaded; a profiler that sees collectible modules unload calls
 //! [`FunctionNames::clear`].
 
+use crate::hooks::HookFrame;
 use crate::sig::{Exact, function_names};
 use crate::types::{ClassID, FunctionID};
 use crate::{Frame, HResult, ProfilerInfo, Result};
@@ -101,6 +108,14 @@ impl FunctionNames {
             // Some frames (a method's prolog, say) have no exact information: the function's own.
             Err(_) => self.get(function),
         }
+    }
+
+    /// The names of the function a with-info `enter` hook runs for, exact for shared generic
+    /// code ([`HookFrame::function_info`]); `E_UNEXPECTED` outside one.
+    pub fn hook_frame(&self, frame: &HookFrame<'_>) -> Result<Arc<FunctionName>> {
+        let function = frame.function().ok_or(HResult::E_UNEXPECTED)?;
+        let f = frame.function_info()?;
+        self.instantiated(function, f.class_id, &f.type_args)
     }
 
     /// Forgets every name (after collectible modules unloaded, whose FunctionIDs may be reused).

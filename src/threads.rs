@@ -78,13 +78,12 @@ impl ThreadNames {
         ThreadNames::default()
     }
 
-    /// `ThreadCreated`: starts a fresh entry for `thread`, forgetting whatever a destroyed
-    /// thread with the same ID had.
+    /// `ThreadCreated`: makes an entry for `thread`. One that exists already stays: a name given
+    /// to a `Thread` before it starts arrives (ThreadNameChanged) before the runtime reports
+    /// the thread created. A destroyed thread's entry is gone ([`destroyed`](Self::destroyed)),
+    /// so a reused ID starts empty.
     pub fn created(&self, thread: ThreadID) {
-        let mut threads = self.write();
-        if threads.len() < MAX_THREADS || threads.contains_key(&thread) {
-            threads.insert(thread, ThreadInfo::default());
-        }
+        self.update(thread, |_| {});
     }
 
     /// `ThreadDestroyed`: removes `thread`'s entry.
@@ -208,11 +207,14 @@ mod tests {
         assert_eq!(t.get(id(7)), None, "gone with its thread");
         t.created(id(7));
         assert_eq!(t.get(id(7)), Some(ThreadInfo::default()), "a fresh entry for the new thread");
-        // A ThreadCreated for an ID still in the table (its ThreadDestroyed never came) also
-        // starts afresh.
-        t.set_name(id(7), Some("new"));
-        t.created(id(7));
-        assert_eq!(t.name(id(7)), None);
+    }
+
+    #[test]
+    fn a_name_given_before_the_thread_starts_survives_its_creation() {
+        let t = ThreadNames::new();
+        t.set_name(id(8), Some("early"));
+        t.created(id(8));
+        assert_eq!(t.name(id(8)).as_deref(), Some("early"));
     }
 
     #[test]
