@@ -97,3 +97,62 @@ pub fn exception_catcher_enter(function: FunctionID) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What the test's stand-in for `run_unwind` was called with.
+    static SEEN: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+    fn seen(raw: usize) {
+        SEEN.lock().unwrap().push(raw);
+    }
+
+    fn id(n: usize) -> FunctionID {
+        // SAFETY: a made-up ID, only compared and hashed, never given to the runtime.
+        unsafe { FunctionID::from_raw(n) }
+    }
+
+    fn take() -> Vec<usize> {
+        std::mem::take(&mut *SEEN.lock().unwrap())
+    }
+
+    /// The callbacks' order for an exception from Deepest (hooked) through Middle (not hooked)
+    /// and Thrower (hooked) to Catcher (hooked), and then for one thrown and caught inside a
+    /// finally that an outer unwind runs.
+    #[test]
+    fn each_hooked_function_an_exception_leaves_gets_one_unwind() {
+        UNWIND.store(seen as fn(usize) as usize, Ordering::Release);
+        let (deepest, middle, thrower, catcher) = (id(0x10), id(0x20), id(0x30), id(0x40));
+        record(deepest, 1);
+        record(thrower, 3);
+        record(catcher, 4);
+        std::thread::spawn(move || {
+            for f in [deepest, middle, thrower] {
+                exception_unwind_function_enter(f);
+                exception_unwind_function_leave();
+            }
+            exception_unwind_function_enter(catcher);
+            exception_catcher_enter(catcher);
+            assert_eq!(take(), [1, 3], "the catcher stays");
+            assert!(UNWINDING.with(|u| u.borrow().is_empty()));
+
+            // Thrower's unwind runs a finally, in which Deepest throws and Catcher catches.
+            exception_unwind_function_enter(thrower);
+            exception_unwind_function_enter(deepest);
+            exception_unwind_function_leave();
+            exception_unwind_function_enter(catcher);
+            exception_catcher_enter(catcher);
+            assert_eq!(take(), [1], "the inner exception ends");
+            exception_unwind_function_leave();
+            assert_eq!(take(), [3], "the outer one goes on");
+            // A leave with nothing entered (a profiler attached mid-unwind) does nothing.
+            exception_unwind_function_leave();
+            assert_eq!(take(), [0usize; 0]);
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -19,8 +19,9 @@
 #![deny(unsafe_code)]
 
 use corprof::hooks::{self, HookFrame, HookTable};
-use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ObjectID, mdTypeDef};
-use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use corprof::names::FunctionNames;
+use corprof::types::{COR_PRF_MONITOR, FunctionID, ObjectID};
+use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -125,7 +126,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub struct CallTree {
-    info: OnceLock<ProfilerInfo>,
+    /// Names functions (`Namespace.Type<Args>::Method<Args>`) for the mapper.
+    naming: OnceLock<FunctionNames>,
     filter: Option<String>,
     by_calls: bool,
     /// Hooked functions' names; the mapper's client data is the index.
@@ -136,18 +138,13 @@ pub struct CallTree {
 impl Default for CallTree {
     fn default() -> Self {
         CallTree {
-            info: OnceLock::new(),
+            naming: OnceLock::new(),
             filter: std::env::var("CORPROF_CALLTREE_FILTER").ok().filter(|f| !f.is_empty()),
             by_calls: std::env::var("CORPROF_CALLTREE_WEIGHT").as_deref() == Ok("calls"),
             names: HookTable::default(),
             threads: Mutex::new(Vec::new()),
         }
     }
-}
-
-/// The full name of a type definition: `Namespace.Outer+Inner`.
-fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
-    corprof::sig::type_path(import, corprof::sig::Token(td)).ok_or(HResult::CLDB_E_RECORD_NOTFOUND)
 }
 
 impl CallTree {
@@ -165,11 +162,8 @@ impl CallTree {
     }
 
     fn name(&self, function: FunctionID) -> Result<String> {
-        let info = self.info.get().ok_or(HResult::E_UNEXPECTED)?;
-        let f = info.get_function_info(function)?;
-        let import = info.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
-        let method = import.get_method_props(f.token)?;
-        Ok(format!("{}::{}", type_name(&import, method.class)?, method.name))
+        let naming = self.naming.get().ok_or(HResult::E_UNEXPECTED)?;
+        Ok(naming.get(function)?.short.to_string())
     }
 
     fn report(&self) -> std::io::Result<()> {
@@ -248,8 +242,8 @@ impl CorProfilerCallback for CallTree {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::EXCEPTIONS)?;
-        let info = self.info.get_or_init(|| info);
-        hooks::install(self, info, HookMode::Fast)
+        let _ = self.naming.set(FunctionNames::new(info.clone()));
+        hooks::install(self, &info, HookMode::Fast)
     }
 
     // The three callbacks that drive `FunctionHooks::unwind`.
