@@ -1,5 +1,6 @@
 //! What tests/record_alloc.rs and tests/record_calls.rs share: running an app under
 //! tests/record-profiler (corprof-record-profiler's modes) and reading back the profile it wrote.
+#![allow(dead_code)] // each test crate uses a part
 
 use crate::common::*;
 use std::collections::BTreeMap;
@@ -13,6 +14,8 @@ pub struct Profile {
     pub unit: String,
     pub stacks: BTreeMap<Vec<String>, (u64, u64)>,
     pub text: String,
+    /// What the app wrote to stderr.
+    pub stderr: String,
 }
 
 impl Profile {
@@ -27,7 +30,7 @@ impl Profile {
             let old = stacks.insert(frames, (value.parse().unwrap(), count.parse().unwrap()));
             assert!(old.is_none(), "{line:?} twice");
         }
-        Profile { unit: unit.to_string(), stacks, text: text.to_string() }
+        Profile { unit: unit.to_string(), stacks, text: text.to_string(), stderr: String::new() }
     }
 }
 
@@ -50,5 +53,5 @@ pub fn record(
     let run = run_app_with_args(runtime, app, args, &env);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), expected_stdout), "{}", run.describe());
     let text = out.read().unwrap_or_else(|| panic!("no profile: {}", run.describe()));
-    Profile::parse(&text)
+    Profile { stderr: run.stderr, ..Profile::parse(&text) }
 }

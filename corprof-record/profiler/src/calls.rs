@@ -7,6 +7,10 @@
 //! it has seen. A call that an exception unwinds (ExceptionUnwindFunctionLeave) ends there like a
 //! return, so the shadow stack stays balanced. Time includes the time a thread is blocked and the
 //! hooks' own cost.
+//!
+//! The modes cannot start on attach: the runtime accepts the enter/leave hooks only in
+//! `Initialize` of a profiler loaded at startup (`COR_PRF_MONITOR_ENTERLEAVE` is not in
+//! `COR_PRF_ALLOWABLE_AFTER_ATTACH`).
 
 use crate::alloc::function_short_name;
 use corprof::ProfilerInfo;
@@ -15,6 +19,7 @@ use corprof::types::{COR_PRF_MONITOR, FunctionID};
 use corprof_record::profile::{Profile, Unit};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -25,21 +30,94 @@ const ROOT: usize = 0;
 /// memory stays bounded (deep recursion makes a new path per level).
 const MAX_NODES: usize = 200_000;
 
+/// A hasher for the small integer keys of the hot path (function indexes): one multiply, where
+/// the default SipHash was a tenth of a hooked call's cost.
+#[derive(Default)]
+struct IndexHasher(u64);
+
+impl Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IndexMap<V> = HashMap<u32, V, BuildHasherDefault<IndexHasher>>;
+
+/// Timestamps for the hooks, in ticks: the x86-64 time-stamp counter where it runs at a
+/// constant rate (`clock_gettime` was a third of a hooked call's cost on a VM), else nanoseconds
+/// since the mode started. [`Clock::ns_per_tick`] converts them with the rate measured over the
+/// recording.
+struct Clock {
+    start: Instant,
+    start_ticks: u64,
+    tsc: bool,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let tsc = invariant_tsc();
+        let start = Instant::now();
+        let mut clock = Clock { start, start_ticks: 0, tsc };
+        clock.start_ticks = clock.ticks();
+        clock
+    }
+
+    fn ticks(&self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.tsc {
+            // SAFETY: RDTSC only reads the time-stamp counter: every x86-64 CPU has it, and it
+            // touches no memory.
+            return unsafe { core::arch::x86_64::_rdtsc() };
+        }
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn ns_per_tick(&self) -> f64 {
+        let ticks = self.ticks().saturating_sub(self.start_ticks);
+        if !self.tsc || ticks == 0 {
+            return 1.0;
+        }
+        self.start.elapsed().as_nanos() as f64 / ticks as f64
+    }
+}
+
+/// Whether the CPU says its TSC runs at a constant rate in every power state (CPUID
+/// 0x8000_0007, EDX bit 8), so ticks measure time.
+fn invariant_tsc() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid;
+        // Leaf 0x8000_0000 gives the highest extended leaf, asked before 0x8000_0007 is read.
+        let max = __cpuid(0x8000_0000).eax;
+        max >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// One call path: the function at its end, and what the calls along it cost.
 #[derive(Default)]
 struct Node {
     function: u32,
     parent: usize,
-    children: HashMap<u32, usize>,
+    children: IndexMap<usize>,
     calls: u64,
-    exclusive_ns: u64,
+    exclusive_ticks: u64,
 }
 
 /// A hooked call in progress.
 struct Active {
     node: usize,
-    start: Instant,
-    children_ns: u64,
+    start: u64,
+    children_ticks: u64,
 }
 
 /// One thread's call paths and shadow stack. Only its thread touches it until the profile is
@@ -56,7 +134,7 @@ impl ThreadTree {
         ThreadTree { nodes: vec![Node::default()], stack: Vec::new(), unwinding: Vec::new() }
     }
 
-    fn enter(&mut self, function: u32, now: Instant) {
+    fn enter(&mut self, function: u32, now: u64) {
         let parent = self.stack.last().map_or(ROOT, |a| a.node);
         let node = match self.nodes[parent].children.get(&function) {
             Some(&node) => node,
@@ -68,17 +146,18 @@ impl ThreadTree {
             }
             None => parent,
         };
-        self.stack.push(Active { node, start: now, children_ns: 0 });
+        self.stack.push(Active { node, start: now, children_ticks: 0 });
     }
 
-    fn leave(&mut self, now: Instant) {
+    fn leave(&mut self, now: u64) {
         let Some(done) = self.stack.pop() else { return };
-        let elapsed = u64::try_from(now.duration_since(done.start).as_nanos()).unwrap_or(u64::MAX);
+        // A thread moved to another core may read a counter a little behind: no negative time.
+        let elapsed = now.saturating_sub(done.start);
         let node = &mut self.nodes[done.node];
         node.calls += 1;
-        node.exclusive_ns += elapsed.saturating_sub(done.children_ns);
+        node.exclusive_ticks += elapsed.saturating_sub(done.children_ticks);
         if let Some(parent) = self.stack.last_mut() {
-            parent.children_ns += elapsed;
+            parent.children_ticks += elapsed;
         }
     }
 
@@ -108,6 +187,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// here (see the methods) and asks for the [`Profile`] at the end.
 pub struct CallsMode {
     filter: Option<String>,
+    clock: Clock,
     /// Hooked functions' names; the hooks' data is the index.
     names: HookTable<String>,
     /// FunctionID → index, for the unwind callbacks (which name a function, not hook data).
@@ -125,6 +205,7 @@ impl CallsMode {
     pub fn new(filter: Option<&str>) -> CallsMode {
         CallsMode {
             filter: filter.filter(|f| !f.is_empty()).map(str::to_string),
+            clock: Clock::new(),
             names: HookTable::default(),
             by_function: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
@@ -157,13 +238,13 @@ impl CallsMode {
 
     /// `FunctionHooks::enter`.
     pub fn enter(&self, function: u32) {
-        let now = Instant::now();
+        let now = self.clock.ticks();
         self.with_tree(|t| t.enter(function, now));
     }
 
     /// `FunctionHooks::leave` and `FunctionHooks::tailcall` (a tail call ends the caller).
     pub fn leave(&self) {
-        let now = Instant::now();
+        let now = self.clock.ticks();
         self.with_tree(|t| t.leave(now));
     }
 
@@ -175,7 +256,7 @@ impl CallsMode {
 
     /// `ExceptionUnwindFunctionLeave`: the unwound call ends.
     pub fn exception_unwind_function_leave(&self) {
-        let now = Instant::now();
+        let now = self.clock.ticks();
         self.with_tree(|t| {
             if t.unwinding.pop() == Some(true) {
                 t.leave(now);
@@ -191,24 +272,25 @@ impl CallsMode {
 
     /// The calls that have ended so far, as a profile in microseconds of exclusive time.
     pub fn profile(&self) -> Profile {
-        let mut ns: HashMap<Vec<u32>, (u64, u64)> = HashMap::new();
+        let mut ticks: HashMap<Vec<u32>, (u64, u64)> = HashMap::new();
         for tree in lock(&self.threads).iter() {
             let tree = lock(tree);
             for (index, node) in tree.nodes.iter().enumerate().skip(1) {
                 if node.calls > 0 {
-                    let sums = ns.entry(tree.path(index)).or_default();
-                    sums.0 += node.exclusive_ns;
+                    let sums = ticks.entry(tree.path(index)).or_default();
+                    sums.0 += node.exclusive_ticks;
                     sums.1 += node.calls;
                 }
             }
         }
+        let ns_per_tick = self.clock.ns_per_tick();
         let mut profile = Profile::new(Unit::Microseconds);
-        for (path, (exclusive_ns, calls)) in ns {
+        for (path, (exclusive_ticks, calls)) in ticks {
             let frames: Vec<String> = path
                 .iter()
                 .map(|&f| self.names.get(f as usize).cloned().unwrap_or_else(|| "[unknown]".into()))
                 .collect();
-            profile.add(&frames, exclusive_ns.div_ceil(1000), calls);
+            profile.add(&frames, (exclusive_ticks as f64 * ns_per_tick / 1000.0).ceil() as u64, calls);
         }
         profile
     }
