@@ -11,6 +11,13 @@
 //! The modes cannot start on attach: the runtime accepts the enter/leave hooks only in
 //! `Initialize` of a profiler loaded at startup (`COR_PRF_MONITOR_ENTERLEAVE` is not in
 //! `COR_PRF_ALLOWABLE_AFTER_ATTACH`).
+//!
+//! Use (tests/record-profiler does exactly this): in `Initialize`, `set_event_mask(CallsMode::MASK)`,
+//! keep a `CallsMode::new(FILTER)`, then `corprof::hooks::install(profiler, info, HookMode::Fast)`
+//! (it adds the hooks' bits to the mask it finds); the profiler's `FunctionHooks` (`Data = u32`)
+//! forwards `map_function`, `enter`, `leave` and `tailcall` (both to [`CallsMode::leave`]), its
+//! callbacks forward ExceptionUnwindFunctionEnter/Leave and ExceptionCatcherEnter; at Shutdown it
+//! writes [`CallsMode::profile`]. Methods the JIT inlines get no hooks, so they are not counted.
 
 use crate::alloc::function_short_name;
 use corprof::ProfilerInfo;
