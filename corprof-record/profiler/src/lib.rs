@@ -1,2 +1,4 @@
 //! The profiler library `corprof record` loads into the app: one profiler, its mode chosen by
 //! [`corprof_record::settings::MODE`].
+
+pub mod heap;

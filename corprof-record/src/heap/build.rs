@@ -54,7 +54,7 @@ impl SnapshotBuilder {
 
     /// An object at `address` of runtime class `class`, `size` bytes, referring to `refs`
     /// (addresses; null ones are skipped).
-    pub fn add_object(&mut self, address: u64, class: u64, size: u64, refs: &[u64]) {
+    pub fn add_object(&mut self, address: u64, class: u64, size: u64, refs: impl ExactSizeIterator<Item = u64>) {
         if self.addresses.len() >= self.max_objects || self.refs.len() + refs.len() > u32::MAX as usize {
             self.dropped_objects += 1;
             return;
@@ -68,7 +68,7 @@ impl SnapshotBuilder {
         self.addresses.push(address);
         self.sizes.push(size);
         self.classes.push(class);
-        self.refs.extend(refs.iter().copied().filter(|&r| r != 0));
+        self.refs.extend(refs.filter(|&r| r != 0));
         self.ref_start.push(self.refs.len() as u32);
     }
 
@@ -146,8 +146,8 @@ mod tests {
     #[test]
     fn resolves_addresses_interior_roots_and_drops_unknown_references() {
         let mut b = SnapshotBuilder::new(10);
-        b.add_object(0x300, 7, 24, &[0x100, 0x999, 0]);
-        b.add_object(0x100, 8, 32, &[0x300]);
+        b.add_object(0x300, 7, 24, [0x100, 0x999, 0].into_iter());
+        b.add_object(0x100, 8, 32, [0x300].into_iter());
         b.add_root(0x108, RootKind::STACK);
         b.add_root(0x500, RootKind::HANDLE);
         assert_eq!(b.class_ids(), &[7, 8]);
@@ -164,8 +164,8 @@ mod tests {
     #[test]
     fn stops_at_its_limit() {
         let mut b = SnapshotBuilder::new(1);
-        b.add_object(0x10, 1, 8, &[]);
-        b.add_object(0x20, 1, 8, &[]);
+        b.add_object(0x10, 1, 8, [].into_iter());
+        b.add_object(0x20, 1, 8, [].into_iter());
         let s = b.build(vec!["A".into()]);
         assert_eq!(s.len(), 1);
         assert_eq!(s.dropped_objects, 1);
