@@ -21,11 +21,15 @@ use corprof_record::settings;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The default object limit: about 40 bytes each while collecting and building, so a full
 /// snapshot stays under 1 GB; 1M objects take about 60 MB.
 pub const DEFAULT_MAX_OBJECTS: usize = 20_000_000;
+
+/// `1`: heap mode prints how long each step of the snapshot took to stderr (`corprof: heap
+/// timing: …`), for scripts/bench-heap.
+pub const TIMING: &str = "CORPROF_RECORD_HEAP_TIMING";
 
 /// What heap mode is told.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +41,8 @@ pub struct HeapSettings {
     pub at_ms: Option<u64>,
     /// Objects past this many are counted, not kept.
     pub max_objects: usize,
+    /// Print each step's time ([`TIMING`]).
+    pub timing: bool,
 }
 
 impl HeapSettings {
@@ -46,6 +52,7 @@ impl HeapSettings {
             out: std::env::var_os(settings::OUT).map(PathBuf::from),
             at_ms: std::env::var(settings::AT_MS).ok().and_then(|v| v.trim().parse().ok()),
             max_objects: DEFAULT_MAX_OBJECTS,
+            timing: std::env::var_os(TIMING).is_some_and(|v| v == "1"),
         }
     }
 }
@@ -75,6 +82,13 @@ fn say_error(what: &str) {
     eprintln!("corprof: heap snapshot: {what}");
 }
 
+/// Prints a step's time when [`HeapSettings::timing`] is on.
+fn say_time(settings: &HeapSettings, step: &str, since: Instant) {
+    if settings.timing {
+        eprintln!("corprof: heap timing: {step} {:.1} ms", since.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
 impl HeapMode {
     pub fn new(settings: HeapSettings) -> HeapMode {
         HeapMode(Arc::new(Shared {
@@ -99,9 +113,14 @@ impl HeapMode {
     /// Takes the snapshot if it was not taken yet, and writes it to `out`.
     pub fn finish(&self, out: &Path) -> std::result::Result<(), String> {
         self.0.take_snapshot()?;
+        let started = Instant::now();
         match &*lock(&self.0.taken) {
-            Some(Ok(snapshot)) => corprof_record::heap::write(snapshot, out)
-                .map_err(|e| format!("cannot write the heap snapshot to {}: {e}", out.display())),
+            Some(Ok(snapshot)) => {
+                corprof_record::heap::write(snapshot, out)
+                    .map_err(|e| format!("cannot write the heap snapshot to {}: {e}", out.display()))?;
+                say_time(&self.0.settings, &format!("write ({} objects)", snapshot.len()), started);
+                Ok(())
+            }
             Some(Err(e)) => Err(e.clone()),
             None => Err("no heap snapshot was taken".to_string()),
         }
@@ -116,6 +135,7 @@ impl Shared {
         if lock(&self.taken).is_none() {
             let info = self.info.get().ok_or("the profiler was not initialised")?;
             *lock(&self.builder) = Some(SnapshotBuilder::new(self.settings.max_objects));
+            let started = Instant::now();
             let forced = std::thread::scope(|s| {
                 s.spawn(|| {
                     info.initialize_current_thread()?;
@@ -132,6 +152,7 @@ impl Shared {
                 Ok(Ok(())) => "the forced GC reported no heap".to_string(),
             };
             lock(&self.builder).take();
+            say_time(&self.settings, "forced GC with collection and build", started);
             lock(&self.taken).get_or_insert(Err(error));
         }
         match &*lock(&self.taken) {
@@ -211,6 +232,7 @@ impl CorProfilerCallback for HeapMode {
             return Ok(());
         }
         let Some(builder) = lock(&self.0.builder).take() else { return Ok(()) };
+        let started = Instant::now();
         let info = self.0.info.get().ok_or(HResult::E_UNEXPECTED)?;
         let names = builder
             .class_ids()
@@ -223,6 +245,7 @@ impl CorProfilerCallback for HeapMode {
             })
             .collect();
         *lock(&self.0.taken) = Some(Ok(builder.build(names)));
+        say_time(&self.0.settings, "naming and build", started);
         Ok(())
     }
 
