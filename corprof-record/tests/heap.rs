@@ -6,6 +6,7 @@
 //! Needs `bash scripts/setup` (the runtimes and the app) and `cargo build -p record-heap-profiler`.
 
 use corprof_record::heap::{self, Dominators, ROOT, Snapshot};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -25,6 +26,11 @@ fn profiler() -> PathBuf {
 
 /// Runs RecordHeap with `args` under heap mode and reads the snapshot.
 fn snapshot(runtime: &str, args: &[&str], env: &[(&str, &str)]) -> Snapshot {
+    snapshot_signalled(runtime, args, env, false)
+}
+
+/// [`snapshot`], sending the app SIGUSR2 once it printed `built` when `signal` is set.
+fn snapshot_signalled(runtime: &str, args: &[&str], env: &[(&str, &str)], signal: bool) -> Snapshot {
     let name = format!("corprof-record-heap-{runtime}-{}-{}.snap", args.len(), std::process::id());
     let out = std::env::temp_dir().join(name);
     let _ = std::fs::remove_file(&out);
@@ -42,7 +48,16 @@ fn snapshot(runtime: &str, args: &[&str], env: &[(&str, &str)]) -> Snapshot {
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
         .env(corprof_record::settings::OUT, &out)
         .envs(env.iter().copied());
-    let run = cmd.output().expect("cannot run scripts/dotnet-run");
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot run scripts/dotnet-run");
+    if signal {
+        // scripts/dotnet-run execs dotnet: the child is the app.
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "built", "CoreCLR {runtime}");
+        let kill = Command::new("kill").args(["-USR2", &child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+    }
+    let run = child.wait_with_output().expect("cannot run scripts/dotnet-run");
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "CoreCLR {runtime}: the app failed: {stderr}");
     assert!(!stderr.contains("corprof: heap snapshot"), "CoreCLR {runtime}: {stderr}");
@@ -150,4 +165,21 @@ fn snapshot_at_ms_8() {
 #[test]
 fn snapshot_at_ms_3() {
     at_ms("3");
+}
+
+/// With `SIGNAL`, SIGUSR2 takes the snapshot (while the app sleeps, before it drops the graph);
+/// without it the signal would end the app.
+fn on_signal(runtime: &str) {
+    let s = snapshot_signalled(runtime, &["4000"], &[(corprof_record::settings::SIGNAL, "1")], true);
+    check_known_graph(runtime, &s);
+}
+
+#[test]
+fn snapshot_on_signal_8() {
+    on_signal("8");
+}
+
+#[test]
+fn snapshot_on_signal_3() {
+    on_signal("3");
 }

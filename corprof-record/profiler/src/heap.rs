@@ -2,8 +2,9 @@
 //! GC the profiler forces. Takes the GC callbacks (`COR_PRF_MONITOR_GC`); gives the snapshot
 //! file ([`corprof_record::heap`]'s form) that the command turns into a table and a treemap.
 //!
-//! The moment: [`settings::AT_MS`] milliseconds after Initialize, else the end of the run
-//! (Shutdown, or whenever [`HeapMode::finish`] is called). Either way a thread the profiler
+//! The moment: [`settings::AT_MS`] milliseconds after Initialize, or the first SIGUSR2 with
+//! [`settings::SIGNAL`], else the end of the run (Shutdown, or whenever [`HeapMode::finish`] is
+//! called: 8.0.4 and 3.1.23 both still accept ForceGC at Shutdown). Either way a thread the profiler
 //! creates calls InitializeCurrentThread and then ForceGC (the runtime accepts ForceGC only from
 //! a thread it does not run managed code on); the GC that starts while the mode is armed, a
 //! full one, is the snapshot: ObjectReferences gives every live object with its class and
@@ -39,6 +40,8 @@ pub struct HeapSettings {
     pub out: Option<PathBuf>,
     /// Take the snapshot this long after Initialize ([`settings::AT_MS`]) rather than at the end.
     pub at_ms: Option<u64>,
+    /// Take the snapshot at the first SIGUSR2 ([`settings::SIGNAL`]).
+    pub on_signal: bool,
     /// Objects past this many are counted, not kept.
     pub max_objects: usize,
     /// Print each step's time ([`TIMING`]).
@@ -51,6 +54,7 @@ impl HeapSettings {
         HeapSettings {
             out: std::env::var_os(settings::OUT).map(PathBuf::from),
             at_ms: std::env::var(settings::AT_MS).ok().and_then(|v| v.trim().parse().ok()),
+            on_signal: std::env::var_os(settings::SIGNAL).is_some_and(|v| v == "1"),
             max_objects: DEFAULT_MAX_OBJECTS,
             timing: std::env::var_os(TIMING).is_some_and(|v| v == "1"),
         }
@@ -175,6 +179,22 @@ impl CorProfilerCallback for HeapMode {
                     say_error(&e);
                 }
             });
+        }
+        if self.0.settings.on_signal {
+            // signal-hook's handler only writes to a pipe; this thread reads it and does the work.
+            match signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2]) {
+                Ok(mut signals) => {
+                    let shared = Arc::clone(&self.0);
+                    std::thread::spawn(move || {
+                        for _ in signals.forever() {
+                            if let Err(e) = shared.take_snapshot() {
+                                say_error(&e);
+                            }
+                        }
+                    });
+                }
+                Err(e) => say_error(&format!("cannot listen for SIGUSR2: {e}")),
+            }
         }
         Ok(())
     }
