@@ -14,6 +14,8 @@ use std::collections::HashMap;
 #[derive(Debug)]
 pub struct SnapshotBuilder {
     max_objects: usize,
+    /// Four references per object on average at most (heaps average one to two).
+    max_refs: usize,
     addresses: Vec<u64>,
     sizes: Vec<u64>,
     classes: Vec<u32>,
@@ -27,10 +29,12 @@ pub struct SnapshotBuilder {
 }
 
 impl SnapshotBuilder {
-    /// A builder that keeps at most `max_objects` objects (and at most `u32::MAX` references).
+    /// A builder that keeps at most `max_objects` objects and four times as many references.
     pub fn new(max_objects: usize) -> SnapshotBuilder {
+        let max_objects = max_objects.min(u32::MAX as usize / 4);
         SnapshotBuilder {
-            max_objects: max_objects.min(u32::MAX as usize - 1),
+            max_objects,
+            max_refs: max_objects * 4,
             addresses: Vec::new(),
             sizes: Vec::new(),
             classes: Vec::new(),
@@ -55,7 +59,7 @@ impl SnapshotBuilder {
     /// An object at `address` of runtime class `class`, `size` bytes, referring to `refs`
     /// (addresses; null ones are skipped).
     pub fn add_object(&mut self, address: u64, class: u64, size: u64, refs: impl ExactSizeIterator<Item = u64>) {
-        if self.addresses.len() >= self.max_objects || self.refs.len() + refs.len() > u32::MAX as usize {
+        if self.addresses.len() >= self.max_objects || self.refs.len() + refs.len() > self.max_refs {
             self.dropped_objects += 1;
             return;
         }
@@ -159,6 +163,15 @@ mod tests {
         assert_eq!(s.references(1), &[0]);
         assert_eq!(s.dropped_references, 1);
         assert_eq!(s.roots, vec![Root { object: 0, kind: RootKind::STACK }]);
+    }
+
+    #[test]
+    fn stops_at_its_reference_limit() {
+        let mut b = SnapshotBuilder::new(2);
+        b.add_object(0x10, 1, 8, [0x10; 9].into_iter());
+        b.add_object(0x20, 1, 8, [0x20; 8].into_iter());
+        let s = b.build(vec!["A".into()]);
+        assert_eq!((s.len(), s.dropped_objects, s.edges.len()), (1, 1, 8));
     }
 
     #[test]
