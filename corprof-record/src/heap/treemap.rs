@@ -1,6 +1,7 @@
 //! A self-contained HTML treemap of the dominator tree aggregated by type path: each box is the
 //! objects of one type reached (in the dominator tree) through the same types above them, its
-//! area their retained bytes. Nested boxes split their parent alternately across and down
+//! area their retained bytes. A run of one type (a linked list, a tree of nodes) is one box:
+//! the path records a type once however many of its objects follow each other. Nested boxes split their parent alternately across and down
 //! (slice-and-dice), biggest first; boxes under 0.1% of the heap fold into "other".
 
 use super::{Dominators, ROOT, Snapshot};
@@ -32,11 +33,15 @@ fn type_paths(s: &Snapshot, d: &Dominators) -> Vec<PathNode> {
             ROOT => 0,
             p => node_of[p as usize],
         };
-        if nodes[parent as usize].depth >= MAX_DEPTH {
+        let t = s.type_of[o as usize];
+        let up = &mut nodes[parent as usize];
+        if up.type_id == t || up.depth >= MAX_DEPTH {
+            // A run of one type, or too deep: its bytes are in its dominator's retained bytes
+            // already; an object of the run counts in its box.
+            up.count += u64::from(up.type_id == t);
             node_of[o as usize] = parent;
             continue;
         }
-        let t = s.type_of[o as usize];
         let next = nodes.len() as u32;
         let node = *index.entry((parent, t)).or_insert(next);
         if node == next {
@@ -89,7 +94,7 @@ impl Render<'_> {
         let path = if path.is_empty() { name.clone() } else { format!("{path} → {name}") };
         let tip = format!("{path}\n{count} objects, {} retained", bytes(retained));
         self.html.push_str(&format!(
-            "<div class=\"b\" style=\"flex:{retained} 1 0;background:{}\" title=\"{}\"><span>{} · {}</span>",
+            "<div class=\"b\" style=\"flex:{retained} 1 0;background:{}\" title=\"{}\"><span>{} ×{count} · {}</span>",
             colour(name),
             escape(&tip),
             escape(name),
@@ -189,6 +194,7 @@ mod tests {
         let nodes = type_paths(&s, &d);
         // root → Holder → Node (2 objects) → Byte[] (2 objects)
         assert_eq!(nodes.len(), 4);
+        assert_eq!((nodes[1].count, nodes[1].retained), (1, 2208));
         assert_eq!((nodes[2].count, nodes[2].retained), (2, 2200));
         assert_eq!((nodes[3].count, nodes[3].retained), (2, 2000));
         let mut html = Vec::new();
@@ -197,5 +203,25 @@ mod tests {
         assert!(html.contains("App.Holder → App.Node → System.Byte[]"), "{html}");
         assert!(html.contains("flex:2200 1 0"), "{html}");
         assert_eq!(html.matches("<div").count(), html.matches("</div>").count(), "{html}");
+    }
+}
+
+#[cfg(test)]
+mod runs {
+    use super::*;
+
+    #[test]
+    fn a_run_of_one_type_is_one_box() {
+        // Holder → Link → Link → Link → Tail.
+        let s = Snapshot::from_objects(
+            &[("Holder", 1, &[1]), ("Link", 10, &[2]), ("Link", 10, &[3]), ("Link", 10, &[4]), ("Tail", 100, &[])],
+            &[0],
+        );
+        let d = Dominators::compute(&s);
+        let nodes = type_paths(&s, &d);
+        let names: Vec<&str> = nodes[1..].iter().map(|n| s.types[n.type_id as usize].as_str()).collect();
+        assert_eq!(names, ["Holder", "Link", "Tail"]);
+        assert_eq!((nodes[2].count, nodes[2].retained), (3, 130));
+        assert_eq!((nodes[3].count, nodes[3].retained), (1, 100));
     }
 }
