@@ -7,6 +7,7 @@
 
 #[cfg(feature = "cli")]
 pub mod formats;
+pub mod heap;
 pub mod profile;
 pub mod settings;
 

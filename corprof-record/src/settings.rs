@@ -16,3 +16,6 @@ pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";
 pub const FILTER: &str = "CORPROF_RECORD_FILTER";
 /// heap: take the snapshot this many milliseconds after start instead of at the end.
 pub const AT_MS: &str = "CORPROF_RECORD_AT_MS";
+/// heap: `1`: take the snapshot when the app gets SIGUSR2 (`kill -USR2 <pid>`), unless one was
+/// taken already.
+pub const SIGNAL: &str = "CORPROF_RECORD_SIGNAL";
