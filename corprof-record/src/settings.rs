@@ -16,3 +16,5 @@ pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";
 pub const FILTER: &str = "CORPROF_RECORD_FILTER";
 /// heap: take the snapshot this many milliseconds after start instead of at the end.
 pub const AT_MS: &str = "CORPROF_RECORD_AT_MS";
+/// attach (`--pid`): record this many milliseconds, then write [`OUT`] and detach.
+pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";

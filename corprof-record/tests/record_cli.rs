@@ -1,0 +1,277 @@
+//! `corprof record` end to end, cpu mode, on real CoreCLR 8.0.4 and 3.1.23: the RecordCpu app
+//! (tests/apps/RecordCpu: threads "Heavy" and "Light" spending time 2:1 in `Work::Heavy` and
+//! `Work::Light`) recorded with the wall and the cpu clock, the app's exit status passed through,
+//! attach and detach on a running app, and the one-line errors.
+//!
+//! Needs the profiler library next to the command: `cargo build -p corprof-record-profiler`
+//! first (same profile), and the apps and runtimes of `bash scripts/setup`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn dotnet(runtime: &str) -> PathBuf {
+    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
+    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+fn app_dll() -> PathBuf {
+    let path = root().join("tests/apps/RecordCpu/bin/RecordCpu.dll");
+    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+/// The command, with an environment cleaned of inherited runtime and profiler settings.
+fn corprof() -> Command {
+    let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
+    let lib = exe.with_file_name("libcorprof_record_profiler.so");
+    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
+    let mut cmd = Command::new(exe);
+    clean(&mut cmd);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn clean(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+}
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Waits for `child` (killing it after [`RUN_TIMEOUT`]) and collects its output.
+fn finish(mut child: Child) -> Output {
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = pipe(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = pipe(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+fn record(args: &[&str]) -> Output {
+    finish(corprof().args(args).spawn().expect("cannot start corprof"))
+}
+
+/// A per-test output path, removed first.
+fn out_path(test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("corprof-record-test-{}-{test}.folded", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The folded file's stacks and values.
+fn read_folded(path: &Path) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no output {}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let (stack, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not folded: {line:?}"));
+            (stack.to_string(), value.parse().unwrap_or_else(|_| panic!("not folded: {line:?}")))
+        })
+        .collect()
+}
+
+/// Samples whose stack holds `frame`, and whether they all have `root` as their root.
+fn samples_in(stacks: &BTreeMap<String, u64>, frame: &str, root: &str) -> (u64, bool) {
+    let mut total = 0;
+    let mut rooted = true;
+    for (stack, value) in stacks {
+        let frames: Vec<&str> = stack.split(';').collect();
+        if frames.contains(&frame) {
+            total += value;
+            rooted &= frames[0] == root;
+        }
+    }
+    (total, rooted)
+}
+
+/// Records RecordCpu (`app_args`) and checks Heavy:Light = 2:1 within ±15%, each under its
+/// named thread.
+fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str]) {
+    let out = out_path(test);
+    let (dotnet, dll) = (dotnet(runtime), app_dll());
+    let mut args = vec!["record", "-o", out.to_str().unwrap()];
+    args.extend(options);
+    args.extend(["--", dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
+    args.extend(app_args);
+    let run = record(&args);
+    assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(run.stdout.contains("RecordCpu done"), "{}", run.stdout);
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    let (heavy, heavy_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Heavy", "[thread Heavy]");
+    let (light, light_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Light", "[thread Light]");
+    let shown = || stacks.iter().map(|(s, v)| format!("{s} {v}\n")).collect::<String>();
+    assert!(heavy_rooted && light_rooted, "CoreCLR {runtime}: not under their named threads:\n{}", shown());
+    assert!(light > 0, "CoreCLR {runtime}: no sample in Work::Light:\n{}", shown());
+    let ratio = heavy as f64 / light as f64;
+    assert!(
+        (1.7..=2.3).contains(&ratio),
+        "CoreCLR {runtime} {options:?}: Heavy:Light = {heavy}:{light} = {ratio:.2}, not 2 ± 15%:\n{}",
+        shown()
+    );
+}
+
+#[test]
+fn wall_clock_samples_follow_wall_time_8() {
+    check_ratio("8", "wall8", &["--interval-ms", "5"], &["0", "2000", "go", "time"]);
+}
+
+#[test]
+fn wall_clock_samples_follow_wall_time_3() {
+    check_ratio("3", "wall3", &["--interval-ms", "5"], &["0", "2000", "go", "time"]);
+}
+
+#[test]
+fn cpu_clock_samples_follow_cpu_time_8() {
+    check_ratio("8", "cpu8", &["--clock", "cpu", "--interval-ms", "5"], &["0", "2000", "go", "work"]);
+}
+
+#[test]
+fn cpu_clock_samples_follow_cpu_time_3() {
+    check_ratio("3", "cpu3", &["--clock", "cpu", "--interval-ms", "5"], &["0", "2000", "go", "work"]);
+}
+
+#[test]
+fn the_apps_exit_status_is_the_commands() {
+    for runtime in ["8", "3"] {
+        let out = out_path(&format!("exit{runtime}"));
+        let (dotnet, dll) = (dotnet(runtime), app_dll());
+        let run = record(&[
+            "record",
+            "--format",
+            "text",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            dotnet.to_str().unwrap(),
+            dll.to_str().unwrap(),
+            "3",
+            "200",
+        ]);
+        assert_eq!(run.code, Some(3), "CoreCLR {runtime}: {}", run.stderr);
+        let table = std::fs::read_to_string(&out).expect("the text output");
+        let _ = std::fs::remove_file(&out);
+        assert!(table.contains("RecordCpuApp.Work::Heavy"), "CoreCLR {runtime}:\n{table}");
+    }
+}
+
+/// The command's stderr is one line `corprof: …` holding `expected`, and its status non-zero.
+fn assert_one_line_error(run: &Output, expected: &str) {
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line: {:?}", run.stderr);
+    assert!(lines[0].starts_with("corprof: ") && lines[0].contains(expected), "{:?}", lines[0]);
+    assert!(matches!(run.code, Some(c) if c != 0), "status {:?}", run.code);
+}
+
+#[test]
+fn bad_command_lines_are_one_line_errors() {
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let (dotnet, dll) = (dotnet.to_str().unwrap(), dll.to_str().unwrap());
+    assert_one_line_error(&record(&["record", "--mode", "gpu", "--", dotnet, dll]), "'gpu'");
+    assert_one_line_error(&record(&["record", "--interval-ms", "0", "--", dotnet, dll]), "0");
+    assert_one_line_error(&record(&["record", "--bogus", "--", dotnet, dll]), "--bogus");
+    assert_one_line_error(&record(&["record"]), "give the app to run");
+    assert_one_line_error(&record(&["record", "--pid", "1"]), "--duration");
+    assert_one_line_error(&record(&["record", "--format", "svg", "--", dotnet, dll]), "not built yet");
+    assert_one_line_error(&record(&["record", "--", dotnet, "/nonexistent/App.dll"]), "no app /nonexistent/App.dll");
+    assert_one_line_error(&record(&["record", "--", "/nonexistent/dotnet", dll]), "cannot run /nonexistent/dotnet");
+    assert_one_line_error(&record(&["record", "--pid", "999999999", "--duration", "1"]), "cannot attach");
+}
+
+#[test]
+fn a_profiler_that_does_not_start_is_reported_and_the_app_runs() {
+    let out = out_path("refused");
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let args = [
+        "record",
+        "--mode",
+        "alloc",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        dotnet.to_str().unwrap(),
+        dll.to_str().unwrap(),
+    ];
+    let run = record(&[&args[..], &["0", "100"]].concat());
+    assert!(run.stdout.contains("RecordCpu done"), "the app did not run: {}", run.stdout);
+    // The app's stderr comes first (the library says why too); the command's line is the last.
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert_eq!(last, "corprof: the profiler did not start: the alloc mode is not built yet; nothing was recorded");
+    assert_eq!(run.stderr.lines().filter(|l| l.starts_with("corprof: the profiler")).count(), 1);
+    assert_eq!(run.code, Some(1));
+    assert!(!out.exists());
+}
+
+#[test]
+fn attach_records_then_detaches_while_the_app_goes_on_8() {
+    let mut app = Command::new(dotnet("8"));
+    clean(&mut app);
+    let mut app = app
+        .arg(app_dll())
+        .args(["0", "5000", "wait", "time"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(app.stdout.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    let pid = ready.strip_prefix("ready ").unwrap_or_else(|| panic!("{ready:?}")).to_string();
+    let out = out_path("attach8");
+    let command = corprof()
+        .args(["record", "--pid", &pid, "--duration", "2.5", "--interval-ms", "5", "-o", out.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    // Let the attach happen before the threads start (and name themselves), then start them.
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(app.stdin.as_mut().unwrap(), "go").unwrap();
+    let run = finish(command);
+    let app_still_running = app.try_wait().unwrap().is_none();
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let app_status = app.wait().unwrap();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
+    assert!(app_still_running, "the app ended before the detach");
+    assert_eq!((app_status.code(), rest), (Some(0), vec!["RecordCpu done".to_string()]));
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    let (heavy, heavy_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Heavy", "[thread Heavy]");
+    let (light, light_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Light", "[thread Light]");
+    assert!(heavy > 0 && light > 0 && heavy_rooted && light_rooted, "{stacks:#?}");
+}
