@@ -89,11 +89,13 @@ struct Sampler {
 }
 
 /// One thread's stack as walked: its OS ID, its name if it has one, frames innermost first
-/// (`None` for a run of native frames).
+/// (`None` for a run of native frames), or no frames if the runtime refused the walk.
 struct Walked {
     os_id: u32,
     name: Option<String>,
-    frames: Vec<Option<FunctionID>>,
+    frames: Option<Vec<Option<FunctionID>>>,
+    /// cpu clock: the thread's CPU time, read while it was stopped where `frames` caught it.
+    cpu_ns: Option<u64>,
 }
 
 impl Sampler {
@@ -112,16 +114,25 @@ impl Sampler {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let walked = self.walk_all();
+            // A suspension refused (before the runtime has started, or while another is held):
+            // no tick, the clocks run on to the next.
+            let Some(walked) = self.walk_all() else { continue };
             for thread in walked {
+                let Some(frames) = &thread.frames else {
+                    // No stack to give this tick's time to: a thread the runtime will not walk
+                    // (some of its own threads, always refused) is left out; with the cpu clock
+                    // its time waits for a tick that walks it.
+                    cpu.keep(thread.os_id);
+                    continue;
+                };
                 let weight = match self.clock {
                     Clock::Wall => 1,
-                    Clock::Cpu => cpu.ticks(thread.os_id, self.interval),
+                    Clock::Cpu => thread.cpu_ns.map_or(0, |now| cpu.ticks(thread.os_id, now, self.interval)),
                 };
                 if weight == 0 {
                     continue;
                 }
-                let stack = self.stack(&thread, &mut names);
+                let stack = self.stack(&thread, frames, &mut names);
                 let stack = if profile.stacks.len() >= MAX_STACKS && !profile.stacks.contains_key(&stack) {
                     vec![stack[0].clone(), "[truncated]".to_string()]
                 } else {
@@ -136,12 +147,11 @@ impl Sampler {
         profile
     }
 
-    /// Suspends the runtime, walks every managed thread, resumes. A suspension the runtime
-    /// refuses (before it has started, or while another one is held) gives no threads; a thread
-    /// whose walk it refuses is left out of this tick.
-    fn walk_all(&self) -> Vec<Walked> {
-        let Ok(suspension) = self.info.suspend_runtime() else { return Vec::new() };
-        let Ok(threads) = suspension.threads() else { return Vec::new() };
+    /// Suspends the runtime, walks every managed thread, resumes: `None` if the runtime refuses
+    /// the suspension or the thread list.
+    fn walk_all(&self) -> Option<Vec<Walked>> {
+        let suspension = self.info.suspend_runtime().ok()?;
+        let threads = suspension.threads().ok()?;
         let mut walked = Vec::new();
         for thread in threads {
             let mut frames: Vec<Option<FunctionID>> = Vec::new();
@@ -154,21 +164,21 @@ impl Sampler {
                 if frames.len() >= MAX_DEPTH { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
             });
             let os_id = suspension.os_thread_id(thread).unwrap_or(0);
-            if result.is_ok() {
-                walked.push(Walked { os_id, name: self.threads.get(thread.id()), frames });
-            }
+            let frames = result.is_ok().then_some(frames);
+            let cpu_ns = if self.clock == Clock::Cpu { thread_cpu_ns(os_id) } else { None };
+            walked.push(Walked { os_id, name: self.threads.get(thread.id()), frames, cpu_ns });
         }
-        walked
+        Some(walked)
         // the runtime resumes here, as the suspension drops
     }
 
     /// `[thread <name>]` then the frames, outermost first.
-    fn stack(&self, thread: &Walked, names: &mut Names<'_>) -> Vec<String> {
+    fn stack(&self, thread: &Walked, frames: &[Option<FunctionID>], names: &mut Names<'_>) -> Vec<String> {
         let root = match &thread.name {
             Some(name) => format!("[thread {name}]"),
             None => format!("[thread {}]", thread.os_id),
         };
-        let frames = thread.frames.iter().rev().map(|f| match f {
+        let frames = frames.iter().rev().map(|f| match f {
             Some(function) => names.name(*function),
             None => "[native]".to_string(),
         });
@@ -221,16 +231,22 @@ struct CpuClocks {
 }
 
 impl CpuClocks {
-    /// How many whole `interval`s of CPU time `tid` used since the last tick (0 the first time a
-    /// thread is seen: its earlier time was not sampled).
-    fn ticks(&mut self, tid: u32, interval: Duration) -> u64 {
-        let Some(now) = thread_cpu_ns(tid) else { return 0 };
+    /// How many whole `interval`s of CPU time `tid` used since the last tick, its CPU clock
+    /// being at `now` (0 the first time a thread is seen: its earlier time was not sampled).
+    fn ticks(&mut self, tid: u32, now: u64, interval: Duration) -> u64 {
         let interval = interval.as_nanos().max(1) as u64;
         let entry = self.threads.entry(tid).or_insert((now, 0, true));
         let used = now.saturating_sub(entry.0);
         let pending = entry.1 + used;
         *entry = (now, pending % interval, true);
         pending / interval
+    }
+
+    /// Keeps `tid`'s clock as it is (its time since the last tick is counted at a later one).
+    fn keep(&mut self, tid: u32) {
+        if let Some(entry) = self.threads.get_mut(&tid) {
+            entry.2 = true;
+        }
     }
 
     /// Drops the threads not seen since the last call (they ended), and starts a new tick.
@@ -282,10 +298,11 @@ mod tests {
     fn cpu_ticks_carry_the_remainder() {
         let mut clocks = CpuClocks::default();
         let me = unsafe { libc::gettid() } as u32; // SAFETY: gettid takes no arguments.
-        assert_eq!(clocks.ticks(me, Duration::from_millis(10)), 0, "first sight counts nothing");
+        let ticks = |clocks: &mut CpuClocks| clocks.ticks(me, thread_cpu_ns(me).unwrap(), Duration::from_millis(10));
+        assert_eq!(ticks(&mut clocks), 0, "first sight counts nothing");
         let start = thread_cpu_ns(me).unwrap();
         while thread_cpu_ns(me).unwrap() - start < 25_000_000 {}
-        let counted = clocks.ticks(me, Duration::from_millis(10));
+        let counted = ticks(&mut clocks);
         assert!((2..=3).contains(&counted), "{counted}");
         clocks.forget_unseen();
         assert_eq!(clocks.threads.len(), 1);

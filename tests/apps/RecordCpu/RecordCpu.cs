@@ -3,17 +3,22 @@
 //
 //   RecordCpu [exit-code] [run-ms] [go|wait] [time|work]
 //
-// Thread "Heavy" burns CPU in RecordCpuApp.Work::Heavy; thread "Light" alternates burning in
-// RecordCpuApp.Work::Light and sleeping 100 ms in RecordCpuApp.Work::Rest.
-// - `time` (default): Heavy spins for run-ms (default 1500) of wall time, Light 100 ms at a time
-//   over the same run: Heavy:Light = 2:1 by the wall clock, whatever else the machine runs.
-// - `work`: the same shape in fixed work (loops calibrated to about run-ms on this machine): Light
-//   does half of Heavy's loops, so Heavy:Light = 2:1 in CPU time, whatever else the machine runs.
+// Thread "Heavy" burns CPU in RecordCpuApp.Work::Heavy, thread "Light" in RecordCpuApp.Work::Light.
+// - `time` (default): Heavy spins for run-ms (default 1500) of wall time; over the same time Light
+//   alternates 100 ms spinning and 100 ms asleep in RecordCpuApp.Work::Rest: Heavy:Light = 2:1 by
+//   the wall clock, whatever else the machine runs.
+// - `work`: the threads take turns (the other waits), Heavy burning 200 ms-worth of loops, Light
+//   100 ms-worth (calibrated in CPU time on this machine), for about run-ms: Heavy:Light = 2:1 in
+//   CPU time, each burning alone so that neither slows the other.
+// Tiered compilation is off (RecordCpu.runtimeconfig.json): code compiled once, optimized, costs
+// the same in the first round as in the last.
 // With `wait`, prints `ready <pid>` and waits for a line on stdin before starting (an attach
-// comes in between). Prints `RecordCpu done` and exits with exit-code (default 0).
+// comes in between). Prints `cpu-ms Heavy <ms> Light <ms>`, the CPU time each thread spent in
+// its method by its own CPU clock, then `RecordCpu done`, and exits with exit-code (default 0).
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 using System.Threading;
 
 namespace RecordCpuApp
@@ -22,11 +27,37 @@ namespace RecordCpuApp
     {
         static volatile int sink;
 
-        [MethodImpl(MethodImplOptions.NoInlining)]
-        public static void Heavy(long amount, bool byWork) { Burn(amount, byWork); }
+        // CPU nanoseconds each spent in Heavy and Light (the threads' own CPU clocks).
+        public static long HeavyNs, LightNs;
 
         [MethodImpl(MethodImplOptions.NoInlining)]
-        public static void Light(long amount, bool byWork) { Burn(amount, byWork); }
+        public static void Heavy(long amount, bool byWork)
+        {
+            long start = ThreadCpuNs();
+            Burn(amount, byWork);
+            HeavyNs += ThreadCpuNs() - start;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Light(long amount, bool byWork)
+        {
+            long start = ThreadCpuNs();
+            Burn(amount, byWork);
+            LightNs += ThreadCpuNs() - start;
+        }
+
+        struct Timespec { public long Sec; public long Nsec; }
+
+        [DllImport("libc", EntryPoint = "clock_gettime")]
+        static extern int ClockGettime(int clock, out Timespec time);
+
+        // CLOCK_THREAD_CPUTIME_ID: this thread's CPU time.
+        static long ThreadCpuNs()
+        {
+            Timespec t;
+            ClockGettime(3, out t);
+            return t.Sec * 1000000000L + t.Nsec;
+        }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static void Rest(int ms) { Thread.Sleep(ms); }
@@ -43,18 +74,28 @@ namespace RecordCpuApp
             while (watch.ElapsedMilliseconds < amount) Loop();
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
         public static void Loop()
         {
             for (int i = 0; i < 10000; i++) sink += i;
         }
 
-        // Loops per millisecond on this machine, now.
+        // Loops per millisecond of CPU time on this machine (measured by the process's CPU time
+        // while only this thread works, so other load on the machine does not shrink it).
         public static long Rate()
         {
-            var watch = Stopwatch.StartNew();
+            var process = Process.GetCurrentProcess();
+            var start = process.TotalProcessorTime;
             long loops = 0;
-            while (watch.ElapsedMilliseconds < 50) { Loop(); loops++; }
-            return Math.Max(1, loops * 1000 / Math.Max(1, (long)watch.Elapsed.TotalMilliseconds * 1000));
+            double usedMs = 0;
+            while (usedMs < 200)
+            {
+                for (int n = 0; n < 100; n++) Loop();
+                loops += 100;
+                process.Refresh();
+                usedMs = (process.TotalProcessorTime - start).TotalMilliseconds;
+            }
+            return Math.Max(1, (long)(loops / usedMs));
         }
     }
 
@@ -75,24 +116,56 @@ namespace RecordCpuApp
                 Console.Out.Flush();
                 Console.ReadLine();
             }
-            var heavy = new Thread(() =>
+            Thread heavy, light;
+            if (byWork)
             {
-                Thread.CurrentThread.Name = "Heavy";
-                Work.Heavy(byWork ? rate * runMs : runMs, byWork);
-            });
-            var light = new Thread(() =>
-            {
-                Thread.CurrentThread.Name = "Light";
-                for (long done = 0; done < runMs; done += 2 * Chunk)
+                // Taking turns: each burns CPU alone, so neither runs slower for the other's sake.
+                var heavyTurn = new AutoResetEvent(true);
+                var lightTurn = new AutoResetEvent(false);
+                long rounds = Math.Max(1, runMs / (3 * Chunk));
+                heavy = new Thread(() =>
                 {
-                    Work.Light(byWork ? rate * Chunk : Chunk, byWork);
-                    Work.Rest(Chunk);
-                }
-            });
+                    Thread.CurrentThread.Name = "Heavy";
+                    for (long r = 0; r < rounds; r++)
+                    {
+                        heavyTurn.WaitOne();
+                        Work.Heavy(2 * Chunk * rate, true);
+                        lightTurn.Set();
+                    }
+                });
+                light = new Thread(() =>
+                {
+                    Thread.CurrentThread.Name = "Light";
+                    for (long r = 0; r < rounds; r++)
+                    {
+                        lightTurn.WaitOne();
+                        Work.Light(Chunk * rate, true);
+                        heavyTurn.Set();
+                    }
+                });
+            }
+            else
+            {
+                heavy = new Thread(() =>
+                {
+                    Thread.CurrentThread.Name = "Heavy";
+                    Work.Heavy(runMs, false);
+                });
+                light = new Thread(() =>
+                {
+                    Thread.CurrentThread.Name = "Light";
+                    for (long done = 0; done < runMs; done += 2 * Chunk)
+                    {
+                        Work.Light(Chunk, false);
+                        Work.Rest(Chunk);
+                    }
+                });
+            }
             heavy.Start();
             light.Start();
             heavy.Join();
             light.Join();
+            Console.WriteLine("cpu-ms Heavy " + Work.HeavyNs / 1000000 + " Light " + Work.LightNs / 1000000);
             Console.WriteLine("RecordCpu done");
             return exitCode;
         }
