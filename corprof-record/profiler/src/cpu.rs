@@ -156,11 +156,7 @@ impl Sampler {
         for thread in threads {
             let mut frames: Vec<Option<FunctionID>> = Vec::new();
             let result = suspension.walk(thread, FrameContext::Without, |frame| {
-                let function = frame.function_id();
-                // A run of native frames is one `[native]`.
-                if function.is_some() || frames.last() != Some(&None) {
-                    frames.push(function);
-                }
+                push_frame(&mut frames, frame.function_id());
                 if frames.len() >= MAX_DEPTH { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
             });
             let os_id = suspension.os_thread_id(thread).unwrap_or(0);
@@ -183,6 +179,13 @@ impl Sampler {
             None => "[native]".to_string(),
         });
         std::iter::once(root).chain(frames).collect()
+    }
+}
+
+/// Adds a frame (`None`: native) to a walk, a run of native frames being one `[native]`.
+fn push_frame(frames: &mut Vec<Option<FunctionID>>, function: Option<FunctionID>) {
+    if function.is_some() || frames.last() != Some(&None) {
+        frames.push(function);
     }
 }
 
@@ -292,6 +295,17 @@ mod tests {
         while thread_cpu_ns(me).unwrap() - start < 30_000_000 {
             assert!(wall.elapsed() < Duration::from_secs(10), "the CPU clock does not move");
         }
+    }
+
+    #[test]
+    fn a_run_of_native_frames_is_one() {
+        // SAFETY: these IDs are only compared, never given to the runtime.
+        let f = |n: usize| Some(unsafe { FunctionID::from_raw(n as _) });
+        let mut frames = Vec::new();
+        for frame in [None, None, f(1), None, None, None, f(2), f(3), None] {
+            push_frame(&mut frames, frame);
+        }
+        assert_eq!(frames, vec![None, f(1), None, f(2), f(3), None]);
     }
 
     #[test]

@@ -7,9 +7,10 @@
 // - `time` (default): Heavy spins for run-ms (default 1500) of wall time; over the same time Light
 //   alternates 100 ms spinning and 100 ms asleep in RecordCpuApp.Work::Rest: Heavy:Light = 2:1 by
 //   the wall clock, whatever else the machine runs.
-// - `work`: the threads take turns (the other waits), Heavy burning 200 ms-worth of loops, Light
-//   100 ms-worth (calibrated in CPU time on this machine), for about run-ms: Heavy:Light = 2:1 in
-//   CPU time, each burning alone so that neither slows the other.
+// - `work`: the threads take turns (the other waits), Heavy burning 200 ms-worth of loops then
+//   sleeping 100 ms (still in Work::Heavy), Light burning 100 ms-worth (calibrated in CPU time on
+//   this machine), for about run-ms: Heavy:Light = 2:1 in CPU time (but 3:1 by the wall clock),
+//   each burning alone so that neither slows the other.
 // Tiered compilation is off (RecordCpu.runtimeconfig.json): code compiled once, optimized, costs
 // the same in the first round as in the last.
 // With `wait`, prints `ready <pid>` and waits for a line on stdin before starting (an attach
@@ -31,10 +32,11 @@ namespace RecordCpuApp
         public static long HeavyNs, LightNs;
 
         [MethodImpl(MethodImplOptions.NoInlining)]
-        public static void Heavy(long amount, bool byWork)
+        public static void Heavy(long amount, bool byWork, int napMs)
         {
             long start = ThreadCpuNs();
             Burn(amount, byWork);
+            if (napMs > 0) Thread.Sleep(napMs);
             HeavyNs += ThreadCpuNs() - start;
         }
 
@@ -122,14 +124,14 @@ namespace RecordCpuApp
                 // Taking turns: each burns CPU alone, so neither runs slower for the other's sake.
                 var heavyTurn = new AutoResetEvent(true);
                 var lightTurn = new AutoResetEvent(false);
-                long rounds = Math.Max(1, runMs / (3 * Chunk));
+                long rounds = Math.Max(1, runMs / (4 * Chunk));
                 heavy = new Thread(() =>
                 {
                     Thread.CurrentThread.Name = "Heavy";
                     for (long r = 0; r < rounds; r++)
                     {
                         heavyTurn.WaitOne();
-                        Work.Heavy(2 * Chunk * rate, true);
+                        Work.Heavy(2 * Chunk * rate, true, Chunk);
                         lightTurn.Set();
                     }
                 });
@@ -149,7 +151,7 @@ namespace RecordCpuApp
                 heavy = new Thread(() =>
                 {
                     Thread.CurrentThread.Name = "Heavy";
-                    Work.Heavy(runMs, false);
+                    Work.Heavy(runMs, false, 0);
                 });
                 light = new Thread(() =>
                 {
