@@ -274,7 +274,16 @@ fn a_profiler_that_does_not_start_is_reported_and_the_app_runs() {
 
 #[test]
 fn attach_records_then_detaches_while_the_app_goes_on_8() {
-    let mut app = Command::new(dotnet("8"));
+    attach_then_detach("8");
+}
+
+#[test]
+fn attach_records_then_detaches_while_the_app_goes_on_3() {
+    attach_then_detach("3");
+}
+
+fn attach_then_detach(runtime: &str) {
+    let mut app = Command::new(dotnet(runtime));
     clean(&mut app);
     let mut app = app
         .arg(app_dll())
@@ -287,7 +296,7 @@ fn attach_records_then_detaches_while_the_app_goes_on_8() {
     let mut lines = BufReader::new(app.stdout.take().unwrap()).lines();
     let ready = lines.next().unwrap().unwrap();
     let pid = ready.strip_prefix("ready ").unwrap_or_else(|| panic!("{ready:?}")).to_string();
-    let out = out_path("attach8");
+    let out = out_path(&format!("attach{runtime}"));
     let command = corprof()
         .args(["record", "--pid", &pid, "--duration", "2.5", "--interval-ms", "5", "-o", out.to_str().unwrap()])
         .spawn()
