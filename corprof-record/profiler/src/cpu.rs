@@ -100,6 +100,11 @@ struct Walked {
 
 impl Sampler {
     fn run(self) -> Profile {
+        // Whether the runtime's per-thread state for this thread is made: made up front rather
+        // than lazily inside a later call, where making it could wait on a lock a suspension
+        // holds (ICorProfilerInfo4::InitializeCurrentThread exists for that). Tried each tick
+        // until it works (the runtime may not have started at the first).
+        let mut thread_ready = false;
         let mut profile = Profile::new(Unit::Samples);
         let mut names = Names::new(&self.info);
         let mut cpu = CpuClocks::default();
@@ -113,6 +118,9 @@ impl Sampler {
             next = next.max(Instant::now()) + self.interval;
             if self.stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if !thread_ready {
+                thread_ready = self.info.initialize_current_thread().is_ok();
             }
             // A suspension refused (before the runtime has started, or while another is held):
             // no tick, the clocks run on to the next.
