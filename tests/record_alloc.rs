@@ -1,4 +1,4 @@
-//! corprof-record-profiler's alloc mode (through tests/record-profiler) on the RecordAlloc app,
+//! corprof-record-profiler's alloc mode (the library `corprof record` loads) on the RecordAlloc app,
 //! CoreCLR 8.0.4 and 3.1.23: exact mode gives the app's bytes per stack exactly; sampled mode gives
 //! them within sampling error, with the same stacks.
 //!

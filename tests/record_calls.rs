@@ -1,4 +1,4 @@
-//! corprof-record-profiler's calls mode (through tests/record-profiler, fast hooks) on the
+//! corprof-record-profiler's calls mode (the library `corprof record` loads, fast hooks) on the
 //! RecordCalls app, CoreCLR 8.0.4 and 3.1.23: the call paths and the calls per path are exactly
 //! the app's, also on a second thread and after an exception has unwound two hooked frames; the
 //! exclusive time of a path is its own (a 30 ms spin is on the spinning path, not its caller's);

@@ -19,3 +19,5 @@ pub const AT_MS: &str = "CORPROF_RECORD_AT_MS";
 /// heap: `1`: take the snapshot when the app gets SIGUSR2 (`kill -USR2 <pid>`), unless one was
 /// taken already.
 pub const SIGNAL: &str = "CORPROF_RECORD_SIGNAL";
+/// attach (`--pid`): record this many milliseconds, then write [`OUT`] and detach.
+pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";

@@ -1,16 +1,15 @@
 //! Heap mode in real runtimes (CoreCLR 8.0.4 and 3.1.23): the RecordHeap app
-//! (tests/apps/RecordHeap) runs under tests/record-heap-profiler (heap mode exported on its
-//! own); the snapshot it writes must hold the app's known graph exactly, and the retained bytes
+//! (tests/apps/RecordHeap) runs under corprof-record-profiler in heap mode; the snapshot it writes must hold the app's known graph exactly, and the retained bytes
 //! of its known subtrees must be the sums of the sizes the runtime reported for their objects.
 //!
-//! Needs `bash scripts/setup` (the runtimes and the app) and `cargo build -p record-heap-profiler`.
+//! Needs `bash scripts/setup` (the runtimes and the app) and `cargo build -p corprof-record-profiler`.
 
 use corprof_record::heap::{self, Dominators, ROOT, Snapshot};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const CLSID: &str = "3B8D2E61-7C4A-4F19-9E05-6D2A1C7B4E38";
+const CLSID: &str = corprof_record::CLSID;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -19,8 +18,8 @@ fn repo_root() -> PathBuf {
 /// The test profiler, built in this test's profile directory (`target/debug`).
 fn profiler() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let lib = exe.parent().and_then(Path::parent).unwrap().join("librecord_heap_profiler.so");
-    assert!(lib.is_file(), "{} is missing: run `cargo build -p record-heap-profiler`", lib.display());
+    let lib = exe.parent().and_then(Path::parent).unwrap().join("libcorprof_record_profiler.so");
+    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler`", lib.display());
     lib
 }
 
@@ -47,6 +46,7 @@ fn snapshot_signalled(runtime: &str, args: &[&str], env: &[(&str, &str)], signal
         .env("CORECLR_PROFILER_PATH", profiler())
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
         .env(corprof_record::settings::OUT, &out)
+        .env(corprof_record::settings::MODE, "heap")
         .envs(env.iter().copied());
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot run scripts/dotnet-run");
     if signal {

@@ -1,12 +1,13 @@
 //! What tests/record_alloc.rs and tests/record_calls.rs share: running an app under
-//! tests/record-profiler (corprof-record-profiler's modes) and reading back the profile it wrote.
+//! corprof-record-profiler (the library `corprof record` loads) and reading back the profile it wrote.
 #![allow(dead_code)] // each test crate uses a part
 
 use crate::common::*;
 use std::collections::BTreeMap;
 
-/// tests/record-profiler's CLSID.
-pub const CLSID: &str = "B4D2E6F1-7A39-4C58-9E0D-2F6A8C1B3D75";
+/// The record profiler's CLSID (`corprof_record::CLSID`; were they to differ, the runtime would
+/// not load the profiler and every test here would fail).
+pub const CLSID: &str = "7C1E9A53-2D4B-4F86-B0A7-5E3C9D1F8A26";
 
 /// A profile's text form read back (corprof_record::profile's format, parsed here as a reader of
 /// the file would): frames (root first) → (value, count).
@@ -44,7 +45,7 @@ pub fn record(
     expected_stdout: &str,
     test: &str,
 ) -> Profile {
-    let lib = profiler_lib("record_test_profiler");
+    let lib = profiler_lib("corprof_record_profiler");
     let out = TempFile::new(test);
     let mut env = profiler_env(CLSID, &lib);
     env.extend(settings.iter().map(|(k, v)| (*k, v.to_string())));

@@ -14,7 +14,7 @@
 //!   `p = 1 - exp(-s / mean)`; recording it with weight `s / p` makes every stack's expected
 //!   total its true total.
 //!
-//! Use (tests/record-profiler does exactly this): in `Initialize`, `set_event_mask(AllocMode::MASK)`
+//! Use (the library's modes.rs does exactly this): in `Initialize`, `set_event_mask(AllocMode::MASK)`
 //! (launch only: the runtime refuses `COR_PRF_ENABLE_OBJECT_ALLOCATED` after attach) and keep an
 //! `AllocMode::new(Sampling::from_setting(ALLOC)?)`; forward `ObjectAllocated` to
 //! [`AllocMode::object_allocated`]; at Shutdown write [`AllocMode::profile`].

@@ -12,7 +12,7 @@
 //! `Initialize` of a profiler loaded at startup (`COR_PRF_MONITOR_ENTERLEAVE` is not in
 //! `COR_PRF_ALLOWABLE_AFTER_ATTACH`).
 //!
-//! Use (tests/record-profiler does exactly this): in `Initialize`, `set_event_mask(CallsMode::MASK)`,
+//! Use (the library's modes.rs and its FunctionHooks do exactly this): in `Initialize`, `set_event_mask(CallsMode::MASK)`,
 //! keep a `CallsMode::new(FILTER)`, then `corprof::hooks::install(profiler, info, HookMode::Fast)`
 //! (it adds the hooks' bits to the mask it finds); the profiler's `FunctionHooks` (`Data = u32`)
 //! forwards `map_function`, `enter`, `leave` and `tailcall` (both to [`CallsMode::leave`]), its

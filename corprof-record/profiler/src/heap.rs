@@ -109,6 +109,37 @@ impl HeapMode {
     /// The event mask heap mode needs (for a dispatcher that sets the mask itself).
     pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::GC;
 
+    /// Starts the mode with the runtime's `info`, for a dispatcher that set [`HeapMode::MASK`]
+    /// itself: the snapshot timer of [`settings::AT_MS`] and the SIGUSR2 listener.
+    pub fn begin(&self, info: ProfilerInfo) {
+        let _ = self.0.info.set(info);
+        if let Some(ms) = self.0.settings.at_ms {
+            let shared = Arc::clone(&self.0);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(ms));
+                if let Err(e) = shared.take_snapshot() {
+                    say_error(&e);
+                }
+            });
+        }
+        if self.0.settings.on_signal {
+            // signal-hook's handler only writes to a pipe; this thread reads it and does the work.
+            match signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2]) {
+                Ok(mut signals) => {
+                    let shared = Arc::clone(&self.0);
+                    std::thread::spawn(move || {
+                        for _ in signals.forever() {
+                            if let Err(e) = shared.take_snapshot() {
+                                say_error(&e);
+                            }
+                        }
+                    });
+                }
+                Err(e) => say_error(&format!("cannot listen for SIGUSR2: {e}")),
+            }
+        }
+    }
+
     /// Takes the snapshot now unless one was taken (or tried): see [`Shared::take_snapshot`].
     pub fn take_snapshot(&self) -> std::result::Result<(), String> {
         self.0.take_snapshot()
@@ -170,32 +201,7 @@ impl CorProfilerCallback for HeapMode {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask2(Self::MASK, COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE)?;
-        let _ = self.0.info.set(info);
-        if let Some(ms) = self.0.settings.at_ms {
-            let shared = Arc::clone(&self.0);
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(ms));
-                if let Err(e) = shared.take_snapshot() {
-                    say_error(&e);
-                }
-            });
-        }
-        if self.0.settings.on_signal {
-            // signal-hook's handler only writes to a pipe; this thread reads it and does the work.
-            match signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2]) {
-                Ok(mut signals) => {
-                    let shared = Arc::clone(&self.0);
-                    std::thread::spawn(move || {
-                        for _ in signals.forever() {
-                            if let Err(e) = shared.take_snapshot() {
-                                say_error(&e);
-                            }
-                        }
-                    });
-                }
-                Err(e) => say_error(&format!("cannot listen for SIGUSR2: {e}")),
-            }
-        }
+        self.begin(info);
         Ok(())
     }
 
