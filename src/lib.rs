@@ -10,8 +10,10 @@
 //!
 //! - the callback side: [`CorProfilerCallback`], [`Callback`], [`export_profiler!`], the
 //!   parameter types [`Out`] and [`WStr`], and [`CallbackCounts`] for profilers that count;
-//! - call tracing: [`FunctionHooks`] (enter/leave/tailcall hooks and their mapper), installed by
-//!   [`hooks::install`] in a [`HookMode`];
+//! - call tracing: [`FunctionHooks`] (enter/leave/tailcall hooks, the exception-unwind case and
+//!   their mapper), installed by [`hooks::install`] in a [`HookMode`];
+//! - names for reports: functions' short and full names, cached, in [`names`]; threads' names
+//!   and OS thread ids from the thread callbacks in [`threads`];
 //! - the calling side: [`ProfilerInfo`] and the metadata wrappers at the root, every wrapper
 //!   with its result structs and enumerators in [`info`] and [`metadata`];
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
@@ -47,6 +49,7 @@ pub mod hooks;
 mod hresult;
 pub mod il;
 mod info_gate;
+pub mod names;
 #[doc(hidden)]
 pub mod params;
 pub mod rewrite;
@@ -54,6 +57,7 @@ pub mod sig;
 pub mod stack;
 pub mod suspend;
 mod table;
+pub mod threads;
 #[doc(hidden)]
 pub mod wrap;
 

@@ -1,5 +1,5 @@
 //! examples/call-tree on the CallTree app, CoreCLR 8.0.4 and 3.1.23: the call paths and call
-//! counts are exactly the app's, an exception's unwind ends its calls, and the times add up:
+//! counts are exactly the app's, an exception's unwind (three frames deep) ends its calls through `FunctionHooks::unwind`, and the times add up:
 //! every method's inclusive time is its exclusive time plus its callees' (exactly, in
 //! nanoseconds), and a recursive method's is counted once.
 
@@ -50,6 +50,8 @@ const PATHS: &[(&str, u64)] = &[
     ("Main", 1),
     ("Main;Catcher", 1),
     ("Main;Catcher;Thrower", 1),
+    ("Main;Catcher;Thrower;Deeper", 1),
+    ("Main;Catcher;Thrower;Deeper;Deepest", 1),
     ("Main;Catcher;Thrower;Leaf", 1),
     ("Main;Middle", 3),
     ("Main;Middle;Leaf", 6),
@@ -66,8 +68,17 @@ fn by_calls(runtime: &'static str, test: &str) {
     let expected: BTreeMap<String, u64> = PATHS.iter().map(|(p, n)| (p.to_string(), *n)).collect();
     assert_eq!(r.folded, expected, "folded stacks by calls on CoreCLR {runtime}");
     let calls: BTreeMap<&str, u64> = r.methods.iter().map(|(n, v)| (n.as_str(), v[0])).collect();
-    let expected_calls =
-        [("Catcher", 1), ("Leaf", 8), ("Main", 1), ("Middle", 3), ("Other", 1), ("Rec", 4), ("Thrower", 1)];
+    let expected_calls = [
+        ("Catcher", 1),
+        ("Deeper", 1),
+        ("Deepest", 1),
+        ("Leaf", 8),
+        ("Main", 1),
+        ("Middle", 3),
+        ("Other", 1),
+        ("Rec", 4),
+        ("Thrower", 1),
+    ];
     assert_eq!(calls, BTreeMap::from(expected_calls), "calls per method on CoreCLR {runtime}");
 }
 
@@ -90,8 +101,15 @@ fn by_time(runtime: &'static str, test: &str) {
     let all: Vec<&str> = paths.clone();
     assert_eq!(incl("Main"), sum(&all), "Main contains every hooked call");
     assert_eq!(incl("Middle"), sum(&["Main;Middle", "Main;Middle;Leaf"]));
-    assert_eq!(incl("Catcher"), sum(&["Main;Catcher", "Main;Catcher;Thrower", "Main;Catcher;Thrower;Leaf"]));
-    assert_eq!(incl("Thrower"), sum(&["Main;Catcher;Thrower", "Main;Catcher;Thrower;Leaf"]), "unwound, still timed");
+    let thrower = [
+        "Main;Catcher;Thrower",
+        "Main;Catcher;Thrower;Leaf",
+        "Main;Catcher;Thrower;Deeper",
+        "Main;Catcher;Thrower;Deeper;Deepest",
+    ];
+    assert_eq!(incl("Catcher"), sum(&thrower) + sum(&["Main;Catcher"]));
+    assert_eq!(incl("Thrower"), sum(&thrower), "unwound, still timed");
+    assert_eq!(incl("Deeper"), sum(&thrower[2..]), "unwound, still timed");
     // Recursion: the outermost Rec call's time, not the sum over the nested ones.
     let rec: Vec<&str> = all.iter().copied().filter(|p| p.contains("Rec")).collect();
     assert_eq!(incl("Rec"), sum(&rec), "Rec's inclusive time is its outermost call's");

@@ -26,10 +26,12 @@
 mod frame;
 mod sig;
 mod table;
+mod unwind;
 
 pub use frame::{Arguments, HookFrame, HookKind};
 pub use sig::{ElementType, MethodSignature, Value};
 pub use table::HookTable;
+pub use unwind::{exception_catcher_enter, exception_unwind_function_enter, exception_unwind_function_leave};
 
 use crate::glue::{drop_payload, log_panic};
 use crate::types::{COR_PRF_ELT_INFO, COR_PRF_MONITOR, FunctionID, FunctionIDOrClientID};
@@ -127,9 +129,36 @@ pub trait FunctionHooks: CorProfilerCallback {
     }
 
     /// A hooked function returns normally (an exception unwinding out of it calls
-    /// `exception_unwind_function_leave` instead, with `COR_PRF_MONITOR_EXCEPTIONS`).
+    /// [`unwind`](Self::unwind) instead).
     fn leave(&self, data: Self::Data, frame: &HookFrame<'_>) {
         let _ = (data, frame);
+    }
+
+    /// An exception unwinds out of a hooked function: its last event, in place of `leave`, so a
+    /// tracer sees one `leave`, `tailcall` or `unwind` for every `enter`. Runs on the thread of
+    /// the exception, from the runtime's `ExceptionUnwindFunctionLeave` callback, which the
+    /// profiler forwards (with two others) for it:
+    ///
+    /// ```ignore
+    /// // Initialize: COR_PRF_MONITOR_EXCEPTIONS in the event mask, then hooks::install.
+    /// fn exception_unwind_function_enter(&self, function: FunctionID) -> Result<()> {
+    ///     hooks::exception_unwind_function_enter(function);
+    ///     Ok(())
+    /// }
+    /// fn exception_unwind_function_leave(&self) -> Result<()> {
+    ///     hooks::exception_unwind_function_leave();
+    ///     Ok(())
+    /// }
+    /// fn exception_catcher_enter(&self, function: FunctionID, _exception: ObjectID) -> Result<()> {
+    ///     hooks::exception_catcher_enter(function);
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// The catching function gets no `unwind`: it goes on and returns later. A panic here is
+    /// caught and logged like one in the other hooks.
+    fn unwind(&self, data: Self::Data) {
+        let _ = data;
     }
 
     /// A hooked function leaves through a tail call (an explicit `tail.` call, or a call in tail
@@ -179,6 +208,7 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
     // SAFETY: `object` is the live COM object holding `profiler` (`registered_object` checked).
     unsafe { (*object).AddRef() };
     INSTANCE.store((profiler as *const P).cast_mut().cast(), Ordering::Release);
+    unwind::set_profiler::<P>();
     let _ = INFO.set(info.clone());
     info.set_event_mask(COR_PRF_MONITOR(mask.0 | needed.0))?;
     let mapper_mode = match mode {
@@ -290,6 +320,10 @@ unsafe extern "C" fn map<P: FunctionHooks>(function: FunctionID, mode: *mut c_vo
             Some(Box::into_raw(entry) as usize)
         }
     };
+    if let Some(data) = data.filter(|_| raw.is_some()) {
+        // The unwind callbacks name the function, not the client data: kept by FunctionID.
+        unwind::record(function, sealed::Sealed::into_raw(data));
+    }
     if !hook.is_null() {
         // SAFETY: the runtime passes a valid BOOL to write the answer to.
         unsafe { *hook = raw.is_some() as i32 };

@@ -47,7 +47,7 @@ mod types;
 
 pub use format::{Generics, NameResolver, TypeName, format_method, format_type, type_path};
 pub(crate) use runtime::function_definition_sig;
-pub use runtime::{class_name, function_name, method_definition_name};
+pub use runtime::{Exact, class_name, function_name, function_names, method_definition_name};
 pub use types::*;
 
 use std::fmt;

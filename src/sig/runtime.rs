@@ -41,6 +41,27 @@ pub fn function_name(info: &ProfilerInfo, function: FunctionID) -> Result<String
     Names::new(info).function(function)
 }
 
+/// The type arguments of one call of a function, as a frame reports them
+/// ([`Frame::function_info`](crate::Frame::function_info), `GetFunctionInfo2` with the frame's
+/// `COR_PRF_FRAME_INFO`): for shared generic code, the exact instantiation instead of
+/// `System.__Canon`.
+#[derive(Clone, Copy, Debug)]
+pub struct Exact<'a> {
+    /// The function's class (0: not known, the function's own answer is used).
+    pub class: ClassID,
+    /// The method's own type arguments (empty: the function's own answer is used).
+    pub method_args: &'a [ClassID],
+}
+
+/// The most method type arguments the short form prints (metadata allows 2^16).
+const MAX_SHORT_METHOD_ARGS: u32 = 64;
+
+/// `function`'s short form `Namespace.Type<Args>::Method<Args>` and its full form (what
+/// [`function_name`] gives), the type arguments `exact`'s when given.
+pub fn function_names(info: &ProfilerInfo, function: FunctionID, exact: Option<Exact<'_>>) -> Result<(String, String)> {
+    Names::new(info).function_forms(function, exact)
+}
+
 /// The method definition `method` of `module` as declared, generic parameters by name:
 /// `System.Void Shop.Box<T>::.ctor(T)`, `T Shop.Catalog::Pick<T>(T[])`.
 pub fn method_definition_name(info: &ProfilerInfo, module: ModuleID, method: mdMethodDef) -> Result<String> {
@@ -244,21 +265,51 @@ const _: () = {
         }
 
         fn function(&self, function: FunctionID) -> Result<String> {
+            Ok(self.function_forms(function, None)?.1)
+        }
+
+        /// `function`'s short and full names, its class and method type arguments `exact`'s
+        /// when given (a frame's), else what `GetFunctionInfo2` without a frame reports.
+        fn function_forms(&self, function: FunctionID, exact: Option<Exact<'_>>) -> Result<(String, String)> {
             let f = self.info.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
             let import = self.import(f.module_id)?;
             let (owner, name, sig) = Self::method(&import, f.token)?;
+            let (class_id, type_args) = match exact {
+                Some(e) if e.class.as_raw() != 0 => (e.class, e.method_args),
+                Some(e) => (f.class_id, e.method_args),
+                None => (f.class_id, &f.type_args[..]),
+            };
+            let type_args = if type_args.is_empty() { &f.type_args[..] } else { type_args };
             // Shared code may come without its class; its parameters then print by name.
-            let class_args = match f.class_id.as_raw() {
+            let class_args = match class_id.as_raw() {
                 0 => Vec::new(),
-                _ => match self.info.get_class_id_info2(f.class_id) {
+                _ => match self.info.get_class_id_info2(class_id) {
                     Ok(c) => self.arg_names(&c.type_args, 1)?,
                     Err(_) => Vec::new(),
                 },
             };
-            let method_args = self.arg_names(&f.type_args, 1)?;
+            let method_args = self.arg_names(type_args, 1)?;
             let method = token(f.token);
             let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
-            Ok(format_method(&resolver, owner, &name, &sig, Some(method)))
+            let full = format_method(&resolver, owner, &name, &sig, Some(method));
+            let mut short = format_type(&Type::Class(owner), &resolver, Generics::default());
+            short.push_str("::");
+            short.push_str(&name);
+            if sig.generic_params > 0 {
+                let params: Vec<String> = (0..sig.generic_params.min(MAX_SHORT_METHOD_ARGS))
+                    .map(|i| {
+                        format_type(
+                            &Type::MVar(i),
+                            &resolver,
+                            Generics { type_owner: None, method_owner: Some(method) },
+                        )
+                    })
+                    .collect();
+                short.push('<');
+                short.push_str(&params.join(", "));
+                short.push('>');
+            }
+            Ok((short, full))
         }
 
         fn function_sig(&self, function: FunctionID) -> Result<MethodSig> {

@@ -12,14 +12,16 @@
 //!   per call path, weighted by exclusive nanoseconds, or by calls with
 //!   `CORPROF_CALLTREE_WEIGHT=calls`.
 //!
-//! A call that an exception unwinds (ExceptionUnwindFunctionLeave) ends there like a return.
+//! A call that an exception unwinds ends there like a return ([`FunctionHooks::unwind`], driven
+//! by the exception callbacks this profiler forwards to corprof).
 //! Time is wall-clock time between the enter and leave hooks, so it includes the time a thread
 //! spends blocked and the hooks' own cost.
 #![deny(unsafe_code)]
 
 use corprof::hooks::{self, HookFrame, HookTable};
-use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ObjectID, mdTypeDef};
-use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use corprof::names::FunctionNames;
+use corprof::types::{COR_PRF_MONITOR, FunctionID, ObjectID};
+use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -54,8 +56,6 @@ struct Active {
 struct ThreadTree {
     nodes: Vec<Node>,
     stack: Vec<Active>,
-    /// The hooked-ness of the functions an exception is unwinding, innermost last.
-    unwinding: Vec<bool>,
     /// Per function: its calls in progress, and the time of its outermost calls (a recursive
     /// call's time is already inside its caller's).
     active: HashMap<u32, u32>,
@@ -67,7 +67,6 @@ impl ThreadTree {
         ThreadTree {
             nodes: vec![Node::default()],
             stack: Vec::new(),
-            unwinding: Vec::new(),
             active: HashMap::new(),
             method_inclusive_ns: HashMap::new(),
         }
@@ -127,32 +126,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub struct CallTree {
-    info: OnceLock<ProfilerInfo>,
+    /// Names functions (`Namespace.Type<Args>::Method<Args>`) for the mapper.
+    naming: OnceLock<FunctionNames>,
     filter: Option<String>,
     by_calls: bool,
     /// Hooked functions' names; the mapper's client data is the index.
     names: HookTable<String>,
-    /// FunctionID → index, for the unwind callbacks (which name a function, not client data).
-    by_function: Mutex<HashMap<FunctionID, u32>>,
     threads: Mutex<Vec<Arc<Mutex<ThreadTree>>>>,
 }
 
 impl Default for CallTree {
     fn default() -> Self {
         CallTree {
-            info: OnceLock::new(),
+            naming: OnceLock::new(),
             filter: std::env::var("CORPROF_CALLTREE_FILTER").ok().filter(|f| !f.is_empty()),
             by_calls: std::env::var("CORPROF_CALLTREE_WEIGHT").as_deref() == Ok("calls"),
             names: HookTable::default(),
-            by_function: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
         }
     }
-}
-
-/// The full name of a type definition: `Namespace.Outer+Inner`.
-fn type_name(import: &MetaDataImport, td: mdTypeDef) -> Result<String> {
-    corprof::sig::type_path(import, corprof::sig::Token(td)).ok_or(HResult::CLDB_E_RECORD_NOTFOUND)
 }
 
 impl CallTree {
@@ -170,11 +162,8 @@ impl CallTree {
     }
 
     fn name(&self, function: FunctionID) -> Result<String> {
-        let info = self.info.get().ok_or(HResult::E_UNEXPECTED)?;
-        let f = info.get_function_info(function)?;
-        let import = info.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
-        let method = import.get_method_props(f.token)?;
-        Ok(format!("{}::{}", type_name(&import, method.class)?, method.name))
+        let naming = self.naming.get().ok_or(HResult::E_UNEXPECTED)?;
+        Ok(naming.get(function)?.short.to_string())
     }
 
     fn report(&self) -> std::io::Result<()> {
@@ -224,9 +213,7 @@ impl FunctionHooks for CallTree {
         if self.filter.as_deref().is_some_and(|prefix| !name.starts_with(prefix)) {
             return None;
         }
-        let index = u32::try_from(self.names.push(name)?).ok()?;
-        lock(&self.by_function).insert(function, index);
-        Some(index)
+        u32::try_from(self.names.push(name)?).ok()
     }
 
     fn enter(&self, function: u32, _frame: &HookFrame<'_>) {
@@ -243,35 +230,35 @@ impl FunctionHooks for CallTree {
         let now = Instant::now();
         self.with_tree(|t| t.leave(now));
     }
+
+    /// An exception unwound the call: it ends here like a return.
+    fn unwind(&self, _function: u32) {
+        let now = Instant::now();
+        self.with_tree(|t| t.leave(now));
+    }
 }
 
 impl CorProfilerCallback for CallTree {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::EXCEPTIONS)?;
-        let info = self.info.get_or_init(|| info);
-        hooks::install(self, info, HookMode::Fast)
+        let _ = self.naming.set(FunctionNames::new(info.clone()));
+        hooks::install(self, &info, HookMode::Fast)
     }
 
+    // The three callbacks that drive `FunctionHooks::unwind`.
     fn exception_unwind_function_enter(&self, function_id: FunctionID) -> Result<()> {
-        let hooked = lock(&self.by_function).contains_key(&function_id);
-        self.with_tree(|t| t.unwinding.push(hooked));
+        hooks::exception_unwind_function_enter(function_id);
         Ok(())
     }
 
     fn exception_unwind_function_leave(&self) -> Result<()> {
-        let now = Instant::now();
-        self.with_tree(|t| {
-            if t.unwinding.pop() == Some(true) {
-                t.leave(now);
-            }
-        });
+        hooks::exception_unwind_function_leave();
         Ok(())
     }
 
-    /// The catching frame gets an unwind-enter but no unwind-leave: the unwind is over.
-    fn exception_catcher_enter(&self, _function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
-        self.with_tree(|t| t.unwinding.clear());
+    fn exception_catcher_enter(&self, function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
+        hooks::exception_catcher_enter(function_id);
         Ok(())
     }
 

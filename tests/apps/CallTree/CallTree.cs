@@ -1,5 +1,5 @@
 // The app of tests/call_tree.rs: a known call tree (a loop, a helper called from two places,
-// recursion, and an exception unwinding out of a method), so that examples/call-tree's counts
+// recursion, and an exception unwinding out of three methods), so that examples/call-tree's counts
 // and folded stacks can be checked exactly.
 using System;
 using System.Runtime.CompilerServices;
@@ -24,8 +24,15 @@ namespace CallTreeApp
         static int Thrower()
         {
             Leaf(1);
-            throw new InvalidOperationException("unwound");
+            return Deeper();
         }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int Deeper() { return 1 + Deepest(); }
+
+        // The exception unwinds three frames: Deepest, Deeper, Thrower.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int Deepest() { throw new InvalidOperationException("unwound"); }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         static int Catcher()

@@ -1,0 +1,465 @@
+//! The profiler library `corprof record` loads into the app: one profiler, its mode chosen by
+//! [`corprof_record::settings::MODE`].
+//!
+//! It takes its settings from the environment at launch, or from the attach's client data
+//! (`KEY=VALUE` pairs separated by `;`, which win over the environment), starts the mode's
+//! [`Recording`], and gives the recording's result to the file named by
+//! [`corprof_record::settings::OUT`]: at Shutdown, or for an attach after
+//! [`corprof_record::settings::DURATION_MS`], just before it asks the runtime to detach it. When
+//! it cannot start (a bad setting, a mode not built), it writes why to `<OUT>.error` and fails
+//! `Initialize`, so the runtime unloads it and the command can say what went wrong. After a
+//! detach it creates `<OUT>.detached`.
+
+pub mod alloc;
+pub mod calls;
+mod cpu;
+pub mod heap;
+mod modes;
+
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ObjectID, ThreadID};
+use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result, WStr};
+use corprof_record::settings;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The CLSID the command names in `CORECLR_PROFILER` (one text, in `corprof_record`).
+pub const CLSID: corprof::GUID = corprof::GUID::parse(corprof_record::CLSID);
+
+/// How long the runtime is told a detach will take before it first checks (milliseconds).
+const DETACH_EXPECTED_MS: u32 = 100;
+
+/// What to record, as the command asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub mode: Mode,
+    /// Where the result goes.
+    pub out: PathBuf,
+    /// cpu: milliseconds between samples.
+    pub interval_ms: u64,
+    pub clock: Clock,
+    /// attach: how long to record before detaching.
+    pub duration_ms: Option<u64>,
+    /// Every pair as given, for the modes' own settings (`ALLOC`, `FILTER`, `AT_MS`).
+    pub pairs: HashMap<String, String>,
+}
+
+/// The recording modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Cpu,
+    Alloc,
+    Heap,
+    Calls,
+}
+
+/// cpu: what one sample's value measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Every thread counts once per tick, running or not.
+    Wall,
+    /// Each thread counts by the CPU time it used since the last tick, in ticks.
+    Cpu,
+}
+
+impl Settings {
+    /// Reads the settings from `KEY=VALUE` pairs; the error says which setting is wrong.
+    pub fn from_pairs(pairs: HashMap<String, String>) -> std::result::Result<Settings, String> {
+        let get = |key: &str| pairs.get(key).map(String::as_str);
+        let number = |key: &str| -> std::result::Result<Option<u64>, String> {
+            get(key).map(|v| v.parse::<u64>().map_err(|_| format!("{key}={v:?} is not a number"))).transpose()
+        };
+        let mode = match get(settings::MODE) {
+            Some("cpu") | None => Mode::Cpu,
+            Some("alloc") => Mode::Alloc,
+            Some("heap") => Mode::Heap,
+            Some("calls") => Mode::Calls,
+            Some(other) => return Err(format!("{}={other:?} is not cpu, alloc, heap or calls", settings::MODE)),
+        };
+        let out = get(settings::OUT).map(PathBuf::from).ok_or_else(|| format!("{} is not set", settings::OUT))?;
+        let interval_ms = number(settings::INTERVAL_MS)?.unwrap_or(10);
+        if interval_ms == 0 {
+            return Err(format!("{}=0: the interval must be at least 1 ms", settings::INTERVAL_MS));
+        }
+        let clock = match get(settings::CLOCK) {
+            Some("wall") | None => Clock::Wall,
+            Some("cpu") => Clock::Cpu,
+            Some(other) => return Err(format!("{}={other:?} is not wall or cpu", settings::CLOCK)),
+        };
+        let duration_ms = number(settings::DURATION_MS)?;
+        Ok(Settings { mode, out, interval_ms, clock, duration_ms, pairs })
+    }
+}
+
+/// The `CORPROF_RECORD_*` variables of the environment.
+fn env_pairs() -> HashMap<String, String> {
+    std::env::vars().filter(|(k, _)| k.starts_with("CORPROF_RECORD_")).collect()
+}
+
+/// An attach's client data: `KEY=VALUE` pairs separated by `;` or newlines (blank ones skipped).
+pub fn parse_client_data(data: &[u8]) -> std::result::Result<Vec<(String, String)>, String> {
+    let text = std::str::from_utf8(data).map_err(|e| format!("the client data is not UTF-8: {e}"))?;
+    text.split([';', '\n'])
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) => Ok((key.trim().to_string(), value.trim().to_string())),
+            None => Err(format!("{pair:?} in the client data is not KEY=VALUE")),
+        })
+        .collect()
+}
+
+/// The managed threads' names, from ThreadNameChanged; a destroyed thread's entry goes, so the
+/// table holds at most the live threads.
+#[derive(Default)]
+pub struct ThreadNames(Mutex<HashMap<ThreadID, String>>);
+
+impl ThreadNames {
+    /// The name given to `thread`, if any.
+    pub fn get(&self, thread: ThreadID) -> Option<String> {
+        self.0.lock().ok()?.get(&thread).cloned()
+    }
+
+    fn set(&self, thread: ThreadID, name: Option<String>) {
+        if let Ok(mut names) = self.0.lock() {
+            match name {
+                Some(name) if !name.is_empty() => names.insert(thread, name),
+                _ => names.remove(&thread),
+            };
+        }
+    }
+}
+
+/// What a mode's `start` gets.
+pub struct Context<'a> {
+    pub info: &'a ProfilerInfo,
+    pub settings: &'a Settings,
+    pub threads: Arc<ThreadNames>,
+    /// Started by an attach (the event mask must then stay within what attach allows).
+    pub attached: bool,
+}
+
+/// A started mode: its recording and the events it needs (the library adds its own).
+pub struct Started {
+    pub recording: Box<dyn Recording>,
+    pub events: COR_PRF_MONITOR,
+    pub events_high: COR_PRF_HIGH_MONITOR,
+}
+
+/// A mode's recording. The library forwards to it the callbacks a mode may need (see the
+/// `CorProfilerCallback` impl below: allocations and the GC's); add a forwarding line there for
+/// any other.
+pub trait Recording: CorProfilerCallback + Send + Sync {
+    /// Stops recording (joins the mode's threads) and writes the result to `out`, completely
+    /// before the file appears under that name ([`write_atomically`]). Called at most once;
+    /// dropping a recording unfinished must stop its threads too.
+    fn finish(&self, out: &Path) -> std::io::Result<()>;
+
+    /// The calls mode, whose enter/leave hooks the library (the hooks' owner) forwards to it.
+    fn calls(&self) -> Option<&calls::CallsMode> {
+        None
+    }
+}
+
+/// Starts the mode the settings name.
+fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
+    match ctx.settings.mode {
+        Mode::Cpu => cpu::start(ctx),
+        Mode::Alloc => modes::alloc(ctx),
+        Mode::Heap => modes::heap(ctx),
+        Mode::Calls => modes::calls(ctx),
+    }
+}
+
+/// Writes `text` to `path` through a temporary sibling renamed into place, so a reader that sees
+/// the file sees all of it.
+pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, path)
+}
+
+/// The profiler.
+#[derive(Default)]
+pub struct Recorder {
+    threads: Arc<ThreadNames>,
+    /// The runtime's Info object, for the calls mode's hooks (set before they are installed).
+    info: OnceLock<ProfilerInfo>,
+    /// Shared with the detach thread, which writes the result when an attach's duration ends.
+    result: Arc<Result_>,
+    /// attach: the thread that detaches after the duration, and the sender whose drop wakes it
+    /// early (at Shutdown).
+    detacher: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
+}
+
+/// The recording and where its result goes.
+#[derive(Default)]
+struct Result_ {
+    out: OnceLock<PathBuf>,
+    recording: OnceLock<Box<dyn Recording>>,
+    /// Whether the result was written (at the end of an attach's duration, or at Shutdown).
+    finished: Mutex<bool>,
+}
+
+impl Result_ {
+    /// Writes the result once (later calls do nothing).
+    fn finish(&self) {
+        let Ok(mut finished) = self.finished.lock() else { return };
+        if *finished {
+            return;
+        }
+        *finished = true;
+        if let (Some(recording), Some(out)) = (self.recording.get(), self.out.get())
+            && let Err(e) = recording.finish(out)
+        {
+            eprintln!("corprof-record: cannot write {}: {e}", out.display());
+        }
+    }
+}
+
+impl Recorder {
+    /// Starts recording with `pairs`; on failure writes why to `<OUT>.error` and says it on
+    /// stderr.
+    fn start(&self, unknown: &IUnknown, pairs: HashMap<String, String>, attached: bool) -> Result<()> {
+        if let Some(out) = pairs.get(settings::OUT) {
+            let _ = self.result.out.set(PathBuf::from(out));
+        }
+        let settings = Settings::from_pairs(pairs).map_err(|why| self.refuse(&why))?;
+        let info = ProfilerInfo::from_unknown(unknown)?;
+        let ctx = Context { info: &info, settings: &settings, threads: Arc::clone(&self.threads), attached };
+        let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
+        let mut events = started.events | COR_PRF_MONITOR::THREADS;
+        if attached {
+            events &= COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH;
+        }
+        let masked = if started.events_high.0 == 0 {
+            info.set_event_mask(events)
+        } else {
+            info.set_event_mask2(events, started.events_high)
+        };
+        if let Err(e) = masked {
+            drop(started.recording); // stops it
+            return Err(self.refuse(&format!("the runtime refused the event mask: {}", e.describe())));
+        }
+        let _ = self.result.recording.set(started.recording);
+        let _ = self.info.set(info.clone());
+        if self.calls().is_some() {
+            // After the mask: install adds the hooks' bits to the mask it finds.
+            corprof::hooks::install(self, &info, corprof::HookMode::Fast)
+                .map_err(|e| self.refuse(&format!("the runtime refused the enter/leave hooks: {}", e.describe())))?;
+        }
+        if let (true, Some(ms)) = (attached, settings.duration_ms) {
+            self.detach_after(Duration::from_millis(ms), info);
+        }
+        Ok(())
+    }
+
+    fn calls(&self) -> Option<&calls::CallsMode> {
+        self.result.recording.get()?.calls()
+    }
+
+    /// Says why the profiler does not start, and gives the error Initialize returns.
+    fn refuse(&self, why: &str) -> HResult {
+        eprintln!("corprof-record: {why}");
+        if let Some(out) = self.result.out.get() {
+            let mut error = out.as_os_str().to_owned();
+            error.push(".error");
+            let _ = std::fs::write(error, format!("{why}\n"));
+        }
+        HResult::E_FAIL
+    }
+
+    /// attach: after `duration` (or at Shutdown, whichever comes first), writes the result and,
+    /// if the duration ran out, asks the runtime to detach this profiler.
+    fn detach_after(&self, duration: Duration, info: ProfilerInfo) {
+        let (wake, woken) = std::sync::mpsc::channel::<()>();
+        let result = Arc::clone(&self.result);
+        let thread = std::thread::spawn(move || {
+            let timed_out = matches!(woken.recv_timeout(duration), Err(RecvTimeoutError::Timeout));
+            if !timed_out {
+                return; // Shutdown came first and writes the result itself.
+            }
+            result.finish();
+            if let Err(e) = info.request_profiler_detach(DETACH_EXPECTED_MS) {
+                eprintln!("corprof-record: the runtime refused to detach the profiler: {}", e.describe());
+            }
+        });
+        if let Ok(mut detacher) = self.detacher.lock() {
+            *detacher = Some((wake, thread));
+        }
+    }
+
+    /// Wakes the detach thread (if it still waits) and joins it.
+    fn stop_detacher(&self) {
+        let taken = self.detacher.lock().ok().and_then(|mut d| d.take());
+        if let Some((wake, thread)) = taken {
+            drop(wake);
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl CorProfilerCallback for Recorder {
+    fn initialize(&self, unknown: &IUnknown) -> Result<()> {
+        self.start(unknown, env_pairs(), false)
+    }
+
+    fn initialize_for_attach(&self, unknown: &IUnknown, client_data: &[u8]) -> Result<()> {
+        let mut pairs = env_pairs();
+        match parse_client_data(client_data) {
+            Ok(given) => pairs.extend(given),
+            Err(why) => return Err(self.refuse(&why)),
+        }
+        self.start(unknown, pairs, true)
+    }
+
+    fn thread_name_changed(&self, thread_id: ThreadID, name: Option<WStr<'_>>) -> Result<()> {
+        self.threads.set(thread_id, name.map(|n| n.to_string_lossy()));
+        Ok(())
+    }
+
+    fn thread_destroyed(&self, thread_id: ThreadID) -> Result<()> {
+        self.threads.set(thread_id, None);
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        self.stop_detacher();
+        self.result.finish();
+        Ok(())
+    }
+
+    fn profiler_detach_succeeded(&self) -> Result<()> {
+        self.stop_detacher();
+        // Tells the command the detach is done (it waits for this after the recording).
+        if let Some(out) = self.result.out.get() {
+            let mut detached = out.as_os_str().to_owned();
+            detached.push(".detached");
+            let _ = std::fs::write(detached, b"");
+        }
+        Ok(())
+    }
+
+    // Forwarded to the mode's recording (see `Recording`).
+
+    fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.object_allocated(object_id, class_id))
+    }
+
+    fn garbage_collection_started(
+        &self,
+        generation_collected: &[corprof::types::BOOL],
+        reason: corprof::types::COR_PRF_GC_REASON,
+    ) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.garbage_collection_started(generation_collected, reason))
+    }
+
+    fn garbage_collection_finished(&self) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.garbage_collection_finished())
+    }
+
+    fn object_references(&self, object_id: ObjectID, class_id: ClassID, refs: &[ObjectID]) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.object_references(object_id, class_id, refs))
+    }
+
+    fn root_references2(
+        &self,
+        root_ref_ids: &[ObjectID],
+        root_kinds: &[corprof::types::COR_PRF_GC_ROOT_KIND],
+        root_flags: &[corprof::types::COR_PRF_GC_ROOT_FLAGS],
+        root_ids: &[corprof::types::UINT_PTR],
+    ) -> Result<()> {
+        self.result
+            .recording
+            .get()
+            .map_or(Ok(()), |r| r.root_references2(root_ref_ids, root_kinds, root_flags, root_ids))
+    }
+
+    fn exception_unwind_function_enter(&self, function_id: corprof::types::FunctionID) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.exception_unwind_function_enter(function_id))
+    }
+
+    fn exception_unwind_function_leave(&self) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.exception_unwind_function_leave())
+    }
+
+    fn exception_catcher_enter(&self, function_id: corprof::types::FunctionID, object_id: ObjectID) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.exception_catcher_enter(function_id, object_id))
+    }
+}
+
+/// The calls mode's hooks: the library owns them (they are installed on the exported type) and
+/// hands each call to the mode; the other modes install none.
+impl corprof::FunctionHooks for Recorder {
+    type Data = u32;
+
+    fn map_function(&self, function: corprof::types::FunctionID) -> Option<u32> {
+        let info = self.info.get()?;
+        self.calls()?.map_function(info, function)
+    }
+
+    fn enter(&self, function: u32, _frame: &corprof::hooks::HookFrame<'_>) {
+        if let Some(calls) = self.calls() {
+            calls.enter(function);
+        }
+    }
+
+    fn leave(&self, _function: u32, _frame: &corprof::hooks::HookFrame<'_>) {
+        if let Some(calls) = self.calls() {
+            calls.leave();
+        }
+    }
+
+    fn tailcall(&self, _function: u32, _frame: &corprof::hooks::HookFrame<'_>) {
+        if let Some(calls) = self.calls() {
+            calls.leave();
+        }
+    }
+}
+
+corprof::export_profiler!(Recorder, CLSID);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(v: &[(&str, &str)]) -> HashMap<String, String> {
+        v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn settings_have_defaults_and_refuse_bad_values() {
+        let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
+        assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
+        let s = Settings::from_pairs(pairs(&[
+            (settings::OUT, "/tmp/x"),
+            (settings::MODE, "heap"),
+            (settings::CLOCK, "cpu"),
+            (settings::INTERVAL_MS, "5"),
+            (settings::DURATION_MS, "2000"),
+        ]))
+        .unwrap();
+        assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Heap, 5, Clock::Cpu, Some(2000)));
+        assert!(Settings::from_pairs(pairs(&[])).unwrap_err().contains("CORPROF_RECORD_OUT is not set"));
+        let bad = |k, v| Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (k, v)])).unwrap_err();
+        assert!(bad(settings::MODE, "gpu").contains("not cpu, alloc, heap or calls"));
+        assert!(bad(settings::INTERVAL_MS, "ten").contains("is not a number"));
+        assert!(bad(settings::INTERVAL_MS, "0").contains("at least 1 ms"));
+        assert!(bad(settings::CLOCK, "sun").contains("not wall or cpu"));
+    }
+
+    #[test]
+    fn client_data_is_key_value_pairs() {
+        assert_eq!(
+            parse_client_data(b"A=1; B = /tmp/a b\n;").unwrap(),
+            vec![("A".to_string(), "1".to_string()), ("B".to_string(), "/tmp/a b".to_string())]
+        );
+        assert!(parse_client_data(b"oops").is_err());
+    }
+}

@@ -1,0 +1,174 @@
+//! The command line: what `corprof record` accepts ([`RecordArgs`]), and the one-line error
+//! every failure ends in ([`Error`]).
+
+pub mod output;
+pub mod record;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use output::Format;
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "corprof",
+    version,
+    about = "Run a .NET app under a ready CoreCLR profiler and write what it recorded"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// Parses the command line; a bad one is an [`Error`] of one line (help and version are
+    /// printed by clap as usual, and the process exits).
+    pub fn parse_or_error() -> Result<Cli, Error> {
+        Cli::try_parse().map_err(|e| {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                e.exit();
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                return Error::usage("give a command: corprof record [options] -- <dotnet> <app.dll> [args…]");
+            }
+            // clap's message is several lines: what is wrong (its first paragraph), then usage and
+            // a hint.
+            let text = e.render().to_string();
+            let what: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+            let what = what.join(" ");
+            Error::usage(format!("{} (see corprof record --help)", what.trim_start_matches("error: ")))
+        })
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Record an app: `corprof record [options] -- <dotnet> <app.dll> [args…]`, or attach to a
+    /// running one: `corprof record --pid N --duration S [options]`.
+    Record(RecordArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// What to record.
+    #[arg(long, value_enum, default_value_t = Mode::Cpu)]
+    pub mode: Mode,
+    /// cpu: milliseconds between samples.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub interval_ms: u64,
+    /// cpu: `wall` counts every thread at each sample, `cpu` weights each by the CPU time it used.
+    #[arg(long, value_enum, default_value_t = Clock::Wall)]
+    pub clock: Clock,
+    /// alloc: `sampled` (about one allocation per 100 KB, weighted so totals are unbiased) or
+    /// `exact` (every allocation).
+    #[arg(long, value_enum, default_value_t = Alloc::Sampled)]
+    pub alloc: Alloc,
+    /// calls: hook only methods whose `Namespace.Type::Method` name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// heap: take the snapshot this many milliseconds after the app starts (default: at its end).
+    #[arg(long, value_name = "MS")]
+    pub at_ms: Option<u64>,
+    /// The output format (heap: text or html).
+    #[arg(long, value_enum, default_value_t = Format::Folded)]
+    pub format: Format,
+    /// The output file (default `<mode>.<format's extension>`).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Attach to this running .NET process instead of starting an app.
+    #[arg(long, value_name = "PID", conflicts_with = "command", requires = "duration")]
+    pub pid: Option<u32>,
+    /// With --pid: seconds to record before detaching.
+    #[arg(long, value_name = "SECONDS", requires = "pid")]
+    pub duration: Option<f64>,
+    /// The runtime's `dotnet`, the app and its arguments (after `--`).
+    #[arg(last = true, value_name = "DOTNET APP.DLL ARGS")]
+    pub command: Vec<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Cpu,
+    Alloc,
+    Heap,
+    Calls,
+}
+
+impl Mode {
+    /// The name the profiler's `MODE` setting takes, and the default output's stem.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cpu => "cpu",
+            Mode::Alloc => "alloc",
+            Mode::Heap => "heap",
+            Mode::Calls => "calls",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alloc {
+    Sampled,
+    Exact,
+}
+
+impl Alloc {
+    pub fn name(self) -> &'static str {
+        match self {
+            Alloc::Sampled => "sampled",
+            Alloc::Exact => "exact",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    Wall,
+    Cpu,
+}
+
+impl Clock {
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Wall => "wall",
+            Clock::Cpu => "cpu",
+        }
+    }
+}
+
+/// A failure: its one line (without the `corprof: ` prefix) and the exit status.
+#[derive(Debug)]
+pub struct Error {
+    message: String,
+    status: i32,
+}
+
+impl Error {
+    /// A bad command line (status 2, as clap's).
+    pub fn usage(message: impl Into<String>) -> Error {
+        Error { message: message.into(), status: 2 }
+    }
+
+    /// Anything else (status 1).
+    pub fn failed(message: impl Into<String>) -> Error {
+        Error { message: message.into(), status: 1 }
+    }
+
+    /// With another exit status (the app's, when it failed too).
+    pub fn with_status(mut self, status: i32) -> Error {
+        self.status = status;
+        self
+    }
+
+    pub fn status(&self) -> i32 {
+        self.status
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One line, whatever the message held.
+        f.write_str(&self.message.replace('\n', " "))
+    }
+}

@@ -1,0 +1,75 @@
+//! The output side of the command: which formats each mode writes, and writing them — the
+//! profile modes through [`corprof_record::formats`], the heap snapshot as a table (`text`) or a
+//! treemap (`html`).
+
+use corprof_record::formats::{self, Options, pprof::Period};
+use corprof_record::heap;
+use corprof_record::profile::Profile;
+use std::io::Write;
+use std::path::Path;
+
+/// The formats the command line accepts.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Svg,
+    Html,
+    Speedscope,
+    Pprof,
+    Folded,
+    Text,
+}
+
+impl Format {
+    fn library(self) -> formats::Format {
+        match self {
+            Format::Svg => formats::Format::Svg,
+            Format::Html => formats::Format::Html,
+            Format::Speedscope => formats::Format::Speedscope,
+            Format::Pprof => formats::Format::Pprof,
+            Format::Folded => formats::Format::Folded,
+            Format::Text => formats::Format::Text,
+        }
+    }
+
+    /// The default output's extension.
+    pub fn extension(self) -> &'static str {
+        self.library().extension()
+    }
+
+    /// `Err` with the reason if `heap` (a snapshot, not stacks) cannot be written in this format
+    /// (checked before the app runs).
+    pub fn check_for(self, heap: bool) -> Result<(), String> {
+        match (heap, self) {
+            (true, Format::Text | Format::Html) | (false, _) => Ok(()),
+            (true, other) => Err(format!(
+                "the heap mode writes a table (--format text) or a treemap (--format html), not {}",
+                other.library().name()
+            )),
+        }
+    }
+}
+
+/// Writes `profile` to `path` in `format`; `period` is the cpu mode's sampling interval.
+pub fn write_profile(profile: &Profile, format: Format, period: Option<Period>, path: &Path) -> Result<(), String> {
+    let title = format!("corprof record ({})", profile.unit.name());
+    let options = Options { title: &title, top: 30, sample_period: period };
+    write_file(path, |out| formats::write_with(profile, format.library(), &options, out))
+}
+
+/// Reads the heap snapshot at `snapshot`, computes its dominators and writes the table or the
+/// treemap to `path`.
+pub fn write_heap(snapshot: &Path, format: Format, path: &Path) -> Result<(), String> {
+    let s =
+        heap::read(snapshot).map_err(|e| format!("the profiler wrote a heap snapshot that does not read back: {e}"))?;
+    let d = heap::Dominators::compute(&s);
+    write_file(path, |out| match format {
+        Format::Html => heap::write_treemap(&s, &d, out),
+        _ => heap::write_table(&s, &d, out, Some(50)),
+    })
+}
+
+fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out).and_then(|()| out.flush()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

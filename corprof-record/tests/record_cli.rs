@@ -1,0 +1,370 @@
+//! `corprof record` end to end, cpu mode, on real CoreCLR 8.0.4 and 3.1.23: the RecordCpu app
+//! (tests/apps/RecordCpu: threads "Heavy" and "Light" spending time 2:1 in `Work::Heavy` and
+//! `Work::Light`) recorded with the wall and the cpu clock, the app's exit status passed through,
+//! attach and detach on a running app, and the one-line errors.
+//!
+//! Needs the profiler library next to the command: `cargo build -p corprof-record-profiler`
+//! first (same profile), and the apps and runtimes of `bash scripts/setup`.
+
+use corprof_record::settings;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn dotnet(runtime: &str) -> PathBuf {
+    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
+    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+fn app_dll() -> PathBuf {
+    let path = root().join("tests/apps/RecordCpu/bin/RecordCpu.dll");
+    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+/// The command, with an environment cleaned of inherited runtime and profiler settings.
+fn corprof() -> Command {
+    let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
+    let lib = exe.with_file_name("libcorprof_record_profiler.so");
+    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
+    let mut cmd = Command::new(exe);
+    clean(&mut cmd);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn clean(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+}
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Waits for `child` (killing it after [`RUN_TIMEOUT`]) and collects its output.
+fn finish(mut child: Child) -> Output {
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = pipe(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = pipe(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+fn record(args: &[&str]) -> Output {
+    finish(corprof().args(args).spawn().expect("cannot start corprof"))
+}
+
+/// A per-test output path, removed first.
+fn out_path(test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("corprof-record-test-{}-{test}.folded", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The folded file's stacks and values.
+fn read_folded(path: &Path) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no output {}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let (stack, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not folded: {line:?}"));
+            (stack.to_string(), value.parse().unwrap_or_else(|_| panic!("not folded: {line:?}")))
+        })
+        .collect()
+}
+
+/// Samples whose stack holds `frame`, and whether they all have `root` as their root.
+fn samples_in(stacks: &BTreeMap<String, u64>, frame: &str, root: &str) -> (u64, bool) {
+    let mut total = 0;
+    let mut rooted = true;
+    for (stack, value) in stacks {
+        let frames: Vec<&str> = stack.split(';').collect();
+        if frames.contains(&frame) {
+            total += value;
+            rooted &= frames[0] == root;
+        }
+    }
+    (total, rooted)
+}
+
+/// What the Heavy:Light ratio is checked against.
+#[derive(Clone, Copy, Debug)]
+enum Truth {
+    /// 2:1, the app's wall-clock design.
+    Two,
+    /// The CPU time the app measured in each method (its threads' own CPU clocks), which the cpu
+    /// clock claims to measure; also each sample stands for one interval of it.
+    MeasuredCpu { interval_ms: u64 },
+}
+
+/// `cpu-ms Heavy <ms> Light <ms>` from the app's output.
+fn measured_cpu_ms(stdout: &str) -> (f64, f64) {
+    let line = stdout.lines().find(|l| l.starts_with("cpu-ms ")).unwrap_or_else(|| panic!("{stdout}"));
+    let words: Vec<&str> = line.split(' ').collect();
+    (words[2].parse().unwrap(), words[4].parse().unwrap())
+}
+
+/// Records RecordCpu (`app_args`) and checks Heavy:Light against `truth` within ±15%, each under
+/// its named thread.
+fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], truth: Truth) {
+    let out = out_path(test);
+    let (dotnet, dll) = (dotnet(runtime), app_dll());
+    let mut args = vec!["record", "-o", out.to_str().unwrap()];
+    args.extend(options);
+    args.extend(["--", dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
+    args.extend(app_args);
+    let run = record(&args);
+    assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(run.stdout.contains("RecordCpu done"), "{}", run.stdout);
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    let (heavy, heavy_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Heavy", "[thread Heavy]");
+    let (light, light_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Light", "[thread Light]");
+    let shown = || stacks.iter().map(|(s, v)| format!("{s} {v}\n")).collect::<String>();
+    assert!(heavy_rooted && light_rooted, "CoreCLR {runtime}: not under their named threads:\n{}", shown());
+    assert!(light > 0, "CoreCLR {runtime}: no sample in Work::Light:\n{}", shown());
+    let ratio = heavy as f64 / light as f64;
+    let expected = match truth {
+        Truth::Two => 2.0,
+        Truth::MeasuredCpu { interval_ms } => {
+            let (heavy_ms, light_ms) = measured_cpu_ms(&run.stdout);
+            let sampled_ms = (heavy + light) as f64 * interval_ms as f64;
+            let measured_ms = heavy_ms + light_ms;
+            assert!(
+                (sampled_ms / measured_ms - 1.0).abs() <= 0.25,
+                "CoreCLR {runtime}: the samples stand for {sampled_ms} ms of CPU, the app measured {measured_ms} ms"
+            );
+            heavy_ms / light_ms
+        }
+    };
+    assert!(
+        (ratio / expected - 1.0).abs() <= 0.15,
+        "CoreCLR {runtime} {options:?}: Heavy:Light = {heavy}:{light} = {ratio:.2}, not {expected:.2} ± 15% \
+         ({truth:?}):\n{}",
+        shown()
+    );
+}
+
+#[test]
+fn wall_clock_samples_follow_wall_time_8() {
+    check_ratio("8", "wall8", &["--interval-ms", "5"], &["0", "2000", "go", "time"], Truth::Two);
+}
+
+#[test]
+fn wall_clock_samples_follow_wall_time_3() {
+    check_ratio("3", "wall3", &["--interval-ms", "5"], &["0", "2000", "go", "time"], Truth::Two);
+}
+
+const CPU_OPTIONS: [&str; 4] = ["--clock", "cpu", "--interval-ms", "5"];
+const CPU_APP: [&str; 4] = ["0", "1500", "go", "work"];
+
+#[test]
+fn cpu_clock_samples_follow_cpu_time_8() {
+    check_ratio("8", "cpu8", &CPU_OPTIONS, &CPU_APP, Truth::MeasuredCpu { interval_ms: 5 });
+}
+
+#[test]
+fn cpu_clock_samples_follow_cpu_time_3() {
+    check_ratio("3", "cpu3", &CPU_OPTIONS, &CPU_APP, Truth::MeasuredCpu { interval_ms: 5 });
+}
+
+#[test]
+fn the_apps_exit_status_is_the_commands() {
+    for runtime in ["8", "3"] {
+        let out = out_path(&format!("exit{runtime}"));
+        let (dotnet, dll) = (dotnet(runtime), app_dll());
+        let run = record(&[
+            "record",
+            "--format",
+            "text",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            dotnet.to_str().unwrap(),
+            dll.to_str().unwrap(),
+            "3",
+            "200",
+        ]);
+        assert_eq!(run.code, Some(3), "CoreCLR {runtime}: {}", run.stderr);
+        let table = std::fs::read_to_string(&out).expect("the text output");
+        let _ = std::fs::remove_file(&out);
+        assert!(table.contains("RecordCpuApp.Work::Heavy"), "CoreCLR {runtime}:\n{table}");
+    }
+}
+
+/// The command's stderr is one line `corprof: …` holding `expected`, and its status non-zero.
+fn assert_one_line_error(run: &Output, expected: &str) {
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line: {:?}", run.stderr);
+    assert!(lines[0].starts_with("corprof: ") && lines[0].contains(expected), "{:?}", lines[0]);
+    assert!(matches!(run.code, Some(c) if c != 0), "status {:?}", run.code);
+}
+
+#[test]
+fn bad_command_lines_are_one_line_errors() {
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let (dotnet, dll) = (dotnet.to_str().unwrap(), dll.to_str().unwrap());
+    assert_one_line_error(&record(&["record", "--mode", "gpu", "--", dotnet, dll]), "'gpu'");
+    assert_one_line_error(&record(&["record", "--interval-ms", "0", "--", dotnet, dll]), "0");
+    assert_one_line_error(&record(&["record", "--bogus", "--", dotnet, dll]), "--bogus");
+    assert_one_line_error(&record(&["record"]), "give the app to run");
+    assert_one_line_error(&record(&["record", "--pid", "1"]), "--duration");
+    assert_one_line_error(
+        &record(&["record", "--mode", "heap", "--format", "svg", "--", dotnet, dll]),
+        "the heap mode writes a table (--format text) or a treemap (--format html), not svg",
+    );
+    assert_one_line_error(&record(&["record", "--", dotnet, "/nonexistent/App.dll"]), "no app /nonexistent/App.dll");
+    assert_one_line_error(&record(&["record", "--", "/nonexistent/dotnet", dll]), "cannot run /nonexistent/dotnet");
+    assert_one_line_error(&record(&["record", "--pid", "999999999", "--duration", "1"]), "cannot attach");
+}
+
+#[test]
+fn a_profiler_that_does_not_start_is_reported_and_the_app_runs() {
+    // A setting the command does not pass at launch reaches the profiler from the environment:
+    // one it cannot read makes it refuse Initialize, and the runtime unloads it.
+    let out = out_path("refused");
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let args = ["record", "-o", out.to_str().unwrap(), "--", dotnet.to_str().unwrap(), dll.to_str().unwrap()];
+    let run = finish(
+        corprof()
+            .args([&args[..], &["0", "100"]].concat())
+            .env(settings::DURATION_MS, "soon")
+            .spawn()
+            .expect("cannot start corprof"),
+    );
+    assert!(run.stdout.contains("RecordCpu done"), "the app did not run: {}", run.stdout);
+    // The app's stderr comes first (the library says why too); the command's line is the last.
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        "corprof: the profiler did not start: CORPROF_RECORD_DURATION_MS=\"soon\" is not a number; nothing was recorded"
+    );
+    assert_eq!(run.stderr.lines().filter(|l| l.starts_with("corprof: the profiler")).count(), 1);
+    assert_eq!(run.code, Some(1));
+    assert!(!out.exists());
+}
+
+#[test]
+fn the_other_modes_cannot_attach_and_say_why() {
+    // The runtime allows neither allocation events nor enter/leave hooks after attach; the
+    // command says so before touching a process (the pid need not exist).
+    for mode in ["alloc", "calls", "heap"] {
+        let run = record(&["record", "--mode", mode, "--pid", "999999999", "--duration", "1"]);
+        assert_one_line_error(&run, &format!("the {mode} mode records from the app's start only"));
+    }
+}
+
+#[test]
+fn attach_records_then_detaches_while_the_app_goes_on_8() {
+    attach_then_detach("8");
+}
+
+#[test]
+fn attach_records_then_detaches_while_the_app_goes_on_3() {
+    attach_then_detach("3");
+}
+
+fn attach_then_detach(runtime: &str) {
+    let mut app = Command::new(dotnet(runtime));
+    clean(&mut app);
+    let mut app = app
+        .arg(app_dll())
+        .args(["0", "5000", "wait", "time"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(app.stdout.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    let pid = ready.strip_prefix("ready ").unwrap_or_else(|| panic!("{ready:?}")).to_string();
+    let out = out_path(&format!("attach{runtime}"));
+    let command = corprof()
+        .args(["record", "--pid", &pid, "--duration", "2.5", "--interval-ms", "5", "-o", out.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    // Let the attach happen before the threads start (and name themselves), then start them.
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(app.stdin.as_mut().unwrap(), "go").unwrap();
+    let run = finish(command);
+    let app_still_running = app.try_wait().unwrap().is_none();
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let app_status = app.wait().unwrap();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
+    assert!(app_still_running, "the app ended before the detach");
+    assert_eq!((app_status.code(), rest.last().map(String::as_str)), (Some(0), Some("RecordCpu done")), "{rest:?}");
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    let (heavy, heavy_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Heavy", "[thread Heavy]");
+    let (light, light_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Light", "[thread Light]");
+    assert!(heavy > 0 && light > 0 && heavy_rooted && light_rooted, "{stacks:#?}");
+}
+
+/// Every mode through the command, each format it writes, on RecordCpu (its Heavy thread shows
+/// in every picture; its threads allocate strings as they print).
+#[test]
+fn every_mode_writes_every_format_through_the_command_8() {
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let (dotnet, dll) = (dotnet.to_str().unwrap(), dll.to_str().unwrap());
+    let run_mode = |name: &str, options: &[&str], format: &str| -> Vec<u8> {
+        let out = out_path(&format!("every-{name}.{format}"));
+        let o = out.to_str().unwrap();
+        let args = [&["record"][..], options, &["--format", format, "-o", o, "--", dotnet, dll, "0", "300"]].concat();
+        let run = record(&args);
+        assert_eq!(run.code, Some(0), "{name} {format}: {}", run.stderr);
+        let bytes = std::fs::read(&out).unwrap_or_else(|e| panic!("{name} {format}: no output: {e}"));
+        let _ = std::fs::remove_file(&out);
+        bytes
+    };
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8 output");
+    for format in ["svg", "html", "speedscope", "folded", "text"] {
+        let out = text(run_mode("cpu", &["--mode", "cpu"], format));
+        assert!(out.contains("RecordCpuApp.Work::Heavy"), "cpu {format}:\n{out}");
+    }
+    let pprof = run_mode("cpu", &["--mode", "cpu"], "pprof");
+    assert_eq!(pprof.get(..2), Some(&[0x1f, 0x8b][..]), "pprof is gzipped");
+    let alloc = text(run_mode("alloc", &["--mode", "alloc", "--alloc", "exact"], "folded"));
+    assert!(alloc.lines().any(|l| l.contains(";[alloc System.String]")), "alloc:\n{alloc}");
+    let calls = text(run_mode("calls", &["--mode", "calls", "--filter", "RecordCpuApp.Work::"], "folded"));
+    assert!(calls.lines().any(|l| l.starts_with("RecordCpuApp.Work::Heavy ")), "calls:\n{calls}");
+    assert!(calls.lines().all(|l| l.contains("RecordCpuApp.Work::")), "the filter let through:\n{calls}");
+    let table = text(run_mode("heap", &["--mode", "heap"], "text"));
+    assert!(table.contains("System.String"), "heap table:\n{table}");
+    let treemap = text(run_mode("heap", &["--mode", "heap"], "html"));
+    assert!(treemap.contains("<html") && treemap.contains("System."), "heap treemap:\n{treemap}");
+}
