@@ -143,7 +143,7 @@ fn measured_cpu_ms(stdout: &str) -> (f64, f64) {
 fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], truth: Truth) {
     let out = out_path(test);
     let (dotnet, dll) = (dotnet(runtime), app_dll());
-    let mut args = vec!["record", "-o", out.to_str().unwrap()];
+    let mut args = vec!["record", "--format", "folded", "-o", out.to_str().unwrap()];
     args.extend(options);
     args.extend(["--", dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
     args.extend(app_args);
@@ -314,7 +314,19 @@ fn attach_then_detach(runtime: &str) {
     let pid = ready.strip_prefix("ready ").unwrap_or_else(|| panic!("{ready:?}")).to_string();
     let out = out_path(&format!("attach{runtime}"));
     let command = corprof()
-        .args(["record", "--pid", &pid, "--duration", "2.5", "--interval-ms", "5", "-o", out.to_str().unwrap()])
+        .args([
+            "record",
+            "--pid",
+            &pid,
+            "--duration",
+            "2.5",
+            "--interval-ms",
+            "5",
+            "--format",
+            "folded",
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .spawn()
         .unwrap();
     // Let the attach happen before the threads start (and name themselves), then start them.

@@ -70,9 +70,10 @@ pub struct RecordArgs {
     /// heap: take the snapshot this many milliseconds after the app starts (default: at its end).
     #[arg(long, value_name = "MS")]
     pub at_ms: Option<u64>,
-    /// The output format (heap: text or html).
-    #[arg(long, value_enum, default_value_t = Format::Folded)]
-    pub format: Format,
+    /// The output format: a flame graph (svg, the default) or another; heap: a treemap (html, the
+    /// default) or a table (text).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// The output file (default `<mode>.<format's extension>`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -85,6 +86,13 @@ pub struct RecordArgs {
     /// The runtime's `dotnet`, the app and its arguments (after `--`).
     #[arg(last = true, value_name = "DOTNET APP.DLL ARGS")]
     pub command: Vec<String>,
+}
+
+impl RecordArgs {
+    /// The format asked for, or the mode's default.
+    pub fn format(&self) -> Format {
+        self.format.unwrap_or(if self.mode == Mode::Heap { Format::Html } else { Format::Svg })
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

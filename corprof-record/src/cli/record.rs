@@ -33,11 +33,11 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
             args.mode.name()
         )));
     }
-    args.format.check_for(heap).map_err(Error::usage)?;
+    args.format().check_for(heap).map_err(Error::usage)?;
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.{}", args.mode.name(), args.format.extension())));
+        .unwrap_or_else(|| PathBuf::from(format!("{}.{}", args.mode.name(), args.format().extension())));
     let lib = profiler_library()?;
     let temp = TempOut::new();
     let mut settings = vec![
@@ -61,11 +61,11 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
         Recorded::Profile(profile) => {
             let period = (args.mode == Mode::Cpu)
                 .then(|| Period { clock: args.clock.name(), nanoseconds: args.interval_ms.saturating_mul(1_000_000) });
-            write_profile(&profile, args.format, period, &output).map_err(Error::failed)?;
+            write_profile(&profile, args.format(), period, &output).map_err(Error::failed)?;
             eprintln!("corprof: wrote {} ({} {})", output.display(), profile.total(), profile.unit.name());
         }
         Recorded::Heap => {
-            write_heap(&temp.0, args.format, &output).map_err(Error::failed)?;
+            write_heap(&temp.0, args.format(), &output).map_err(Error::failed)?;
             eprintln!("corprof: wrote {} (heap snapshot)", output.display());
         }
     }
