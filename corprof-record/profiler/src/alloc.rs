@@ -19,8 +19,8 @@
 //! `AllocMode::new(Sampling::from_setting(ALLOC)?)`; forward `ObjectAllocated` to
 //! [`AllocMode::object_allocated`]; at Shutdown write [`AllocMode::profile`].
 
-use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ObjectID};
-use corprof::{FrameContext, HResult, MetaDataImport, ProfilerInfo, Result};
+use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID, ObjectID};
+use corprof::{FrameContext, ProfilerInfo, Result};
 use corprof_record::profile::{Profile, Unit};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -247,12 +247,9 @@ fn next_random() -> u64 {
 
 /// `Namespace.Type::Method` (nested types `Outer+Inner`) of a managed function.
 pub fn function_short_name(info: &ProfilerInfo, function: FunctionID) -> Result<String> {
-    let f = info.get_function_info(function)?;
-    let import = info.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
-    let method = import.get_method_props(f.token)?;
-    let class =
-        corprof::sig::type_path(&import, corprof::sig::Token(method.class)).ok_or(HResult::CLDB_E_RECORD_NOTFOUND)?;
-    Ok(format!("{class}::{}", method.name))
+    // One name at a time (each function is named once per recording, then kept by the caller).
+    let names = corprof::names::FunctionNames::with_capacity(info.clone(), 1);
+    Ok(names.get(function)?.short.to_string())
 }
 
 #[cfg(test)]

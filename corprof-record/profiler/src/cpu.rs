@@ -8,9 +8,11 @@
 //! counts by the CPU time it used since the last tick (its per-thread CPU clock), in whole ticks,
 //! the remainder carried to the next tick so nothing is lost to rounding.
 
-use crate::{Clock, Context, Recording, Started, ThreadNames, write_atomically};
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, CorOpenFlags, FunctionID};
-use corprof::{CorProfilerCallback, FrameContext, MetaDataImport, ProfilerInfo};
+use crate::{Clock, Context, Recording, Started, write_atomically};
+use corprof::names::FunctionNames;
+use corprof::threads::ThreadNames;
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};
+use corprof::{CorProfilerCallback, FrameContext, ProfilerInfo};
 use corprof_record::profile::{Profile, Unit};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -170,14 +172,14 @@ impl Sampler {
             let os_id = suspension.os_thread_id(thread).unwrap_or(0);
             let frames = result.is_ok().then_some(frames);
             let cpu_ns = if self.clock == Clock::Cpu { thread_cpu_ns(os_id) } else { None };
-            walked.push(Walked { os_id, name: self.threads.get(thread.id()), frames, cpu_ns });
+            walked.push(Walked { os_id, name: self.threads.name(thread.id()).map(|n| n.to_string()), frames, cpu_ns });
         }
         Some(walked)
         // the runtime resumes here, as the suspension drops
     }
 
     /// `[thread <name>]` then the frames, outermost first.
-    fn stack(&self, thread: &Walked, frames: &[Option<FunctionID>], names: &mut Names<'_>) -> Vec<String> {
+    fn stack(&self, thread: &Walked, frames: &[Option<FunctionID>], names: &mut Names) -> Vec<String> {
         let root = match &thread.name {
             Some(name) => format!("[thread {name}]"),
             None => format!("[thread {}]", thread.os_id),
@@ -197,40 +199,19 @@ fn push_frame(frames: &mut Vec<Option<FunctionID>>, function: Option<FunctionID>
     }
 }
 
-/// `Namespace.Type::Method` names of functions, cached.
-struct Names<'a> {
-    info: &'a ProfilerInfo,
-    cache: HashMap<FunctionID, String>,
-}
+/// `Namespace.Type::Method` names of functions, through corprof's cached [`FunctionNames`].
+struct Names(FunctionNames);
 
-impl<'a> Names<'a> {
-    fn new(info: &'a ProfilerInfo) -> Self {
-        Names { info, cache: HashMap::new() }
+impl Names {
+    fn new(info: &ProfilerInfo) -> Self {
+        Names(FunctionNames::with_capacity(info.clone(), MAX_CACHED_NAMES))
     }
 
     fn name(&mut self, function: FunctionID) -> String {
-        if let Some(name) = self.cache.get(&function) {
-            return name.clone();
+        match self.0.get(function) {
+            Ok(name) => name.short.to_string(),
+            Err(e) => format!("[unknown function: {}]", e.describe()),
         }
-        let name = self.lookup(function).unwrap_or_else(|e| format!("[unknown function: {}]", e.describe()));
-        if self.cache.len() >= MAX_CACHED_NAMES {
-            self.cache.clear();
-        }
-        self.cache.insert(function, name.clone());
-        name
-    }
-
-    /// The class as the runtime names it (type arguments written out) when it gives one, else
-    /// the method's type definition; then `::` and the method's name.
-    fn lookup(&self, function: FunctionID) -> corprof::Result<String> {
-        let f = self.info.get_function_info(function)?;
-        let import = self.info.get_module_metadata::<MetaDataImport>(f.module_id, CorOpenFlags::ofRead)?;
-        let method = import.get_method_props(f.token)?;
-        let class = match corprof::sig::class_name(self.info, f.class_id) {
-            Ok(name) if !f.class_id.is_null() => name,
-            _ => import.get_type_def_props(method.class)?.name,
-        };
-        Ok(format!("{class}::{}", method.name))
     }
 }
 

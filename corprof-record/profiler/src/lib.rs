@@ -16,6 +16,7 @@ mod cpu;
 pub mod heap;
 mod modes;
 
+use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ObjectID, ThreadID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result, WStr};
 use corprof_record::settings;
@@ -110,27 +111,6 @@ pub fn parse_client_data(data: &[u8]) -> std::result::Result<Vec<(String, String
             None => Err(format!("{pair:?} in the client data is not KEY=VALUE")),
         })
         .collect()
-}
-
-/// The managed threads' names, from ThreadNameChanged; a destroyed thread's entry goes, so the
-/// table holds at most the live threads.
-#[derive(Default)]
-pub struct ThreadNames(Mutex<HashMap<ThreadID, String>>);
-
-impl ThreadNames {
-    /// The name given to `thread`, if any.
-    pub fn get(&self, thread: ThreadID) -> Option<String> {
-        self.0.lock().ok()?.get(&thread).cloned()
-    }
-
-    fn set(&self, thread: ThreadID, name: Option<String>) {
-        if let Ok(mut names) = self.0.lock() {
-            match name {
-                Some(name) if !name.is_empty() => names.insert(thread, name),
-                _ => names.remove(&thread),
-            };
-        }
-    }
 }
 
 /// What a mode's `start` gets.
@@ -320,12 +300,17 @@ impl CorProfilerCallback for Recorder {
     }
 
     fn thread_name_changed(&self, thread_id: ThreadID, name: Option<WStr<'_>>) -> Result<()> {
-        self.threads.set(thread_id, name.map(|n| n.to_string_lossy()));
+        self.threads.name_changed(thread_id, name);
+        Ok(())
+    }
+
+    fn thread_created(&self, thread_id: ThreadID) -> Result<()> {
+        self.threads.created(thread_id);
         Ok(())
     }
 
     fn thread_destroyed(&self, thread_id: ThreadID) -> Result<()> {
-        self.threads.set(thread_id, None);
+        self.threads.destroyed(thread_id);
         Ok(())
     }
 

@@ -5,7 +5,7 @@ pub mod output;
 pub mod record;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use output::Format;
+use corprof_record::formats::Format;
 use std::fmt;
 use std::path::PathBuf;
 

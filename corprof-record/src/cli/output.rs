@@ -2,50 +2,20 @@
 //! profile modes through [`corprof_record::formats`], the heap snapshot as a table (`text`) or a
 //! treemap (`html`).
 
-use corprof_record::formats::{self, Options, pprof::Period};
+use corprof_record::formats::{self, Format, Options, pprof::Period};
 use corprof_record::heap;
 use corprof_record::profile::Profile;
 use std::io::Write;
 use std::path::Path;
 
-/// The formats the command line accepts.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Svg,
-    Html,
-    Speedscope,
-    Pprof,
-    Folded,
-    Text,
-}
-
-impl Format {
-    fn library(self) -> formats::Format {
-        match self {
-            Format::Svg => formats::Format::Svg,
-            Format::Html => formats::Format::Html,
-            Format::Speedscope => formats::Format::Speedscope,
-            Format::Pprof => formats::Format::Pprof,
-            Format::Folded => formats::Format::Folded,
-            Format::Text => formats::Format::Text,
-        }
-    }
-
-    /// The default output's extension.
-    pub fn extension(self) -> &'static str {
-        self.library().extension()
-    }
-
-    /// `Err` with the reason if `heap` (a snapshot, not stacks) cannot be written in this format
-    /// (checked before the app runs).
-    pub fn check_for(self, heap: bool) -> Result<(), String> {
-        match (heap, self) {
-            (true, Format::Text | Format::Html) | (false, _) => Ok(()),
-            (true, other) => Err(format!(
-                "the heap mode writes a table (--format text) or a treemap (--format html), not {}",
-                other.library().name()
-            )),
-        }
+/// Which formats the heap mode writes: it has a snapshot, not stacks.
+pub fn check_for_heap(format: Format) -> Result<(), String> {
+    match format {
+        Format::Text | Format::Html => Ok(()),
+        other => Err(format!(
+            "the heap mode writes a table (--format text) or a treemap (--format html), not {}",
+            other.name()
+        )),
     }
 }
 
@@ -53,7 +23,7 @@ impl Format {
 pub fn write_profile(profile: &Profile, format: Format, period: Option<Period>, path: &Path) -> Result<(), String> {
     let title = format!("corprof record ({})", profile.unit.name());
     let options = Options { title: &title, top: 30, sample_period: period };
-    write_file(path, |out| formats::write_with(profile, format.library(), &options, out))
+    write_file(path, |out| formats::write_with(profile, format, &options, out))
 }
 
 /// Reads the heap snapshot at `snapshot`, computes its dominators and writes the table or the

@@ -4,7 +4,7 @@
 //! The profiler writes its recording (a [`Profile`] in its text form) to a temporary file named by
 //! the `OUT` setting, or, when it cannot start, the reason to `<OUT>.error`.
 
-use super::output::{write_heap, write_profile};
+use super::output::{check_for_heap, write_heap, write_profile};
 use super::{Error, Mode, RecordArgs};
 use corprof_record::formats::pprof::Period;
 use corprof_record::profile::Profile;
@@ -33,7 +33,9 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
             args.mode.name()
         )));
     }
-    args.format().check_for(heap).map_err(Error::usage)?;
+    if heap {
+        check_for_heap(args.format()).map_err(Error::usage)?;
+    }
     let output = args
         .output
         .clone()

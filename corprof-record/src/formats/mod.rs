@@ -19,7 +19,7 @@ use crate::profile::{Profile, Unit};
 pub use text::DEFAULT_TOP;
 
 /// An output format, as named on the command line (`--format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Svg,
     Html,
