@@ -195,6 +195,102 @@ mod tests {
         ApiParam { ir, spec, spec_loc: None }
     }
 
+    fn spec(dir: Direction, f: fn(&mut ParamSpec)) -> Option<ParamSpec> {
+        let mut s = ParamSpec::direction(dir);
+        f(&mut s);
+        Some(s)
+    }
+
+    fn callback(ret: CType, params: Vec<ApiParam>) -> ApiMethod {
+        ApiMethod {
+            ir: Method { name: "M".into(), ret, params: vec![], loc: Loc::default() },
+            params,
+            s_false: None,
+            wrapper: Default::default(),
+            suspends: false,
+        }
+    }
+
+    #[test]
+    fn every_c_builtin_has_its_own_rust_spelling() {
+        let spelled = |c: &str| rust_type(&CType::Builtin(c.into()));
+        for (c, rust) in [
+            ("unsigned int", "::core::ffi::c_uint"),
+            ("long", "::core::ffi::c_long"),
+            ("unsigned long", "::core::ffi::c_ulong"),
+            ("long long", "::core::ffi::c_longlong"),
+            ("unsigned long long", "::core::ffi::c_ulonglong"),
+            ("short", "::core::ffi::c_short"),
+            ("unsigned short", "::core::ffi::c_ushort"),
+            ("char", "::core::ffi::c_char"),
+            ("signed char", "::core::ffi::c_schar"),
+            ("unsigned char", "::core::ffi::c_uchar"),
+            ("char16_t", "u16"),
+            ("float", "f32"),
+            ("double", "f64"),
+            ("bool", "bool"),
+        ] {
+            assert_eq!(spelled(c), rust, "C `{c}`");
+        }
+    }
+
+    /// The shapes `each_annotation_becomes_one_kind` leaves out: each one's guard in
+    /// `value_kind`/`pointer_kind` decides it, and a neighbour's kind would be wrong.
+    #[test]
+    fn values_interfaces_and_outs_get_their_own_kinds() {
+        let iface = |n: &str| CType::Interface(n.into());
+        let m = callback(
+            named("HRESULT"),
+            vec![
+                param("fSafe", named("BOOL"), None),
+                param("dwEvents", named("DWORD"), spec(Direction::In, |s| s.flags = Some("COR_PRF_MONITOR".into()))),
+                param("cItems", named("ULONG"), spec(Direction::In, |_| {})),
+                param("pInfo", ptr(iface("IInfo"), false), spec(Direction::In, |_| {})),
+                param("pGuid", ptr(named("GUID"), true), spec(Direction::In, |_| {})),
+                param("pOut", ptr(iface("IInfo"), false), spec(Direction::Out, |_| {})),
+                param("pRef", ptr(iface("IInfo"), false), spec(Direction::Ref, |_| {})),
+                param("pValue", ptr(named("ULONG"), false), spec(Direction::Out, |_| {})),
+                param("pState", ptr(named("ULONG"), false), spec(Direction::Ref, |_| {})),
+            ],
+        );
+        let (kinds, _) = classify_method("I", &m).unwrap();
+        assert_eq!(
+            kinds,
+            vec![
+                ParamKind::Bool,
+                ParamKind::Flags { ty: "COR_PRF_MONITOR".into() },
+                ParamKind::Value { ty: "ULONG".into() },
+                ParamKind::InInterface { ty: "IInfo".into(), optional: false },
+                ParamKind::InRef { ty: "GUID".into(), optional: false },
+                ParamKind::Opaque { ty: "*mut IInfo".into() },
+                ParamKind::Opaque { ty: "*mut IInfo".into() },
+                ParamKind::Out { ty: "ULONG".into() },
+                ParamKind::Ref { ty: "ULONG".into(), optional: false },
+            ]
+        );
+    }
+
+    #[test]
+    fn callbacks_refuse_what_a_thunk_cannot_convert() {
+        let refused = |ret: CType, p: ApiParam| match classify_method("I", &callback(ret, vec![p])) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let e =
+            refused(named("HRESULT"), param("pIds", ulong_ptr(), spec(Direction::Out, |s| s.len = Some("c".into()))));
+        assert!(e.contains("`pIds` of I::M: an array written by the profiler is not supported"), "{e}");
+        let e = refused(
+            named("HRESULT"),
+            param("wsz", ptr(named("WCHAR"), false), spec(Direction::Ref, |s| s.string = true)),
+        );
+        assert!(e.contains("`wsz` of I::M: an array written by the profiler"), "{e}");
+        let e = refused(named("HRESULT"), param("p", ulong_ptr(), spec(Direction::In, |s| s.flags = Some("F".into()))));
+        assert!(e.contains("`p` of I::M: `flags` on a pointer is not supported"), "{e}");
+        let e = refused(named("ULONG"), param("n", named("ULONG"), None));
+        assert!(e.contains("I::M returns `ULONG`; callbacks must return HRESULT"), "{e}");
+    }
+
     #[test]
     fn c_types_map_to_rust_spellings() {
         assert_eq!(rust_type(&ptr(named("GUID"), true)), "*const GUID");
