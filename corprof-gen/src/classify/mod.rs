@@ -201,7 +201,8 @@ mod tests {
         Some(s)
     }
 
-    fn callback(ret: CType, params: Vec<ApiParam>) -> ApiMethod {
+    /// A method `M` of these parameters (a callback or one the profiler calls).
+    fn method(ret: CType, params: Vec<ApiParam>) -> ApiMethod {
         ApiMethod {
             ir: Method { name: "M".into(), ret, params: vec![], loc: Loc::default() },
             params,
@@ -239,7 +240,7 @@ mod tests {
     #[test]
     fn values_interfaces_and_outs_get_their_own_kinds() {
         let iface = |n: &str| CType::Interface(n.into());
-        let m = callback(
+        let m = method(
             named("HRESULT"),
             vec![
                 param("fSafe", named("BOOL"), None),
@@ -272,7 +273,7 @@ mod tests {
 
     #[test]
     fn callbacks_refuse_what_a_thunk_cannot_convert() {
-        let refused = |ret: CType, p: ApiParam| match classify_method("I", &callback(ret, vec![p])) {
+        let refused = |ret: CType, p: ApiParam| match classify_method("I", &method(ret, vec![p])) {
             Ok(kinds) => panic!("accepted as {kinds:?}"),
             Err(e) => e.to_string(),
         };
@@ -289,6 +290,154 @@ mod tests {
         assert!(e.contains("`p` of I::M: `flags` on a pointer is not supported"), "{e}");
         let e = refused(named("ULONG"), param("n", named("ULONG"), None));
         assert!(e.contains("I::M returns `ULONG`; callbacks must return HRESULT"), "{e}");
+    }
+
+    /// Every parameter shape of a method the profiler calls, one per guard of `classify_call` and
+    /// `call::pointer_kind`.
+    #[test]
+    fn every_call_shape_has_its_kind() {
+        use call::{CallKind, CallReturn, classify_call};
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let void_ptr = || ptr(CType::Void, false);
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("hrStatus", named("HRESULT"), None),
+                param("fEnable", named("BOOL"), None),
+                param("ulValue", named("ULONG"), None),
+                param("pRaw", ulong_ptr(), None),
+                param("dwEvents", named("DWORD"), spec(Direction::In, |s| s.flags = Some("F".into()))),
+                param("cbExtra", named("ULONG"), spec(Direction::In, |_| {})),
+                param("pRawIn", ulong_ptr(), spec(Direction::In, |s| s.raw = true)),
+                param("wszName", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.optional = true)),
+                param("wszText", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.string = true)),
+                param("pvData", void_ptr(), spec(Direction::In, |s| s.len = Some("cbData".into()))),
+                param("cbData", named("ULONG"), None),
+                param("pvAny", void_ptr(), spec(Direction::In, |_| {})),
+                param("ppIn", ptr(ulong_ptr(), false), spec(Direction::In, |_| {})),
+                param("ids", ptr(named("FunctionID"), true), spec(Direction::In, |s| s.len = Some("cIds".into()))),
+                param("cIds", named("ULONG"), None),
+                param("riid", named("REFIID"), None),
+                param("ppv", ptr(void_ptr(), false), spec(Direction::Out, |s| s.iid = Some("riid".into()))),
+                param(
+                    "ppUnk",
+                    ptr(ptr(CType::Interface("IUnknown".into()), false), false),
+                    spec(Direction::Out, |_| {}),
+                ),
+                param("ppData", ptr(ulong_ptr(), false), spec(Direction::Out, |_| {})),
+                param("pdwFlags", ptr(named("DWORD"), false), spec(Direction::Out, |s| s.flags = Some("F".into()))),
+                param("pfDone", ptr(named("BOOL"), false), spec(Direction::Out, |_| {})),
+                param("pValue", ulong_ptr(), spec(Direction::Out, |_| {})),
+                param("pState", ulong_ptr(), spec(Direction::Ref, |_| {})),
+                param("pvState", void_ptr(), spec(Direction::Ref, |_| {})),
+            ],
+        );
+        let (kinds, ret) = classify_call(&api, "I", &m).unwrap();
+        assert_eq!(ret, CallReturn::HResult);
+        assert_eq!(
+            kinds,
+            vec![
+                CallKind::HResult,
+                CallKind::Bool,
+                CallKind::Value { ty: "ULONG".into() },
+                CallKind::Raw { ty: "*mut ULONG".into() },
+                CallKind::Flags { ty: "F".into() },
+                CallKind::Value { ty: "ULONG".into() },
+                CallKind::Raw { ty: "*mut ULONG".into() },
+                CallKind::InRef { ty: "WCHAR".into(), optional: true },
+                CallKind::InStr { len: None, optional: false },
+                CallKind::InSlice { ty: "u8".into(), len: "cbData".into(), optional: false },
+                CallKind::Consumed,
+                CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
+                CallKind::Raw { ty: "*mut *mut ULONG".into() },
+                CallKind::InSlice { ty: "FunctionID".into(), len: "cIds".into(), optional: false },
+                CallKind::Consumed,
+                CallKind::Consumed,
+                CallKind::OutIid { iid: "riid".into() },
+                CallKind::OutInterface { iface: "IUnknown".into(), wrapper: None },
+                CallKind::Out { ty: "*mut ULONG".into() },
+                CallKind::OutFlags { ty: "F".into(), raw: "DWORD".into() },
+                CallKind::OutBool,
+                CallKind::Out { ty: "ULONG".into() },
+                CallKind::Ref { ty: "ULONG".into(), optional: false },
+                CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
+            ]
+        );
+        let outputs: Vec<bool> = kinds.iter().map(CallKind::is_output).collect();
+        let mut expected = vec![false; kinds.len()];
+        expected[16..22].fill(true);
+        assert_eq!(outputs, expected, "is_output of {kinds:?}");
+        let buffers = [
+            CallKind::OutString { cap: "c".into(), len: "pc".into() },
+            CallKind::OutArray { ty: "T".into(), cap: "c".into(), len: "pc".into() },
+        ];
+        assert!(buffers.iter().all(CallKind::is_output));
+    }
+
+    #[test]
+    fn calls_return_what_the_header_and_s_false_say() {
+        use call::{CallReturn, classify_call};
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let ret = |ret: CType, s_false: Option<&str>| {
+            let mut m = method(ret, vec![]);
+            m.s_false = s_false.map(String::from);
+            classify_call(&api, "I", &m).unwrap().1
+        };
+        assert_eq!(ret(named("HRESULT"), None), CallReturn::HResult);
+        assert_eq!(ret(named("HRESULT"), Some("no")), CallReturn::HResultOrFalse { meaning: "no".into() });
+        assert_eq!(ret(CType::Void, None), CallReturn::Void);
+        assert_eq!(ret(named("ULONG"), None), CallReturn::Value { ty: "ULONG".into() });
+    }
+
+    #[test]
+    fn calls_refuse_shapes_a_wrapper_cannot_take() {
+        use call::classify_call;
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let refused = |ret: CType, params: Vec<ApiParam>| match classify_call(&api, "I", &method(ret, params)) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let hr = || named("HRESULT");
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let out_array = |name: &str| {
+            param(name, ulong_ptr(), spec(Direction::Out, |s| (s.cap, s.len) = (Some("c".into()), Some("pc".into()))))
+        };
+        let corenum = || param("phEnum", ptr(named("HCORENUM"), false), spec(Direction::Ref, |s| s.corenum = true));
+
+        let e = refused(hr(), vec![param("pv", ptr(CType::Void, false), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("`pv` of I::M: `void *` outs need `iid` or `raw: true`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Out, |s| s.cap = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: an out buffer needs both `cap`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Out, |s| s.len = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: an out buffer needs both `cap`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Ref, |s| s.len = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: in-out arrays are not supported"), "{e}");
+        let e = refused(hr(), vec![param("p", ptr(named("WCHAR"), false), spec(Direction::Ref, |s| s.string = true))]);
+        assert!(e.contains("`p` of I::M: in-out arrays are not supported"), "{e}");
+        let e = refused(named("ULONG"), vec![param("p", ulong_ptr(), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("I::M has outputs but does not return HRESULT"), "{e}");
+        let e = refused(CType::Void, vec![param("p", ptr(named("BOOL"), false), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("I::M has outputs but does not return HRESULT"), "{e}");
+        let e = refused(hr(), vec![corenum()]);
+        assert!(e.contains("I::M: a `corenum` method needs exactly one out array"), "{e}");
+        let e = refused(hr(), vec![corenum(), out_array("rA"), out_array("rB")]);
+        assert!(e.contains("I::M: a `corenum` method needs exactly one out array"), "{e}");
+
+        // What stays accepted next to the refusals: one out array beside the handle, and a
+        // value-returning method without outputs.
+        assert!(classify_call(&api, "I", &method(hr(), vec![corenum(), out_array("rA")])).is_ok());
+        let counted = method(named("ULONG"), vec![param("p", ulong_ptr(), spec(Direction::In, |_| {}))]);
+        assert!(classify_call(&api, "I", &counted).is_ok());
+    }
+
+    #[test]
+    fn only_info_and_metadata_families_are_free_threaded() {
+        use call::is_free_threaded;
+        assert!(is_free_threaded("ICorProfilerInfo"));
+        assert!(is_free_threaded("IMetaDataImport"));
+        assert!(!is_free_threaded("ICorProfilerMethodEnum"));
+        assert!(!is_free_threaded("IMethodMalloc"));
     }
 
     #[test]
