@@ -406,6 +406,13 @@ mod tests {
         );
     }
 
+    /// An underscore only separates words (cor.h has `_Reserved`-style and `COR_`-style names).
+    #[test]
+    fn underscores_separate_words() {
+        assert_eq!(snake_case("_Reserved"), "reserved");
+        assert_eq!(snake_case("Get_ILFunctionBody__2"), "get_il_function_body_2");
+    }
+
     #[test]
     fn typos_are_fixed_in_rust_names_only() {
         assert_eq!(pascal_fixed("LoadAsNotficationOnly"), "LoadAsNotificationOnly");
