@@ -36,7 +36,6 @@ pub struct WrapperView {
 pub struct IteratorView {
     pub item: String,
     pub iface: String,
-    pub version: u32,
     pub args: String,
 }
 
@@ -65,7 +64,6 @@ pub struct CallMethodView {
     pub safety: Vec<String>,
     pub snake: String,
     pub iface: String,
-    pub version: u32,
     pub doc_url: String,
     pub loc: String,
     pub generics: String,
@@ -93,8 +91,8 @@ pub struct CallMethodView {
     pub returned: String,
     pub is_enum: bool,
     pub enum_item: String,
+    /// The family's interface holding `CloseEnum`, which `CorEnum` calls when done.
     pub close_iface: String,
-    pub close_version: u32,
 }
 
 /// Names that would hide a trait method users expect on a wrapper.
@@ -116,13 +114,9 @@ pub fn wrappers_view(
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
-        let close = chain
-            .iter()
-            .enumerate()
-            .find(|(_, i)| i.methods.iter().any(|m| m.ir.name == "CloseEnum"))
-            .map(|(v, i)| (i.ir.name.clone(), v as u32 + 1));
-        for (v, iface) in chain.iter().enumerate() {
-            let version = v as u32 + 1;
+        let close =
+            chain.iter().find(|i| i.methods.iter().any(|m| m.ir.name == "CloseEnum")).map(|i| i.ir.name.clone());
+        for iface in &chain {
             for m in &iface.methods {
                 if matches!(m.wrapper, WrapperRule::Manual(_)) {
                     continue;
@@ -136,12 +130,12 @@ pub fn wrappers_view(
                 };
                 if m.ir.name == "Next"
                     && iterator.is_none()
-                    && let Some(it) = iterator_view(&iface.ir.name, version, m, &kinds)
+                    && let Some(it) = iterator_view(&iface.ir.name, m, &kinds)
                 {
                     iterator = Some(it);
                     continue;
                 }
-                let (mut mv, result) = method_view(&cx, &iface.ir.name, version, m, &kinds, &ret);
+                let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
                 if let Some(r) = result {
                     if results.iter().any(|o: &ResultView| o.name == r.name) {
                         errors.push(crate::diag::Diagnostic::error(format!(
@@ -153,10 +147,7 @@ pub fn wrappers_view(
                 }
                 if mv.is_enum {
                     match &close {
-                        Some((ci, cv)) => {
-                            mv.close_iface = ci.clone();
-                            mv.close_version = *cv;
-                        }
+                        Some(ci) => mv.close_iface = ci.clone(),
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -192,7 +183,7 @@ pub fn wrappers_view(
 }
 
 /// `Next(celt, items[], pceltFetched)` of an enumerator interface → one item per call.
-fn iterator_view(iface: &str, version: u32, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
+fn iterator_view(iface: &str, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
     let (item, cap, len) = kinds.iter().find_map(|k| match k {
         CallKind::OutArray { ty, cap, len } => Some((ty.clone(), cap.clone(), len.clone())),
         _ => None,
@@ -211,7 +202,7 @@ fn iterator_view(iface: &str, version: u32, m: &ApiMethod, kinds: &[CallKind]) -
             _ => "::core::ptr::null_mut()".to_string(),
         })
         .collect();
-    Some(IteratorView { item, iface: iface.to_string(), version, args: args.join(", ") })
+    Some(IteratorView { item, iface: iface.to_string(), args: args.join(", ") })
 }
 
 /// One method's lowering: what each parameter contributes, filled in by the per-concern
@@ -506,7 +497,6 @@ struct FamilyCx<'a> {
 fn method_view(
     cx: &FamilyCx<'_>,
     iface: &str,
-    version: u32,
     m: &ApiMethod,
     kinds: &[CallKind],
     ret: &CallReturn,
@@ -594,7 +584,6 @@ fn method_view(
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
-        version,
         doc_url: doc_url(iface, &m.ir.name),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
@@ -616,7 +605,6 @@ fn method_view(
         generics: l.generics,
         safety: l.safety,
         close_iface: String::new(),
-        close_version: 0,
     };
     (view, result_view)
 }
