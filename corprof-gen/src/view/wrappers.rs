@@ -681,3 +681,61 @@ fn snake_method(name: &str) -> String {
     let s = names::method_name(name);
     if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CType, Loc, Method, Param};
+    use crate::resolve::ApiParam;
+
+    fn method(name: &str, params: &[&str]) -> ApiMethod {
+        let param = |name: &&str| ApiParam {
+            ir: Param {
+                name: name.to_string(),
+                ty: CType::Named("ULONG".into()),
+                midl: vec![],
+                sal: vec![],
+                declared_array: false,
+                is_count: false,
+                loc: Loc::default(),
+            },
+            spec: None,
+            spec_loc: None,
+        };
+        ApiMethod {
+            ir: Method { name: name.into(), ret: CType::Named("HRESULT".into()), params: vec![], loc: Loc::default() },
+            params: params.iter().map(param).collect(),
+            s_false: None,
+            wrapper: Default::default(),
+            suspends: false,
+        }
+    }
+
+    /// `Next` asks for one item into `item__` and reads the count back into `fetched__`; a count
+    /// that is not the item array's own (a second array's) is passed null.
+    #[test]
+    fn an_enumerators_next_fetches_one_item_at_a_time() {
+        let items =
+            |cap: &str, len: &str| CallKind::OutArray { ty: "ClassID".into(), cap: cap.into(), len: len.into() };
+        let m = method("Next", &["celt", "ids", "pceltFetched", "others", "cOthers", "pcOthers"]);
+        let kinds = [
+            CallKind::Consumed,
+            items("celt", "pceltFetched"),
+            CallKind::Consumed,
+            items("cOthers", "pcOthers"),
+            CallKind::Consumed,
+            CallKind::Consumed,
+        ];
+        let it = iterator_view("IFixEnum", &m, &kinds).expect("an iterator");
+        assert_eq!(it.item, "ClassID");
+        assert_eq!(it.iface, "IFixEnum");
+        assert_eq!(
+            it.args,
+            "1, &mut item__, &mut fetched__, &mut item__, ::core::ptr::null_mut(), ::core::ptr::null_mut()"
+        );
+        // Anything but item arrays and their counts keeps `Next` a method.
+        let m = method("Next", &["celt", "ids", "pceltFetched", "flags"]);
+        let mixed = [CallKind::Consumed, items("celt", "pceltFetched"), CallKind::Consumed, CallKind::Bool];
+        assert!(iterator_view("IFixEnum", &m, &mixed).is_none());
+    }
+}
