@@ -196,6 +196,251 @@ mod tests {
         ApiParam { ir, spec, spec_loc: None }
     }
 
+    fn spec(dir: Direction, f: fn(&mut ParamSpec)) -> Option<ParamSpec> {
+        let mut s = ParamSpec::direction(dir);
+        f(&mut s);
+        Some(s)
+    }
+
+    /// A method `M` of these parameters (a callback or one the profiler calls).
+    fn method(ret: CType, params: Vec<ApiParam>) -> ApiMethod {
+        ApiMethod {
+            ir: Method { name: "M".into(), ret, params: vec![], loc: Loc::default() },
+            params,
+            s_false: None,
+            wrapper: Default::default(),
+            suspends: false,
+        }
+    }
+
+    #[test]
+    fn every_c_builtin_has_its_own_rust_spelling() {
+        let spelled = |c: &str| rust_type(&CType::Builtin(c.into()));
+        for (c, rust) in [
+            ("unsigned int", "::core::ffi::c_uint"),
+            ("long", "::core::ffi::c_long"),
+            ("unsigned long", "::core::ffi::c_ulong"),
+            ("long long", "::core::ffi::c_longlong"),
+            ("unsigned long long", "::core::ffi::c_ulonglong"),
+            ("short", "::core::ffi::c_short"),
+            ("unsigned short", "::core::ffi::c_ushort"),
+            ("char", "::core::ffi::c_char"),
+            ("signed char", "::core::ffi::c_schar"),
+            ("unsigned char", "::core::ffi::c_uchar"),
+            ("char16_t", "u16"),
+            ("float", "f32"),
+            ("double", "f64"),
+            ("bool", "bool"),
+        ] {
+            assert_eq!(spelled(c), rust, "C `{c}`");
+        }
+    }
+
+    /// The shapes `each_annotation_becomes_one_kind` leaves out: each one's guard in
+    /// `value_kind`/`pointer_kind` decides it, and a neighbour's kind would be wrong.
+    #[test]
+    fn values_interfaces_and_outs_get_their_own_kinds() {
+        let iface = |n: &str| CType::Interface(n.into());
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("fSafe", named("BOOL"), None),
+                param("dwEvents", named("DWORD"), spec(Direction::In, |s| s.flags = Some("COR_PRF_MONITOR".into()))),
+                param("cItems", named("ULONG"), spec(Direction::In, |_| {})),
+                param("pInfo", ptr(iface("IInfo"), false), spec(Direction::In, |_| {})),
+                param("pGuid", ptr(named("GUID"), true), spec(Direction::In, |_| {})),
+                param("pOut", ptr(iface("IInfo"), false), spec(Direction::Out, |_| {})),
+                param("pRef", ptr(iface("IInfo"), false), spec(Direction::Ref, |_| {})),
+                param("pValue", ptr(named("ULONG"), false), spec(Direction::Out, |_| {})),
+                param("pState", ptr(named("ULONG"), false), spec(Direction::Ref, |_| {})),
+            ],
+        );
+        let (kinds, _) = classify_method("I", &m).unwrap();
+        assert_eq!(
+            kinds,
+            vec![
+                ParamKind::Bool,
+                ParamKind::Flags { ty: "COR_PRF_MONITOR".into() },
+                ParamKind::Value { ty: "ULONG".into() },
+                ParamKind::InInterface { ty: "IInfo".into(), optional: false },
+                ParamKind::InRef { ty: "GUID".into(), optional: false },
+                ParamKind::Opaque { ty: "*mut IInfo".into() },
+                ParamKind::Opaque { ty: "*mut IInfo".into() },
+                ParamKind::Out { ty: "ULONG".into() },
+                ParamKind::Ref { ty: "ULONG".into(), optional: false },
+            ]
+        );
+    }
+
+    #[test]
+    fn callbacks_refuse_what_a_thunk_cannot_convert() {
+        let refused = |ret: CType, p: ApiParam| match classify_method("I", &method(ret, vec![p])) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let e =
+            refused(named("HRESULT"), param("pIds", ulong_ptr(), spec(Direction::Out, |s| s.len = Some("c".into()))));
+        assert!(e.contains("`pIds` of I::M: an array written by the profiler is not supported"), "{e}");
+        let e = refused(
+            named("HRESULT"),
+            param("wsz", ptr(named("WCHAR"), false), spec(Direction::Ref, |s| s.string = true)),
+        );
+        assert!(e.contains("`wsz` of I::M: an array written by the profiler"), "{e}");
+        let e = refused(named("HRESULT"), param("p", ulong_ptr(), spec(Direction::In, |s| s.flags = Some("F".into()))));
+        assert!(e.contains("`p` of I::M: `flags` on a pointer is not supported"), "{e}");
+        let e = refused(named("ULONG"), param("n", named("ULONG"), None));
+        assert!(e.contains("I::M returns `ULONG`; callbacks must return HRESULT"), "{e}");
+    }
+
+    /// Every parameter shape of a method the profiler calls, one per guard of `classify_call` and
+    /// `call::pointer_kind`.
+    #[test]
+    fn every_call_shape_has_its_kind() {
+        use call::{CallKind, CallReturn, classify_call};
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let void_ptr = || ptr(CType::Void, false);
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("hrStatus", named("HRESULT"), None),
+                param("fEnable", named("BOOL"), None),
+                param("ulValue", named("ULONG"), None),
+                param("pRaw", ulong_ptr(), None),
+                param("dwEvents", named("DWORD"), spec(Direction::In, |s| s.flags = Some("F".into()))),
+                param("cbExtra", named("ULONG"), spec(Direction::In, |_| {})),
+                param("pRawIn", ulong_ptr(), spec(Direction::In, |s| s.raw = true)),
+                param("wszName", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.optional = true)),
+                param("wszText", ptr(named("WCHAR"), true), spec(Direction::In, |s| s.string = true)),
+                param("pvData", void_ptr(), spec(Direction::In, |s| s.len = Some("cbData".into()))),
+                param("cbData", named("ULONG"), None),
+                param("pvAny", void_ptr(), spec(Direction::In, |_| {})),
+                param("ppIn", ptr(ulong_ptr(), false), spec(Direction::In, |_| {})),
+                param("ids", ptr(named("FunctionID"), true), spec(Direction::In, |s| s.len = Some("cIds".into()))),
+                param("cIds", named("ULONG"), None),
+                param("riid", named("REFIID"), None),
+                param("ppv", ptr(void_ptr(), false), spec(Direction::Out, |s| s.iid = Some("riid".into()))),
+                param(
+                    "ppUnk",
+                    ptr(ptr(CType::Interface("IUnknown".into()), false), false),
+                    spec(Direction::Out, |_| {}),
+                ),
+                param("ppData", ptr(ulong_ptr(), false), spec(Direction::Out, |_| {})),
+                param("pdwFlags", ptr(named("DWORD"), false), spec(Direction::Out, |s| s.flags = Some("F".into()))),
+                param("pfDone", ptr(named("BOOL"), false), spec(Direction::Out, |_| {})),
+                param("pValue", ulong_ptr(), spec(Direction::Out, |_| {})),
+                param("pState", ulong_ptr(), spec(Direction::Ref, |_| {})),
+                param("pvState", void_ptr(), spec(Direction::Ref, |_| {})),
+            ],
+        );
+        let (kinds, ret) = classify_call(&api, "I", &m).unwrap();
+        assert_eq!(ret, CallReturn::HResult);
+        assert_eq!(
+            kinds,
+            vec![
+                CallKind::HResult,
+                CallKind::Bool,
+                CallKind::Value { ty: "ULONG".into() },
+                CallKind::Raw { ty: "*mut ULONG".into() },
+                CallKind::Flags { ty: "F".into() },
+                CallKind::Value { ty: "ULONG".into() },
+                CallKind::Raw { ty: "*mut ULONG".into() },
+                CallKind::InRef { ty: "WCHAR".into(), optional: true },
+                CallKind::InStr { len: None, optional: false },
+                CallKind::InSlice { ty: "u8".into(), len: "cbData".into(), optional: false },
+                CallKind::Consumed,
+                CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
+                CallKind::Raw { ty: "*mut *mut ULONG".into() },
+                CallKind::InSlice { ty: "FunctionID".into(), len: "cIds".into(), optional: false },
+                CallKind::Consumed,
+                CallKind::Consumed,
+                CallKind::OutIid { iid: "riid".into() },
+                CallKind::OutInterface { iface: "IUnknown".into(), wrapper: None },
+                CallKind::Out { ty: "*mut ULONG".into() },
+                CallKind::OutFlags { ty: "F".into(), raw: "DWORD".into() },
+                CallKind::OutBool,
+                CallKind::Out { ty: "ULONG".into() },
+                CallKind::Ref { ty: "ULONG".into(), optional: false },
+                CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
+            ]
+        );
+        let outputs: Vec<bool> = kinds.iter().map(CallKind::is_output).collect();
+        let mut expected = vec![false; kinds.len()];
+        expected[16..22].fill(true);
+        assert_eq!(outputs, expected, "is_output of {kinds:?}");
+        let buffers = [
+            CallKind::OutString { cap: "c".into(), len: "pc".into() },
+            CallKind::OutArray { ty: "T".into(), cap: "c".into(), len: "pc".into() },
+        ];
+        assert!(buffers.iter().all(CallKind::is_output));
+    }
+
+    #[test]
+    fn calls_return_what_the_header_and_s_false_say() {
+        use call::{CallReturn, classify_call};
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let ret = |ret: CType, s_false: Option<&str>| {
+            let mut m = method(ret, vec![]);
+            m.s_false = s_false.map(String::from);
+            classify_call(&api, "I", &m).unwrap().1
+        };
+        assert_eq!(ret(named("HRESULT"), None), CallReturn::HResult);
+        assert_eq!(ret(named("HRESULT"), Some("no")), CallReturn::HResultOrFalse { meaning: "no".into() });
+        assert_eq!(ret(CType::Void, None), CallReturn::Void);
+        assert_eq!(ret(named("ULONG"), None), CallReturn::Value { ty: "ULONG".into() });
+    }
+
+    #[test]
+    fn calls_refuse_shapes_a_wrapper_cannot_take() {
+        use call::classify_call;
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let refused = |ret: CType, params: Vec<ApiParam>| match classify_call(&api, "I", &method(ret, params)) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let hr = || named("HRESULT");
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let out_array = |name: &str| {
+            param(name, ulong_ptr(), spec(Direction::Out, |s| (s.cap, s.len) = (Some("c".into()), Some("pc".into()))))
+        };
+        let corenum = || param("phEnum", ptr(named("HCORENUM"), false), spec(Direction::Ref, |s| s.corenum = true));
+
+        let e = refused(hr(), vec![param("pv", ptr(CType::Void, false), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("`pv` of I::M: `void *` outs need `iid` or `raw: true`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Out, |s| s.cap = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: an out buffer needs both `cap`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Out, |s| s.len = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: an out buffer needs both `cap`"), "{e}");
+        let e = refused(hr(), vec![param("p", ulong_ptr(), spec(Direction::Ref, |s| s.len = Some("c".into())))]);
+        assert!(e.contains("`p` of I::M: in-out arrays are not supported"), "{e}");
+        let e = refused(hr(), vec![param("p", ptr(named("WCHAR"), false), spec(Direction::Ref, |s| s.string = true))]);
+        assert!(e.contains("`p` of I::M: in-out arrays are not supported"), "{e}");
+        let e = refused(named("ULONG"), vec![param("p", ulong_ptr(), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("I::M has outputs but does not return HRESULT"), "{e}");
+        let e = refused(CType::Void, vec![param("p", ptr(named("BOOL"), false), spec(Direction::Out, |_| {}))]);
+        assert!(e.contains("I::M has outputs but does not return HRESULT"), "{e}");
+        let e = refused(hr(), vec![corenum()]);
+        assert!(e.contains("I::M: a `corenum` method needs exactly one out array"), "{e}");
+        let e = refused(hr(), vec![corenum(), out_array("rA"), out_array("rB")]);
+        assert!(e.contains("I::M: a `corenum` method needs exactly one out array"), "{e}");
+
+        // What stays accepted next to the refusals: one out array beside the handle, and a
+        // value-returning method without outputs.
+        assert!(classify_call(&api, "I", &method(hr(), vec![corenum(), out_array("rA")])).is_ok());
+        let counted = method(named("ULONG"), vec![param("p", ulong_ptr(), spec(Direction::In, |_| {}))]);
+        assert!(classify_call(&api, "I", &counted).is_ok());
+    }
+
+    #[test]
+    fn only_info_and_metadata_families_are_free_threaded() {
+        use call::is_free_threaded;
+        assert!(is_free_threaded("ICorProfilerInfo"));
+        assert!(is_free_threaded("IMetaDataImport"));
+        assert!(!is_free_threaded("ICorProfilerMethodEnum"));
+        assert!(!is_free_threaded("IMethodMalloc"));
+    }
+
     #[test]
     fn c_types_map_to_rust_spellings() {
         assert_eq!(rust_type(&ptr(named("GUID"), true)), "*const GUID");

@@ -406,6 +406,22 @@ mod tests {
         );
     }
 
+    /// An underscore only separates words (cor.h has `_Reserved`-style and `COR_`-style names).
+    #[test]
+    fn underscores_separate_words() {
+        assert_eq!(snake_case("_Reserved"), "reserved");
+        assert_eq!(snake_case("Get_ILFunctionBody__2"), "get_il_function_body_2");
+    }
+
+    /// C identifiers may hold `$` (a GCC extension) or non-ASCII letters: each such character is a
+    /// word of its own, and the splitter moves on past it.
+    #[test]
+    fn other_characters_are_words_of_their_own() {
+        assert_eq!(snake_case("Size$Max"), "size_$_max");
+        assert_eq!(snake_case("$Tail"), "$_tail");
+        assert_eq!(snake_case("NaïveName"), "na_ï_ve_name");
+    }
+
     #[test]
     fn typos_are_fixed_in_rust_names_only() {
         assert_eq!(pascal_fixed("LoadAsNotficationOnly"), "LoadAsNotificationOnly");

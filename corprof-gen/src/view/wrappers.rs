@@ -36,7 +36,6 @@ pub struct WrapperView {
 pub struct IteratorView {
     pub item: String,
     pub iface: String,
-    pub version: u32,
     pub args: String,
 }
 
@@ -65,7 +64,6 @@ pub struct CallMethodView {
     pub safety: Vec<String>,
     pub snake: String,
     pub iface: String,
-    pub version: u32,
     pub doc_url: String,
     pub loc: String,
     pub generics: String,
@@ -93,8 +91,8 @@ pub struct CallMethodView {
     pub returned: String,
     pub is_enum: bool,
     pub enum_item: String,
+    /// The family's interface holding `CloseEnum`, which `CorEnum` calls when done.
     pub close_iface: String,
-    pub close_version: u32,
 }
 
 /// Names that would hide a trait method users expect on a wrapper.
@@ -116,13 +114,9 @@ pub fn wrappers_view(
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
-        let close = chain
-            .iter()
-            .enumerate()
-            .find(|(_, i)| i.methods.iter().any(|m| m.ir.name == "CloseEnum"))
-            .map(|(v, i)| (i.ir.name.clone(), v as u32 + 1));
-        for (v, iface) in chain.iter().enumerate() {
-            let version = v as u32 + 1;
+        let close =
+            chain.iter().find(|i| i.methods.iter().any(|m| m.ir.name == "CloseEnum")).map(|i| i.ir.name.clone());
+        for iface in &chain {
             for m in &iface.methods {
                 if matches!(m.wrapper, WrapperRule::Manual(_)) {
                     continue;
@@ -136,12 +130,12 @@ pub fn wrappers_view(
                 };
                 if m.ir.name == "Next"
                     && iterator.is_none()
-                    && let Some(it) = iterator_view(&iface.ir.name, version, m, &kinds)
+                    && let Some(it) = iterator_view(&iface.ir.name, m, &kinds)
                 {
                     iterator = Some(it);
                     continue;
                 }
-                let (mut mv, result) = method_view(&cx, &iface.ir.name, version, m, &kinds, &ret);
+                let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
                 if let Some(r) = result {
                     if results.iter().any(|o: &ResultView| o.name == r.name) {
                         errors.push(crate::diag::Diagnostic::error(format!(
@@ -153,10 +147,7 @@ pub fn wrappers_view(
                 }
                 if mv.is_enum {
                     match &close {
-                        Some((ci, cv)) => {
-                            mv.close_iface = ci.clone();
-                            mv.close_version = *cv;
-                        }
+                        Some(ci) => mv.close_iface = ci.clone(),
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -192,7 +183,7 @@ pub fn wrappers_view(
 }
 
 /// `Next(celt, items[], pceltFetched)` of an enumerator interface → one item per call.
-fn iterator_view(iface: &str, version: u32, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
+fn iterator_view(iface: &str, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
     let (item, cap, len) = kinds.iter().find_map(|k| match k {
         CallKind::OutArray { ty, cap, len } => Some((ty.clone(), cap.clone(), len.clone())),
         _ => None,
@@ -211,7 +202,7 @@ fn iterator_view(iface: &str, version: u32, m: &ApiMethod, kinds: &[CallKind]) -
             _ => "::core::ptr::null_mut()".to_string(),
         })
         .collect();
-    Some(IteratorView { item, iface: iface.to_string(), version, args: args.join(", ") })
+    Some(IteratorView { item, iface: iface.to_string(), args: args.join(", ") })
 }
 
 /// One method's lowering: what each parameter contributes, filled in by the per-concern
@@ -506,7 +497,6 @@ struct FamilyCx<'a> {
 fn method_view(
     cx: &FamilyCx<'_>,
     iface: &str,
-    version: u32,
     m: &ApiMethod,
     kinds: &[CallKind],
     ret: &CallReturn,
@@ -594,7 +584,6 @@ fn method_view(
         name: m.ir.name.clone(),
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
-        version,
         doc_url: doc_url(iface, &m.ir.name),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
@@ -616,7 +605,6 @@ fn method_view(
         generics: l.generics,
         safety: l.safety,
         close_iface: String::new(),
-        close_version: 0,
     };
     (view, result_view)
 }
@@ -692,4 +680,62 @@ fn id_safety(param: &str, contract: IdContract) -> String {
 fn snake_method(name: &str) -> String {
     let s = names::method_name(name);
     if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CType, Loc, Method, Param};
+    use crate::resolve::ApiParam;
+
+    fn method(name: &str, params: &[&str]) -> ApiMethod {
+        let param = |name: &&str| ApiParam {
+            ir: Param {
+                name: name.to_string(),
+                ty: CType::Named("ULONG".into()),
+                midl: vec![],
+                sal: vec![],
+                declared_array: false,
+                is_count: false,
+                loc: Loc::default(),
+            },
+            spec: None,
+            spec_loc: None,
+        };
+        ApiMethod {
+            ir: Method { name: name.into(), ret: CType::Named("HRESULT".into()), params: vec![], loc: Loc::default() },
+            params: params.iter().map(param).collect(),
+            s_false: None,
+            wrapper: Default::default(),
+            suspends: false,
+        }
+    }
+
+    /// `Next` asks for one item into `item__` and reads the count back into `fetched__`; a count
+    /// that is not the item array's own (a second array's) is passed null.
+    #[test]
+    fn an_enumerators_next_fetches_one_item_at_a_time() {
+        let items =
+            |cap: &str, len: &str| CallKind::OutArray { ty: "ClassID".into(), cap: cap.into(), len: len.into() };
+        let m = method("Next", &["celt", "ids", "pceltFetched", "others", "cOthers", "pcOthers"]);
+        let kinds = [
+            CallKind::Consumed,
+            items("celt", "pceltFetched"),
+            CallKind::Consumed,
+            items("cOthers", "pcOthers"),
+            CallKind::Consumed,
+            CallKind::Consumed,
+        ];
+        let it = iterator_view("IFixEnum", &m, &kinds).expect("an iterator");
+        assert_eq!(it.item, "ClassID");
+        assert_eq!(it.iface, "IFixEnum");
+        assert_eq!(
+            it.args,
+            "1, &mut item__, &mut fetched__, &mut item__, ::core::ptr::null_mut(), ::core::ptr::null_mut()"
+        );
+        // Anything but item arrays and their counts keeps `Next` a method.
+        let m = method("Next", &["celt", "ids", "pceltFetched", "flags"]);
+        let mixed = [CallKind::Consumed, items("celt", "pceltFetched"), CallKind::Consumed, CallKind::Bool];
+        assert!(iterator_view("IFixEnum", &m, &mixed).is_none());
+    }
 }
