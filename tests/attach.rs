@@ -21,28 +21,6 @@ const LOGGER_CLSID: &str = "3A7D5C1E-9B2F-4E6A-8D0C-1F2E3D4C5B6A";
 /// How long the app may take to get ready, to finish a phase, or the profiler to be released.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A per-test directory for the app's signal files and the profilers' output.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("corprof-attach-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("cannot create the test directory");
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The Waiter app, running.
 struct App {
     runtime: &'static str,
@@ -216,7 +194,7 @@ fn counter_attaches(runtime: &'static str, test: &str) {
         "corprof-attach attaches the callback-counter to a running app (InitializeForAttach 1, ProfilerAttachComplete 1, the app's callbacks, Shutdown 1); a second attach is refused with CORPROF_E_PROFILER_ALREADY_ACTIVE",
     );
     let lib = profiler_lib("callback_counter");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("attach", test);
     let counts_file = dir.file("counts.txt");
     let mut app = App::start(runtime, &dir, 1);
 
@@ -293,7 +271,7 @@ fn attach_then_detach(runtime: &'static str, test: &str) {
         "`src/tests/profiler/unittest/releaseondetach.cs` and `src/tests/profiler/unittest/releaseonshutdown.cs` (each attaches, detaches and waits for the release): an attached profiler requests detach: ProfilerDetachSucceeded, then Drop, no callback afterwards; the app goes on and exits 0",
     );
     let lib = profiler_lib("attach_profiler");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("attach", test);
     let (log, trigger) = (dir.file("log"), dir.file("detach"));
     let mut app = App::start(runtime, &dir, 2);
 
@@ -347,7 +325,7 @@ fn lifetime_to_shutdown(runtime: &'static str, test: &str) {
     let drop_at_exit: &[&str] = if runtime == "3" { &["Drop"] } else { &[] };
 
     // Loaded at launch: the app runs straight through (its go1 file is already there).
-    let dir = TempDir::new(&format!("{test}-launch"));
+    let dir = TempDir::new("attach", &format!("{test}-launch"));
     let log = dir.file("log");
     std::fs::write(dir.file("go1"), "").unwrap();
     let env = profiler_env(LOGGER_CLSID, &lib);
@@ -359,7 +337,7 @@ fn lifetime_to_shutdown(runtime: &'static str, test: &str) {
     assert_eq!(log_lines(&log), expected, "loaded at launch: {}", run.describe());
 
     // Attached, never detached.
-    let dir = TempDir::new(&format!("{test}-attach"));
+    let dir = TempDir::new("attach", &format!("{test}-attach"));
     let log = dir.file("log");
     let mut app = App::start(runtime, &dir, 1);
     let data = format!("log={}", log.display());
@@ -387,7 +365,7 @@ fn lifetime_to_shutdown_on_coreclr_3() {
 /// corprof-attach names; corprof reports the failure in the app, which goes on unprofiled.
 fn a_failed_attach_is_named(runtime: &'static str, test: &str) {
     let lib = profiler_lib("callback_counter");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("attach", test);
     let mut app = App::start(runtime, &dir, 1);
     let out = attach(&app, COUNTER_CLSID, &lib, "not settings");
     let invalid = "E_INVALIDARG (0x80070057): An argument is invalid (a wrong ID, token, flag or size).";

@@ -20,28 +20,6 @@ const REVERSE_STARTUP: Scenario =
 /// How long the tool waits for the runtime, and the test for the app's socket.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A per-test directory (the port's socket, the app's hold file), removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("corprof-ipc-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("cannot create the test directory");
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The built `corprof-attach` binary.
 fn attach_tool() -> PathBuf {
     let tool = profile_dir().join("corprof-attach");
@@ -140,7 +118,7 @@ impl Outcome {
 /// `timeout_ms` for the runtime).
 fn through_port(runtime: &'static str, test: &str, timeout_ms: &str) -> Outcome {
     let lib = profiler_lib("conformance_reversestartup");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("ipc", test);
     let socket = dir.file("port.sock");
     let out = TempFile::new(&format!("conformance-reversestartup-{test}"));
     let tool = {
@@ -168,7 +146,7 @@ fn through_port(runtime: &'static str, test: &str, timeout_ms: &str) -> Outcome 
 /// before the runtime loads a startup profiler, so a command sent then could still make it).
 fn through_own_socket(runtime: &'static str, test: &str, suspend: bool, changes: &[&[&str]]) -> (Vec<Output>, Outcome) {
     let lib = profiler_lib("conformance_reversestartup");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("ipc", test);
     let hold = dir.file("go");
     let out = TempFile::new(&format!("conformance-reversestartup-{test}"));
     let mut env = START_ENV.to_vec();
@@ -364,7 +342,7 @@ type Answer = (Option<i32>, String);
 /// (exit status and stderr), the app's run and the log by object.
 fn multiple(runtime: &'static str, test: &str, detaches: usize) -> (Vec<Answer>, Run, Vec<Vec<String>>) {
     let lib = profiler_lib("conformance_multiple");
-    let dir = TempDir::new(test);
+    let dir = TempDir::new("ipc", test);
     let log = TempFile::new(&format!("conformance-multiple-{test}"));
     let list: String = (0..AT_STARTUP).map(|_| format!("{}={{{}}};", lib.display(), MULTIPLE.clsid)).collect();
     let env = [

@@ -18,11 +18,11 @@
 
 mod common;
 
-use common::{RUN_TIMEOUT, Run, profile_dir, profiler_lib, repo_root, run_app_with_args};
+use common::{RUN_TIMEOUT, Run, app_command, profile_dir, profiler_lib, repo_root, run_app_with_args};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -407,21 +407,7 @@ fn run(config: &Config) -> Logs {
 /// Runs the app with no profiler at launch, and attaches the C logger (corprof-attach, with client
 /// data) once the app says it waits for it.
 fn run_attached(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let root = repo_root();
-    let mut cmd = Command::new(root.join("scripts/dotnet-run"));
-    cmd.args(["8", APP])
-        .args(args)
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.envs(env.iter().copied());
+    let mut cmd = app_command("8", APP, args, env);
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
     let pid = child.id();
     let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();

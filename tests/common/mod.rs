@@ -104,6 +104,29 @@ pub fn dep_info_sources(text: &str) -> Vec<PathBuf> {
     deps
 }
 
+/// A per-test directory in the temp directory (`corprof-<kind>-<pid>-<test>`), made empty
+/// first and removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(kind: &str, test: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("corprof-{kind}-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("cannot create the test directory");
+        TempDir(dir)
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A per-test output file in the temp directory, removed first (and again when dropped).
 pub struct TempFile(pub PathBuf);
 
