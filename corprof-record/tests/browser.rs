@@ -19,6 +19,14 @@ use std::time::{Duration, Instant};
 use corprof_record::formats::{self, Format};
 use corprof_record::profile::{Profile, Unit};
 
+/// Says a check is skipped for want of a tool, or fails when the test command demands every
+/// tool (`CORPROF_REQUIRE_TOOLS=1`, set by scripts/test after its set-up installed them): there a
+/// skip would be a test that cannot fail.
+fn skip(why: &str) {
+    assert!(std::env::var_os("CORPROF_REQUIRE_TOOLS").is_none(), "{why}, and CORPROF_REQUIRE_TOOLS is set");
+    eprintln!("\n\n!!!!!!!! SKIPPED: {why} !!!!!!!!\n\n");
+}
+
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser"]
@@ -116,9 +124,9 @@ fn profile() -> Profile {
 #[test]
 fn flame_graphs_show_their_frames_in_chromium() {
     let Some(chromium) = chromium() else {
-        eprintln!(
-            "\n\n!!!!!!!! SKIPPED: the browser check needs Debian's `chromium`, which is not installed \
-             (`bash scripts/setup` as root installs it) !!!!!!!!\n\n"
+        skip(
+            "the browser check needs Debian's `chromium`, which is not installed \
+             (`bash scripts/setup` as root installs it)",
         );
         return;
     };
@@ -183,9 +191,7 @@ fn base64_is_right() {
 #[test]
 fn speedscope_opens_the_speedscope_output() {
     let Some(chromium) = chromium() else {
-        eprintln!(
-            "\n\n!!!!!!!! SKIPPED: speedscope's check needs Debian's `chromium` (bash scripts/setup) !!!!!!!!\n\n"
-        );
+        skip("speedscope's check needs Debian's `chromium` (bash scripts/setup)");
         return;
     };
     let app = std::env::var_os("CORPROF_SPEEDSCOPE_DIR")
@@ -193,10 +199,7 @@ fn speedscope_opens_the_speedscope_output() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/speedscope"))
         .join("dist/release/index.html");
     if !app.is_file() {
-        eprintln!(
-            "\n\n!!!!!!!! SKIPPED: speedscope's app is not at {} (bash scripts/setup fetches it) !!!!!!!!\n\n",
-            app.display()
-        );
+        skip(&format!("speedscope's app is not at {} (bash scripts/setup fetches it)", app.display()));
         return;
     }
     let dir = TempDir::new("speedscope");
