@@ -1,24 +1,29 @@
-//! The alloc mode: takes the runtime's ObjectAllocated callbacks and gives a
-//! [`Profile`] in [`Unit::Bytes`], one stack per allocating call path and allocated type.
+//! The alloc mode: takes allocations and gives a [`Profile`] in [`Unit::Bytes`], one stack per
+//! allocating call path and allocated type. The stack is written root first, then a leaf frame
+//! naming the type: `…;App::Work;[alloc System.Byte[]]`.
 //!
-//! For each allocation it reads the object's size (`GetObjectSize2`) and walks the allocating
-//! thread's stack from inside the callback (`DoStackSnapshot` of the current thread). The stack
-//! is written root first, then a leaf frame naming the type: `…;App::Work;[alloc System.Byte[]]`.
+//! Two sources, chosen by modes.rs:
+//! - **AllocationTick** ([`AllocMode::allocation_tick`], .NET 5+, the default): the runtime's own
+//!   sampling event, about one per 100 KB, read from an in-process EventPipe session with the
+//!   stack the runtime captured (alloc_tick.rs). Costs next to nothing between two ticks, and
+//!   works after an attach.
+//! - **ObjectAllocated** ([`AllocMode::object_allocated`]): the callback for every allocation
+//!   (`COR_PRF_ENABLE_OBJECT_ALLOCATED`, launch only, which moves every allocation to the
+//!   runtime's slow path). For each one it reads the object's size (`GetObjectSize2`) and walks
+//!   the allocating thread's stack from inside the callback (`DoStackSnapshot` of the current
+//!   thread).
+//!   - [`Sampling::Exact`] walks and records every allocation: exact bytes per stack, at the cost
+//!     of one stack walk per object.
+//!   - [`Sampling::Sampled`] (the default on .NET Core 3.1, which has no in-process EventPipe)
+//!     keeps a per-thread byte countdown drawn from an exponential distribution (mean
+//!     [`MEAN_INTERVAL`], like the runtime's AllocationTick and Go's pprof): an allocation that
+//!     crosses zero is sampled. Sampling points then form a Poisson process over the allocated
+//!     bytes, so an object of `s` bytes is sampled with probability `p = 1 - exp(-s / mean)`;
+//!     recording it with weight `s / p` makes every stack's expected total its true total.
 //!
-//! - [`Sampling::Exact`] walks and records every allocation: exact bytes per stack, at the cost
-//!   of one stack walk per object.
-//! - [`Sampling::Sampled`] keeps a per-thread byte countdown drawn from an exponential
-//!   distribution (mean [`MEAN_INTERVAL`], like the runtime's AllocationTick and Go's pprof):
-//!   an allocation that crosses zero is sampled. Sampling points then form a Poisson process over
-//!   the allocated bytes, so an object of `s` bytes is sampled with probability
-//!   `p = 1 - exp(-s / mean)`; recording it with weight `s / p` makes every stack's expected
-//!   total its true total.
-//!
-//! Use (the library's modes.rs does exactly this): in `Initialize`, `set_event_mask(AllocMode::MASK)`
-//! (launch only: the runtime refuses `COR_PRF_ENABLE_OBJECT_ALLOCATED` after attach) and keep an
-//! `AllocMode::new(Sampling::from_setting(ALLOC)?)`; forward `ObjectAllocated` to
-//! [`AllocMode::object_allocated`]; at Shutdown write [`AllocMode::profile`].
+//! At the end, [`AllocMode::profile`] names what was recorded.
 
+use crate::alloc_tick::AllocationTick;
 use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID, ObjectID};
 use corprof::{FrameContext, ProfilerInfo, Result};
 use corprof_record::profile::{Profile, Unit};
@@ -120,21 +125,21 @@ impl AllocMode {
                 None => return Ok(()),
             },
         };
-        let mut sites = Vec::new();
-        let walked = info.do_stack_snapshot_with(FrameContext::Without, |frame| {
-            let site = frame.function_id().map_or(Site::Native, Site::Managed);
-            // One `[native]` per run, as the folded formats write it.
-            if !(site == Site::Native && sites.last() == Some(&Site::Native)) {
-                sites.push(site);
-            }
-            if sites.len() < MAX_FRAMES { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
-        });
-        if walked.is_err() {
-            // The runtime refuses some walks (CORPROF_E_STACKSNAPSHOT_UNSAFE); the bytes still count.
-            sites.clear();
-        }
+        let sites = walk_this_thread(info);
         self.record(info, sites, class, weight);
         Ok(())
+    }
+
+    /// An AllocationTick the runtime delivered (see alloc_tick.rs): one sample of `tick.amount`
+    /// bytes on the allocating thread's stack, walked here: an in-process session's runtime
+    /// events come without one (the runtime walks stacks only for buffered sessions). Call it
+    /// from the delivery itself, which runs on the allocating thread with the IDs valid.
+    pub fn allocation_tick(&self, info: &ProfilerInfo, tick: &AllocationTick) {
+        let sites = walk_this_thread(info);
+        // SAFETY: a tick's TypeID is the handle of the type just allocated, live on this thread
+        // during the delivery, and a type's handle is its ClassID in the profiling API.
+        let class = unsafe { ClassID::from_raw(tick.type_id) };
+        self.record(info, sites, class, tick.amount as f64);
     }
 
     fn lock(&self) -> MutexGuard<'_, Recorded> {
@@ -198,6 +203,28 @@ impl AllocMode {
         }
         profile
     }
+}
+
+/// Adds `site` to a stack being built leaf first: one `[native]` per run of native frames, as the
+/// folded formats write it.
+fn push_site(sites: &mut Vec<Site>, site: Site) {
+    if !(site == Site::Native && sites.last() == Some(&Site::Native)) {
+        sites.push(site);
+    }
+}
+
+/// This thread's stack, leaf first, at most [`MAX_FRAMES`] frames; empty when the runtime
+/// refuses the walk (CORPROF_E_STACKSNAPSHOT_UNSAFE: the bytes still count, on no stack).
+fn walk_this_thread(info: &ProfilerInfo) -> Vec<Site> {
+    let mut sites = Vec::new();
+    let walked = info.do_stack_snapshot_with(FrameContext::Without, |frame| {
+        push_site(&mut sites, frame.function_id().map_or(Site::Native, Site::Managed));
+        if sites.len() < MAX_FRAMES { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+    });
+    if walked.is_err() {
+        sites.clear();
+    }
+    sites
 }
 
 /// Counts `size` bytes down this thread's countdown: `Some(weight)` when the allocation is

@@ -11,6 +11,7 @@
 //! detach it creates `<OUT>.detached`.
 
 pub mod alloc;
+pub mod alloc_tick;
 pub mod calls;
 mod cpu;
 pub mod heap;
@@ -138,6 +139,12 @@ pub trait Recording: CorProfilerCallback + Send + Sync {
     /// dropping a recording unfinished must stop its threads too.
     fn finish(&self, out: &Path) -> std::io::Result<()>;
 
+    /// Called once the runtime has taken the event mask (some things, like an EventPipe session
+    /// whose events must reach the profiler, only work after); an error fails the start.
+    fn after_mask(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
     /// The calls mode, whose enter/leave hooks the library (the hooks' owner) forwards to it.
     fn calls(&self) -> Option<&calls::CallsMode> {
         None
@@ -224,6 +231,10 @@ impl Recorder {
         if let Err(e) = masked {
             drop(started.recording); // stops it
             return Err(self.refuse(&format!("the runtime refused the event mask: {}", e.describe())));
+        }
+        if let Err(why) = started.recording.after_mask() {
+            drop(started.recording);
+            return Err(self.refuse(&why));
         }
         let _ = self.result.recording.set(started.recording);
         let _ = self.info.set(info.clone());
@@ -364,6 +375,33 @@ impl CorProfilerCallback for Recorder {
             .recording
             .get()
             .map_or(Ok(()), |r| r.root_references2(root_ref_ids, root_kinds, root_flags, root_ids))
+    }
+
+    fn event_pipe_event_delivered(
+        &self,
+        provider: corprof::types::EVENTPIPE_PROVIDER,
+        event_id: u32,
+        event_version: u32,
+        metadata_blob: &[u8],
+        event_data: &[u8],
+        activity_id: Option<&corprof::GUID>,
+        related_activity_id: Option<&corprof::GUID>,
+        event_thread: ThreadID,
+        stack_frames: &[corprof::types::UINT_PTR],
+    ) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| {
+            r.event_pipe_event_delivered(
+                provider,
+                event_id,
+                event_version,
+                metadata_blob,
+                event_data,
+                activity_id,
+                related_activity_id,
+                event_thread,
+                stack_frames,
+            )
+        })
     }
 
     fn exception_unwind_function_enter(&self, function_id: corprof::types::FunctionID) -> Result<()> {

@@ -1,19 +1,23 @@
 //! The alloc, heap and calls modes as [`Recording`]s the library starts: each wraps its mode's
 //! recorder (alloc.rs, heap.rs, calls.rs) and writes its result at the end.
 //!
-//! None of them can start on an attach: the runtime does not allow allocation events or
-//! enter/leave hooks after attach (`COR_PRF_ALLOWABLE_AFTER_ATTACH`), and a heap snapshot after
-//! attach is not tested yet; the command is told why instead of getting an empty recording.
+//! On an attach, the runtime allows no allocation callbacks and no enter/leave hooks
+//! (`COR_PRF_ALLOWABLE_AFTER_ATTACH`): alloc then needs AllocationTick (.NET 5+), calls cannot
+//! start, and the command is told why instead of getting an empty recording.
 
 use crate::alloc::{AllocMode, Sampling};
+use crate::alloc_tick::{self, AllocationTick};
 use crate::calls::CallsMode;
 use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
 use crate::{Context, Recording, Started, write_atomically};
+use corprof::eventpipe::{self, Level, ProviderConfig, Session};
 use corprof::types::{BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, UINT_PTR};
-use corprof::types::{COR_PRF_HIGH_MONITOR, ClassID, ObjectID};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, EVENTPIPE_PROVIDER, ObjectID, ThreadID};
 use corprof::{CorProfilerCallback, ProfilerInfo, Result};
 use corprof_record::settings;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 fn refuse_attach(ctx: &Context<'_>, mode: &str, why: &str) -> std::result::Result<(), String> {
     if ctx.attached {
@@ -27,34 +31,117 @@ fn setting<'a>(ctx: &'a Context<'_>, key: &str) -> Option<&'a str> {
     ctx.settings.pairs.get(key).map(String::as_str)
 }
 
-/// alloc: every allocation (exact) or about one per 100 KB (sampled), with its stack.
+/// alloc: the runtime's AllocationTick (.NET 5+, sampled) or every allocation (exact, and
+/// sampled on .NET Core 3.1), with its stack.
 pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
-    refuse_attach(ctx, "alloc", "the runtime allows allocation events only from startup")?;
     let sampling = Sampling::from_setting(setting(ctx, settings::ALLOC))?;
-    let recording = AllocRecording { mode: AllocMode::new(sampling), info: ctx.info.clone() };
-    Ok(Started { recording: Box::new(recording), events: AllocMode::MASK, events_high: COR_PRF_HIGH_MONITOR(0) })
+    let event_pipe = ctx.info.get_runtime_information().is_ok_and(|rt| rt.major_version >= 5);
+    let ticks = sampling != Sampling::Exact && event_pipe;
+    if !ticks {
+        let why = if event_pipe {
+            "exact: the runtime allows allocation callbacks only from startup"
+        } else {
+            "this runtime has no in-process EventPipe (.NET 5+) and allows allocation callbacks only from startup"
+        };
+        refuse_attach(ctx, "alloc", why)?;
+    }
+    let recording = AllocRecording {
+        mode: AllocMode::new(sampling),
+        info: ctx.info.clone(),
+        ticks: ticks.then(Ticks::default),
+        attached: ctx.attached,
+    };
+    let (events, events_high) = if ticks {
+        (COR_PRF_MONITOR::COR_PRF_ENABLE_STACK_SNAPSHOT, COR_PRF_HIGH_MONITOR::EVENT_PIPE)
+    } else {
+        (AllocMode::MASK, COR_PRF_HIGH_MONITOR(0))
+    };
+    Ok(Started { recording: Box::new(recording), events, events_high })
 }
 
 struct AllocRecording {
     mode: AllocMode,
     info: ProfilerInfo,
+    /// Reading AllocationTick, if so.
+    ticks: Option<Ticks>,
+    /// Started by an attach: the session stops before the profiler detaches.
+    attached: bool,
+}
+
+/// The EventPipe session AllocationTick comes from.
+#[derive(Default)]
+struct Ticks {
+    session: Mutex<Option<Session>>,
+    /// Whether each provider seen is the runtime's (looked up once per provider).
+    runtime: Mutex<HashMap<EVENTPIPE_PROVIDER, bool>>,
+}
+
+impl Ticks {
+    fn is_runtime(&self, info: &ProfilerInfo, provider: EVENTPIPE_PROVIDER) -> bool {
+        let mut known = self.runtime.lock().unwrap_or_else(|p| p.into_inner());
+        *known.entry(provider).or_insert_with(|| {
+            // SAFETY: `provider` is the handle of the provider whose event the runtime is
+            // delivering right now.
+            unsafe { eventpipe::provider_name(info, provider) }.is_ok_and(|name| name == alloc_tick::RUNTIME_PROVIDER)
+        })
+    }
 }
 
 impl CorProfilerCallback for AllocRecording {
     fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
         self.mode.object_allocated(&self.info, object_id, class_id)
     }
+
+    fn event_pipe_event_delivered(
+        &self,
+        provider: EVENTPIPE_PROVIDER,
+        event_id: u32,
+        _event_version: u32,
+        _metadata_blob: &[u8],
+        event_data: &[u8],
+        _activity_id: Option<&corprof::GUID>,
+        _related_activity_id: Option<&corprof::GUID>,
+        _event_thread: ThreadID,
+        _stack_frames: &[UINT_PTR],
+    ) -> Result<()> {
+        let Some(ticks) = &self.ticks else { return Ok(()) };
+        if event_id != alloc_tick::ALLOCATION_TICK || !ticks.is_runtime(&self.info, provider) {
+            return Ok(());
+        }
+        if let Some(tick) = AllocationTick::parse(event_data) {
+            self.mode.allocation_tick(&self.info, &tick);
+        }
+        Ok(())
+    }
 }
 
 impl Recording for AllocRecording {
+    fn after_mask(&self) -> std::result::Result<(), String> {
+        let Some(ticks) = &self.ticks else { return Ok(()) };
+        let gc =
+            ProviderConfig::new(alloc_tick::RUNTIME_PROVIDER).keywords(alloc_tick::GC_KEYWORD).level(Level::Verbose);
+        let session = Session::start(&self.info, &[gc], false)
+            .map_err(|e| format!("the runtime refused an EventPipe session for AllocationTick: {}", e.describe()))?;
+        *ticks.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+        Ok(())
+    }
+
     fn finish(&self, out: &Path) -> std::io::Result<()> {
+        // Before a detach the session must end (no delivery to a profiler on its way out); at
+        // Shutdown it is left to the runtime, which ends it itself.
+        if let (Some(ticks), true) = (&self.ticks, self.attached) {
+            let session = ticks.session.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(Err(e)) = session.map(Session::stop) {
+                eprintln!("corprof-record: the EventPipe session did not stop: {}", e.describe());
+            }
+        }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
     }
 }
 
-/// heap: a snapshot of the object graph in one forced GC, at the end or at `AT_MS`/SIGUSR2.
+/// heap: a snapshot of the object graph in one forced GC, at the end (of the app, or of an
+/// attach's duration) or at `AT_MS`/SIGUSR2. `COR_PRF_MONITOR_GC` is allowed after attach.
 pub(crate) fn heap(ctx: &Context<'_>) -> std::result::Result<Started, String> {
-    refuse_attach(ctx, "heap", "not supported yet")?;
     let at_ms = match setting(ctx, settings::AT_MS) {
         Some(v) => Some(v.trim().parse().map_err(|_| format!("{}={v:?} is not a number", settings::AT_MS))?),
         None => None,

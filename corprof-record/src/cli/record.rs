@@ -5,7 +5,7 @@
 //! the `OUT` setting, or, when it cannot start, the reason to `<OUT>.error`.
 
 use super::output::{check_for_heap, write_heap, write_profile};
-use super::{Error, Mode, RecordArgs};
+use super::{Alloc, Error, Mode, RecordArgs};
 use corprof_record::formats::pprof::Period;
 use corprof_record::profile::Profile;
 use corprof_record::settings;
@@ -25,13 +25,24 @@ const DETACH_WAIT: Duration = Duration::from_secs(10);
 /// Runs the command; `Ok` is the exit status to leave with (the app's).
 pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     let heap = args.mode == Mode::Heap;
-    if args.pid.is_some() && args.mode != Mode::Cpu {
-        // The runtime allows neither allocation events nor enter/leave hooks after attach, and a
-        // snapshot after attach is untested: say so before touching the process.
-        return Err(Error::usage(format!(
-            "the {} mode records from the app's start only; attach (--pid) works with --mode cpu",
-            args.mode.name()
-        )));
+    if args.pid.is_some() {
+        // The runtime allows neither allocation callbacks nor enter/leave hooks after attach:
+        // say so before touching the process.
+        match (args.mode, args.alloc) {
+            (Mode::Calls, _) => {
+                return Err(Error::usage(
+                    "the calls mode records from the app's start only (the runtime allows enter/leave hooks only \
+                     from startup); attach (--pid) works with --mode cpu, alloc or heap",
+                ));
+            }
+            (Mode::Alloc, Alloc::Exact) => {
+                return Err(Error::usage(
+                    "--alloc exact records from the app's start only (the runtime allows allocation callbacks \
+                     only from startup); attach (--pid) works with --alloc sampled",
+                ));
+            }
+            _ => {}
+        }
     }
     if heap {
         check_for_heap(args.format()).map_err(Error::usage)?;
@@ -157,7 +168,14 @@ fn attach(
         client_data: data.as_bytes(),
         timeout_ms: ATTACH_TIMEOUT_MS,
     };
-    corprof_attach::attach(pid, &request).map_err(|e| Error::failed(format!("cannot attach to process {pid}: {e}")))?;
+    corprof_attach::attach(pid, &request).map_err(|e| {
+        // A profiler that refused to start said why; that says more than the runtime's E_FAIL.
+        if temp.error_path().exists() {
+            temp.why_nothing(&format!("process {pid}"))
+        } else {
+            Error::failed(format!("cannot attach to process {pid}: {e}"))
+        }
+    })?;
     // The profiler writes the recording after the duration (or at the app's end, if sooner),
     // then detaches itself.
     let deadline = Instant::now() + duration + WRITE_GRACE;
