@@ -21,3 +21,6 @@ pub const AT_MS: &str = "CORPROF_RECORD_AT_MS";
 pub const SIGNAL: &str = "CORPROF_RECORD_SIGNAL";
 /// attach (`--pid`): record this many milliseconds, then write [`OUT`] and detach.
 pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
+/// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
+/// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
+pub const STATS_SUFFIX: &str = ".stats";

@@ -138,6 +138,17 @@ fn measured_cpu_ms(stdout: &str) -> (f64, f64) {
     (words[2].parse().unwrap(), words[4].parse().unwrap())
 }
 
+/// The `corprof: cpu: N ticks; … p50 X ms, p99 Y ms, longest Z ms` line: N and the three pauses.
+fn pauses(stderr: &str) -> (u64, f64, f64, f64) {
+    let line = stderr.lines().find(|l| l.starts_with("corprof: cpu: ")).unwrap_or_else(|| panic!("{stderr}"));
+    let after = |key: &str| -> f64 {
+        let rest = &line[line.find(key).unwrap_or_else(|| panic!("{line}")) + key.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{line}"))
+    };
+    let ticks = line["corprof: cpu: ".len()..].split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{line}"));
+    (ticks, after(" p50 "), after(" p99 "), after(" longest "))
+}
+
 /// Records RecordCpu (`app_args`) and checks Heavy:Light against `truth` within ±15%, each under
 /// its named thread.
 fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], truth: Truth) {
@@ -171,6 +182,10 @@ fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], t
             heavy_ms / light_ms
         }
     };
+    // The command's line on what recording cost: every sample came from a tick, and the pause
+    // quantiles are in order.
+    let (ticks, p50, p99, longest) = pauses(&run.stderr);
+    assert!(ticks >= heavy.max(light) && p50 > 0.0 && p50 <= p99 && p99 <= longest, "{}", run.stderr);
     assert!(
         (ratio / expected - 1.0).abs() <= 0.15,
         "CoreCLR {runtime} {options:?}: Heavy:Light = {heavy}:{light} = {ratio:.2}, not {expected:.2} ± 15% \

@@ -8,6 +8,7 @@
 //! counts by the CPU time it used since the last tick (its per-thread CPU clock), in whole ticks,
 //! the remainder carried to the next tick so nothing is lost to rounding.
 
+use crate::pauses::Pauses;
 use crate::{Clock, Context, Recording, Started, write_atomically};
 use corprof::names::FunctionNames;
 use corprof::threads::ThreadNames;
@@ -54,12 +55,12 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
 /// The running cpu recording.
 struct Cpu {
     stop: Arc<AtomicBool>,
-    thread: Mutex<Option<JoinHandle<Profile>>>,
+    thread: Mutex<Option<JoinHandle<(Profile, Pauses)>>>,
 }
 
 impl Cpu {
     /// Stops the sampler and takes what it recorded (`None` if it already stopped or panicked).
-    fn stop(&self) -> Option<Profile> {
+    fn stop(&self) -> Option<(Profile, Pauses)> {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.lock().ok()?.take()?;
         thread.join().ok()
@@ -70,7 +71,11 @@ impl CorProfilerCallback for Cpu {}
 
 impl Recording for Cpu {
     fn finish(&self, out: &Path) -> std::io::Result<()> {
-        let profile = self.stop().ok_or_else(|| std::io::Error::other("the sampler thread failed"))?;
+        let (profile, pauses) = self.stop().ok_or_else(|| std::io::Error::other("the sampler thread failed"))?;
+        // Before the profile, whose appearance tells the command the recording is complete.
+        let mut stats = out.as_os_str().to_owned();
+        stats.push(corprof_record::settings::STATS_SUFFIX);
+        write_atomically(Path::new(&stats), format!("cpu: {}\n", pauses.summary()).as_bytes())?;
         write_atomically(out, profile.to_text().as_bytes())
     }
 }
@@ -101,13 +106,14 @@ struct Walked {
 }
 
 impl Sampler {
-    fn run(self) -> Profile {
+    fn run(self) -> (Profile, Pauses) {
         // Whether the runtime's per-thread state for this thread is made: made up front rather
         // than lazily inside a later call, where making it could wait on a lock a suspension
         // holds (ICorProfilerInfo4::InitializeCurrentThread exists for that). Tried each tick
         // until it works (the runtime may not have started at the first).
         let mut thread_ready = false;
         let mut profile = Profile::new(Unit::Samples);
+        let mut pauses = Pauses::default();
         let mut names = Names::new(&self.info);
         let mut cpu = CpuClocks::default();
         let mut next = Instant::now() + self.interval;
@@ -126,7 +132,9 @@ impl Sampler {
             }
             // A suspension refused (before the runtime has started, or while another is held):
             // no tick, the clocks run on to the next.
+            let paused = Instant::now();
             let Some(walked) = self.walk_all() else { continue };
+            pauses.add(paused.elapsed());
             for thread in walked {
                 let Some(frames) = &thread.frames else {
                     // No stack to give this tick's time to: a thread the runtime will not walk
@@ -154,7 +162,7 @@ impl Sampler {
                 cpu.forget_unseen();
             }
         }
-        profile
+        (profile, pauses)
     }
 
     /// Suspends the runtime, walks every managed thread, resumes: `None` if the runtime refuses

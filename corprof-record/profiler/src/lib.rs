@@ -16,6 +16,7 @@ pub mod calls;
 mod cpu;
 pub mod heap;
 mod modes;
+pub mod pauses;
 
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ObjectID, ThreadID};

@@ -70,6 +70,11 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
         Some(pid) => (0, attach(pid, args, &lib, settings, &temp)?),
         None => launch(args, &lib, &settings, &temp)?,
     };
+    if let Ok(stats) = std::fs::read_to_string(temp.sibling(settings::STATS_SUFFIX)) {
+        for line in stats.lines().filter(|l| !l.trim().is_empty()) {
+            eprintln!("corprof: {line}");
+        }
+    }
     match recorded {
         Recorded::Profile(profile) => {
             let period = (args.mode == Mode::Cpu)
@@ -214,8 +219,8 @@ fn wait_for_detach(pid: u32, temp: &TempOut) {
     eprintln!("corprof: process {pid} has not confirmed the detach in {DETACH_WAIT:?}; the recording is complete");
 }
 
-/// The temporary file the profiler writes its recording to, and its `.error` and `.detached`
-/// siblings; all removed when dropped.
+/// The temporary file the profiler writes its recording to, and its `.error`, `.detached` and
+/// `.stats` siblings; all removed when dropped.
 struct TempOut(PathBuf);
 
 /// What the profiler left: a profile, or (heap mode) a snapshot in the temporary file.
@@ -278,5 +283,6 @@ impl Drop for TempOut {
         let _ = std::fs::remove_file(&self.0);
         let _ = std::fs::remove_file(self.error_path());
         let _ = std::fs::remove_file(self.sibling(".detached"));
+        let _ = std::fs::remove_file(self.sibling(settings::STATS_SUFFIX));
     }
 }
