@@ -1,11 +1,13 @@
 // The app of scripts/bench-record: a fixed amount of work on N threads, timed by the app itself,
 // so the profiled and the unprofiled runs compare the work alone (start-up and exit excluded).
 //
-//   RecordBench <threads> <rounds> cpu|alloc
+//   RecordBench <threads> <rounds> cpu|alloc [busy]
 //
 // cpu: each thread runs `rounds` rounds of arithmetic through a few small methods (calls the
 // profiler's stack walks must go through); alloc: each round also allocates short-lived arrays
-// and strings, ~2 KB per round. Prints `elapsed-ms <ms>` (the work, from all threads started to
+// and strings, ~2 KB per round. With `busy` (default: all threads), only that many threads work;
+// the others wait, blocked, until the work is done (a server's idle pool threads: the profiler
+// still walks them each tick). Prints `elapsed-ms <ms>` (the work, from all threads started to
 // all done) and exits 0.
 using System;
 using System.Diagnostics;
@@ -58,10 +60,13 @@ namespace RecordBenchApp
             int threads = int.Parse(args[0]);
             int rounds = int.Parse(args[1]);
             bool alloc = args[2] == "alloc";
-            var workers = new Thread[threads];
+            int busy = args.Length > 3 ? int.Parse(args[3]) : threads;
+            var workers = new Thread[busy];
+            var idlers = new Thread[threads - busy];
             long total = 0;
             var start = new ManualResetEvent(false);
-            for (int t = 0; t < threads; t++)
+            var done = new ManualResetEvent(false);
+            for (int t = 0; t < busy; t++)
             {
                 workers[t] = new Thread(() =>
                 {
@@ -71,10 +76,18 @@ namespace RecordBenchApp
                 workers[t].Name = "Worker" + t;
                 workers[t].Start();
             }
+            for (int t = 0; t < idlers.Length; t++)
+            {
+                idlers[t] = new Thread(() => done.WaitOne());
+                idlers[t].Name = "Idle" + t;
+                idlers[t].Start();
+            }
             var watch = Stopwatch.StartNew();
             start.Set();
             foreach (var w in workers) w.Join();
             watch.Stop();
+            done.Set();
+            foreach (var i in idlers) i.Join();
             GC.KeepAlive(total);
             Console.WriteLine("elapsed-ms " + watch.Elapsed.TotalMilliseconds.ToString("F1"));
             return 0;
