@@ -232,3 +232,35 @@ fn speedscope_opens_the_speedscope_output() {
     let thread_row = texts.windows(2).any(|w| w[0].ends_with("%)") && w[1].starts_with("[thread"));
     assert!(!thread_row, "a thread among the frames: {texts:?}");
 }
+
+/// The README's pictures remade in one step (scripts/readme-pictures, into a scratch folder):
+/// two PNGs, 1200 pixels wide, the flame graph as tall as its graph and the treemap 800.
+#[test]
+fn the_readme_pictures_are_remade_in_one_step() {
+    if chromium().is_none() {
+        skip("scripts/readme-pictures needs Debian's `chromium` (bash scripts/setup)");
+        return;
+    }
+    let out = TempDir::new("readme-pictures");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let run = Command::new("bash")
+        .arg(root.join("scripts/readme-pictures"))
+        .arg(&out.0)
+        .env_remove("CORPROF_RECORD_MODE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    for (name, tall) in [("cpu-flamegraph", None), ("heap-treemap", Some(800))] {
+        let png = std::fs::read(out.0.join(format!("{name}.png"))).unwrap_or_else(|e| panic!("{name}.png: {e}"));
+        assert_eq!(png.get(..8), Some(&b"\x89PNG\r\n\x1a\n"[..]), "{name}.png is not a PNG");
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert_eq!(width, 1200, "{name}.png");
+        match tall {
+            Some(h) => assert_eq!(height, h, "{name}.png"),
+            // Threads, their frames and the title: more than a handful of 16-pixel rows.
+            None => assert!((100..2000).contains(&height), "{name}.png is {height} pixels tall"),
+        }
+    }
+}
