@@ -168,20 +168,54 @@ fn hidden_artifact(s: &syn::ItemStruct) -> bool {
             && f.named.first().and_then(|f| f.ident.as_ref()).is_some_and(|i| i == "_unused"))
 }
 
-/// `TYPE_NAME_REST` → `REST` for enumerators that repeat their type's name, when the rest is an
-/// identifier and no other enumerator (or short name) is spelled that way.
+/// Short names for enumerators that repeat their type's name, when the rest is an identifier and
+/// no other enumerator (or short name) is spelled that way:
+/// - `TYPE_NAME_REST` → `REST` (`COR_PRF_MONITOR_GC` → `COR_PRF_MONITOR::GC`), first, so these
+///   win any clash;
+/// - in the runtime's `COR_PRF_*` types, whose enumerators often share only part of the type's
+///   name, the longest shared part ending in `_` (at least `COR_PRF_`) goes too:
+///   `COR_PRF_ENABLE_STACK_SNAPSHOT` → `COR_PRF_MONITOR::ENABLE_STACK_SNAPSHOT`,
+///   `COR_PRF_HIGH_ADD_ASSEMBLY_REFERENCES` → `COR_PRF_HIGH_MONITOR::ADD_ASSEMBLY_REFERENCES`.
 fn short_names(ty: &str, consts: &[String]) -> Vec<(String, String)> {
-    let prefix = format!("{ty}_");
     let mut out: Vec<(String, String)> = Vec::new();
-    for c in consts {
-        let Some(rest) = c.strip_prefix(&prefix) else { continue };
+    let add = |rest: &str, c: &String, out: &mut Vec<(String, String)>| {
         let starts_well = rest.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_');
         let taken = consts.iter().any(|o| o == rest) || out.iter().any(|(s, _)| s == rest);
         if starts_well && !taken && syn::parse_str::<syn::Ident>(rest).is_ok() {
             out.push((rest.to_string(), c.clone()));
         }
+    };
+    let full = format!("{ty}_");
+    for c in consts {
+        if let Some(rest) = c.strip_prefix(&full) {
+            add(rest, c, &mut out);
+        }
+    }
+    if ty.starts_with(RUNTIME_PREFIX) {
+        for c in consts.iter().filter(|c| !c.starts_with(&full)) {
+            if let Some(rest) = c.strip_prefix(shared_prefix(ty, c)) {
+                add(rest, c, &mut out);
+            }
+        }
     }
     out
+}
+
+/// The runtime's type and enumerator prefix: the least part of a type's name that short names
+/// strip from its enumerators.
+const RUNTIME_PREFIX: &str = "COR_PRF_";
+
+/// The longest prefix of `ty` ending in `_` that `c` starts with, at least [`RUNTIME_PREFIX`]
+/// (empty when `c` does not start with that).
+fn shared_prefix<'a>(ty: &str, c: &'a str) -> &'a str {
+    let mut best = "";
+    for (at, _) in ty.match_indices('_') {
+        let prefix = &ty[..=at];
+        if prefix.len() >= RUNTIME_PREFIX.len() && c.starts_with(prefix) {
+            best = &c[..prefix.len()];
+        }
+    }
+    best
 }
 
 /// Names of types every value of which may be all-zero bytes, as bindgen spells them; corprof
@@ -437,6 +471,50 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(ty: &str, consts: &[&str]) -> Vec<(String, String)> {
+        short_names(ty, &consts.iter().map(|c| c.to_string()).collect::<Vec<_>>())
+    }
+
+    /// The full type name goes first; in `COR_PRF_*` types the longest shared part goes too,
+    /// never a name another enumerator or an earlier short name has, never a non-identifier.
+    #[test]
+    fn short_names_drop_what_repeats_the_type() {
+        let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+        assert_eq!(
+            names(
+                "COR_PRF_MONITOR",
+                &[
+                    "COR_PRF_MONITOR_NONE",
+                    "COR_PRF_MONITOR_GC",
+                    "COR_PRF_ENABLE_STACK_SNAPSHOT",
+                    "COR_PRF_ALL",
+                    "COR_PRF_GC"
+                ]
+            ),
+            pairs(&[
+                ("NONE", "COR_PRF_MONITOR_NONE"),
+                ("GC", "COR_PRF_MONITOR_GC"),
+                ("ENABLE_STACK_SNAPSHOT", "COR_PRF_ENABLE_STACK_SNAPSHOT"),
+                ("ALL", "COR_PRF_ALL"),
+                // `COR_PRF_GC` would be `GC`, which COR_PRF_MONITOR_GC has already.
+            ])
+        );
+        assert_eq!(
+            names("COR_PRF_HIGH_MONITOR", &["COR_PRF_HIGH_MONITOR_EVENT_PIPE", "COR_PRF_HIGH_ADD_ASSEMBLY_REFERENCES"]),
+            pairs(&[
+                ("EVENT_PIPE", "COR_PRF_HIGH_MONITOR_EVENT_PIPE"),
+                ("ADD_ASSEMBLY_REFERENCES", "COR_PRF_HIGH_ADD_ASSEMBLY_REFERENCES")
+            ])
+        );
+        // Outside the runtime's types only the full name is stripped; a digit cannot start one.
+        assert_eq!(
+            names("CorElementType", &["ELEMENT_TYPE_I4", "CorElementType_X"]),
+            pairs(&[("X", "CorElementType_X")])
+        );
+        assert_eq!(names("COR_PRF_GC_GENERATION", &["COR_PRF_GC_GEN_0"]), pairs(&[("GEN_0", "COR_PRF_GC_GEN_0")]));
+        assert_eq!(names("COR_PRF_GC_GEN", &["COR_PRF_GC_GEN_0"]), pairs(&[]));
+    }
 
     /// A zeroing `Default` keeps its impl, with a SAFETY marker, only for a zeroable record.
     #[test]

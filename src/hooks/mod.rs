@@ -183,9 +183,9 @@ pub trait FunctionHooks: CorProfilerCallback {
 pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMode) -> Result<()> {
     let object = registered_object(profiler)?;
     let mask = info.get_event_mask()?;
-    let frame_info = COR_PRF_MONITOR::COR_PRF_ENABLE_FRAME_INFO
-        | COR_PRF_MONITOR::COR_PRF_ENABLE_FUNCTION_ARGS
-        | COR_PRF_MONITOR::COR_PRF_ENABLE_FUNCTION_RETVAL;
+    let frame_info = COR_PRF_MONITOR::ENABLE_FRAME_INFO
+        | COR_PRF_MONITOR::ENABLE_FUNCTION_ARGS
+        | COR_PRF_MONITOR::ENABLE_FUNCTION_RETVAL;
     let needed = match mode {
         HookMode::Fast => {
             if !stubs::SUPPORTED {
@@ -196,9 +196,9 @@ pub fn install<P: FunctionHooks>(profiler: &P, info: &ProfilerInfo, mode: HookMo
             if mask.0 & frame_info.0 != 0 {
                 return Err(HResult::CORPROF_E_INCONSISTENT_WITH_FLAGS);
             }
-            COR_PRF_MONITOR::COR_PRF_MONITOR_ENTERLEAVE
+            COR_PRF_MONITOR::ENTERLEAVE
         }
-        HookMode::WithInfo => COR_PRF_MONITOR::COR_PRF_MONITOR_ENTERLEAVE | frame_info,
+        HookMode::WithInfo => COR_PRF_MONITOR::ENTERLEAVE | frame_info,
     };
     if INSTALLED.swap(true, Ordering::AcqRel) {
         return Err(HResult::ERROR_ALREADY_EXISTS);
@@ -335,9 +335,9 @@ unsafe extern "C" fn map<P: FunctionHooks>(function: FunctionID, mode: *mut c_vo
 /// frame information (possible if `initialize` set it after [`install`]), since the runtime
 /// would then call the fast stubs as ordinary functions and they would read a wrong register.
 fn fast_allowed() -> bool {
-    let frame_info = COR_PRF_MONITOR::COR_PRF_ENABLE_FRAME_INFO.0
-        | COR_PRF_MONITOR::COR_PRF_ENABLE_FUNCTION_ARGS.0
-        | COR_PRF_MONITOR::COR_PRF_ENABLE_FUNCTION_RETVAL.0;
+    let frame_info = COR_PRF_MONITOR::ENABLE_FRAME_INFO.0
+        | COR_PRF_MONITOR::ENABLE_FUNCTION_ARGS.0
+        | COR_PRF_MONITOR::ENABLE_FUNCTION_RETVAL.0;
     INFO.get().and_then(|info| info.get_event_mask().ok()).is_some_and(|mask| mask.0 & frame_info == 0)
 }
 

@@ -102,9 +102,9 @@ impl AllocMode {
     /// The event-mask bits this mode needs, all to be set in `Initialize` (the runtime accepts
     /// `COR_PRF_ENABLE_OBJECT_ALLOCATED` only there, so this mode cannot start on attach).
     pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR(
-        COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED.0
-            | COR_PRF_MONITOR::COR_PRF_MONITOR_OBJECT_ALLOCATED.0
-            | COR_PRF_MONITOR::COR_PRF_ENABLE_STACK_SNAPSHOT.0,
+        COR_PRF_MONITOR::ENABLE_OBJECT_ALLOCATED.0
+            | COR_PRF_MONITOR::OBJECT_ALLOCATED.0
+            | COR_PRF_MONITOR::ENABLE_STACK_SNAPSHOT.0,
     );
 
     pub fn new(sampling: Sampling) -> AllocMode {

@@ -47,7 +47,7 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         .map_err(|e| format!("cannot start the sampler thread: {e}"))?;
     Ok(Started {
         recording: Box::new(Cpu { stop, thread: Mutex::new(Some(thread)) }),
-        events: COR_PRF_MONITOR::COR_PRF_ENABLE_STACK_SNAPSHOT,
+        events: COR_PRF_MONITOR::ENABLE_STACK_SNAPSHOT,
         events_high: COR_PRF_HIGH_MONITOR(0),
     })
 }

@@ -200,7 +200,7 @@ impl Shared {
 impl CorProfilerCallback for HeapMode {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask2(Self::MASK, COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE)?;
+        info.set_event_mask2(Self::MASK, COR_PRF_HIGH_MONITOR::NONE)?;
         self.begin(info);
         Ok(())
     }

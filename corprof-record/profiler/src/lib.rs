@@ -222,7 +222,7 @@ impl Recorder {
         let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
         let mut events = started.events | COR_PRF_MONITOR::THREADS;
         if attached {
-            events &= COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH;
+            events &= COR_PRF_MONITOR::ALLOWABLE_AFTER_ATTACH;
         }
         let masked = if started.events_high.0 == 0 {
             info.set_event_mask(events)

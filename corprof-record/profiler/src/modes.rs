@@ -52,7 +52,7 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         attached: ctx.attached,
     };
     let (events, events_high) = if ticks {
-        (COR_PRF_MONITOR::COR_PRF_ENABLE_STACK_SNAPSHOT, COR_PRF_HIGH_MONITOR::EVENT_PIPE)
+        (COR_PRF_MONITOR::ENABLE_STACK_SNAPSHOT, COR_PRF_HIGH_MONITOR::EVENT_PIPE)
     } else {
         (AllocMode::MASK, COR_PRF_HIGH_MONITOR(0))
     };

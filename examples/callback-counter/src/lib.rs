@@ -9,7 +9,7 @@
 //! …/libcallback_counter.so --data 'CORPROF_COUNTS_OUT=/tmp/counts.txt'`): the client data holds
 //! the same settings as `KEY=VALUE` pairs separated by `;` or newlines, and wins over the target's
 //! environment. Attached, the mask keeps only what the runtime allows after attach
-//! ([`COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]),
+//! ([`COR_PRF_MONITOR::ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]),
 //! and the counts are written at Shutdown as at launch (the counter never asks to detach).
 
 use corprof::types::COR_PRF_MONITOR;
@@ -96,7 +96,7 @@ impl CorProfilerCallback for Counter {
             }
         }
         let wanted = mask_setting(mask_text);
-        let allowed = COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH;
+        let allowed = COR_PRF_MONITOR::ALLOWABLE_AFTER_ATTACH;
         let refused = COR_PRF_MONITOR(wanted.0 & !allowed.0);
         if !refused.is_empty() {
             eprintln!("callback-counter: attached, so leaving out {refused} (not allowed after attach)");
@@ -156,6 +156,6 @@ mod tests {
 
     #[test]
     fn the_default_mask_is_allowed_after_attach() {
-        assert!(COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH.contains(DEFAULT_MASK));
+        assert!(COR_PRF_MONITOR::ALLOWABLE_AFTER_ATTACH.contains(DEFAULT_MASK));
     }
 }

@@ -111,7 +111,7 @@ impl CorProfilerCallback for Tracer {
         let info = ProfilerInfo::from_unknown(unknown)?;
         let mut mask = COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::EXCEPTIONS;
         if self.lines == Lines::Instantiations {
-            mask = mask | COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED;
+            mask = mask | COR_PRF_MONITOR::ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED;
         }
         info.set_event_mask(mask)?;
         self.line(&format!("# info {} (version {})", info.interface_name(), info.version()));

@@ -183,7 +183,7 @@ impl CorProfilerCallback for RejitSwap {
         let info = ProfilerInfo::from_unknown(unknown)?;
         // ReJIT must be enabled here, never later; the ReJIT compilation callbacks come with
         // the JIT ones.
-        info.set_event_mask(COR_PRF_MONITOR::COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR::JIT_COMPILATION)?;
+        info.set_event_mask(COR_PRF_MONITOR::ENABLE_REJIT | COR_PRF_MONITOR::JIT_COMPILATION)?;
         let log = match std::env::var_os("REJIT_SWAP_LOG") {
             Some(path) => Some(std::fs::File::create(path).map_err(|_| HResult::E_FAIL)?),
             None => None,
