@@ -1,4 +1,4 @@
-//! [`Api`] → each parameter's and return's kind, computed once (like windows-rs's
+//! [`Api`](crate::resolve::Api) → each parameter's and return's kind, computed once (like windows-rs's
 //! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types. Later stages only read
 //! these kinds; they never look at C types or annotations again.
 

@@ -3,7 +3,7 @@
 //!
 //! - [`snake_case`]: acronym-aware (`EnumJITedFunctions` → `enum_jited_functions`,
 //!   `GetReJITIDs` → `get_rejit_ids`), by the [`ACRONYMS`] table.
-//! - [`param_name`]: the snake name without the Hungarian prefix (`pClassId` → `class_id`,
+//! - `param_name`: the snake name without the Hungarian prefix (`pClassId` → `class_id`,
 //!   `szName` → `name`, `pICorProfilerInfoUnk` → `info_unk`), by the [`HUNGARIAN`] table.
 //! - [`field_names`]: the fields of a result struct, named for what they hold.
 //! - [`pascal_fixed`]: the header's spelling with its known typos corrected ([`TYPOS`]), for Rust
@@ -161,7 +161,7 @@ fn stem_name(c_name: &str) -> String {
     snake_case(stem)
 }
 
-/// The Rust names of a method's parameters, in order: [`stem_name`] of each, except that two
+/// The Rust names of a method's parameters, in order: `stem_name` of each, except that two
 /// shown parameters whose stems collide keep their whole names (`pClass`/`class` stay apart).
 /// `shown[i]` says whether parameter `i` appears in the Rust signature: a count the wrapper fills
 /// (`cchName` beside `szName`) takes no name away.

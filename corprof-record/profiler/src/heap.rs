@@ -140,7 +140,7 @@ impl HeapMode {
         }
     }
 
-    /// Takes the snapshot now unless one was taken (or tried): see [`Shared::take_snapshot`].
+    /// Takes the snapshot now, unless one was already taken (or tried): one snapshot per run.
     pub fn take_snapshot(&self) -> std::result::Result<(), String> {
         self.0.take_snapshot()
     }

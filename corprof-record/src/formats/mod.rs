@@ -77,7 +77,7 @@ impl Format {
     }
 }
 
-/// What a format may use beyond the profile itself; [`write`] uses the defaults.
+/// What a format may use beyond the profile itself; [`write()`] uses the defaults.
 #[derive(Clone, Debug)]
 pub struct Options<'a> {
     /// Shown as the flame graph's title, speedscope's name, the text table's first line.
@@ -99,7 +99,7 @@ pub fn write(profile: &Profile, format: Format, title: &str, out: &mut dyn Write
     write_with(profile, format, &Options::new(title), out)
 }
 
-/// [`write`] with every option.
+/// [`write()`] with every option.
 pub fn write_with(profile: &Profile, format: Format, options: &Options<'_>, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Svg => flamegraph::write_svg(profile, options.title, out),

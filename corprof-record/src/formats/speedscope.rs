@@ -1,4 +1,4 @@
-//! speedscope JSON (https://www.speedscope.app/file-format-schema.json): every frame once in
+//! speedscope JSON (<https://www.speedscope.app/file-format-schema.json>): every frame once in
 //! `shared.frames`, and `sampled` profiles whose samples are stacks of frame indices (root first)
 //! with a weight each. A profile whose stacks all start at a `[thread …]` root becomes one
 //! speedscope profile per thread (speedscope shows them as tabs), without the root frame.
