@@ -159,7 +159,7 @@ mod handles {
 
         /// [`ICorProfilerInfo13::GetObjectIDFromHandle`](https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/icorprofilerinfo13-getobjectidfromhandle-method):
         /// the object the handle refers to now, or `None` once a weak handle's object has died.
-        /// The ID is current until the next GC (see [`ObjectID`]'s rules in the README).
+        /// The ID is current until the next GC (see [`ObjectID`]'s rules in docs/guide/reliability.md).
         pub fn object(&self) -> Result<Option<ObjectID>> {
             let _entered = self.info.negotiated().enter()?;
             let raw_info = self.info.get::<ICorProfilerInfo13>()?;

@@ -91,7 +91,33 @@ pub use bindings::callbacks::{CALLBACK_IIDS, CallbackClass, HIGHEST_CALLBACK};
 #[doc(hidden)]
 pub use bindings::wrappers;
 
-/// The README's Rust examples compile and run as doc tests.
+/// The README's and the guide's Rust examples compile and run as doc tests.
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+mod doc_examples {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../docs/guide/callbacks.md")]
+    pub struct Callbacks;
+    #[doc = include_str!("../docs/guide/calling-the-runtime.md")]
+    pub struct CallingTheRuntime;
+    #[doc = include_str!("../docs/guide/stacks.md")]
+    pub struct Stacks;
+    #[doc = include_str!("../docs/guide/eventpipe.md")]
+    pub struct EventPipe;
+    #[doc = include_str!("../docs/guide/hooks.md")]
+    pub struct Hooks;
+    #[doc = include_str!("../docs/guide/il.md")]
+    pub struct Il;
+    #[doc = include_str!("../docs/guide/attach.md")]
+    pub struct Attach;
+    #[doc = include_str!("../docs/guide/record.md")]
+    pub struct Record;
+    #[doc = include_str!("../docs/guide/your-crate.md")]
+    pub struct YourCrate;
+    #[doc = include_str!("../docs/guide/annotations.md")]
+    pub struct Annotations;
+    #[doc = include_str!("../docs/guide/reliability.md")]
+    pub struct Reliability;
+    #[doc = include_str!("../docs/guide/layout.md")]
+    pub struct Layout;
+}

@@ -278,7 +278,7 @@ fn a_drop_panic_whose_payloads_panic_in_a_chain_is_contained() {
     assert_eq!(corprof_lines(&out), [line], "{}", describe(&out));
 }
 
-/// What the README says cannot be caught: a panic while panicking. Rust aborts the process
+/// What docs/guide/reliability.md says cannot be caught: a panic while panicking. Rust aborts the process
 /// before corprof gets control back, so there is no corprof line.
 #[test]
 fn a_panic_in_a_field_drop_after_a_drop_panic_aborts() {
@@ -514,7 +514,7 @@ fn a_panic_message_cannot_forge_report_lines() {
     );
 }
 
-/// What the README says cannot be caught: a panic hook that panics. Rust aborts while processing
+/// What docs/guide/reliability.md says cannot be caught: a panic hook that panics. Rust aborts while processing
 /// the first panic, before `catch_unwind` gets it back.
 #[test]
 fn a_panic_hook_that_panics_aborts() {
@@ -658,7 +658,7 @@ fn reports_say_why_and_what_once_each() {
         assert_passed(&out);
         assert_eq!(corprof_lines(&out), all_reports(), "CORPROF_QUIET={quiet:?}: {}", describe(&out));
     }
-    // The line of the example in the README, byte for byte.
+    // The line of the example in docs/guide/callbacks.md, byte for byte.
     assert_eq!(
         initialize_failed(INCONSISTENT_WITH_FLAGS)[0],
         "corprof: Initialize failed: CORPROF_E_INCONSISTENT_WITH_FLAGS (0x80131374): The call needs other event-mask flags set (or some set flags cleared) first."
@@ -714,7 +714,7 @@ thread_local! {
     static ON_EXIT: PanicsOnThreadExit = const { PanicsOnThreadExit };
 }
 
-/// What the README says cannot be caught: a thread-local's destructor runs when its thread exits,
+/// What docs/guide/reliability.md says cannot be caught: a thread-local's destructor runs when its thread exits,
 /// outside any callback (for a runtime thread: inside the runtime), and a panic there aborts.
 #[test]
 fn a_panic_in_a_thread_local_destructor_aborts() {

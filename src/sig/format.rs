@@ -170,9 +170,6 @@ pub fn format_method<R: NameResolver + ?Sized>(
     p.out.finish()
 }
 
-/// The name without the arity suffix, and the arity (`` Dictionary`2 `` → `Dictionary`, 2).
-/// A suffix above metadata's limit on generic parameters (16-bit numbers) is no arity: a
-/// malformed name must not make the formatter ask for billions of parameter names.
 /// The full name of a `TypeDef` or `TypeRef` as metadata spells it, each nested type after the
 /// one enclosing it: `Namespace.Outer+Inner`, arity suffixes kept (``Shop.Box`1``); `None` when
 /// the resolver does not know the token. What profilers print next to a method name
@@ -214,6 +211,9 @@ fn nesting_chain<R: NameResolver + ?Sized>(resolver: &R, token: Token) -> Option
     Some(chain)
 }
 
+/// The name without the arity suffix, and the arity (`` Dictionary`2 `` → `Dictionary`, 2).
+/// A suffix above metadata's limit on generic parameters (16-bit numbers) is no arity: a
+/// malformed name must not make the formatter ask for billions of parameter names.
 fn split_arity(name: &str) -> (&str, u32) {
     match name.rsplit_once('`').map(|(base, n)| (base, n.parse::<u16>())) {
         Some((base, Ok(arity))) => (base, arity.into()),

@@ -56,7 +56,7 @@ pub enum CallKind {
 
 /// When an ID the runtime dereferences is still alive, by the ID's typedef. IDs not listed here
 /// (ClassID, ModuleID, FunctionID, AppDomainID, …) are taken as alive for as long as a profiler
-/// can name them; the README's "What no guard can catch" says why and where that stops holding.
+/// can name them; "What no guard can catch" in docs/guide/reliability.md says why and where that stops holding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdContract {
     /// `ThreadID`: a pointer to the runtime's Thread object, freed after ThreadDestroyed.
