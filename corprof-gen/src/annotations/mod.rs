@@ -3,6 +3,7 @@
 //! [`ParamSpec`], each entry carrying the file:line:col it was written at. Only `yaml` touches the
 //! YAML library, so a maintained fork of serde_yaml can replace it in one place.
 
+pub mod docs;
 pub(crate) mod outline;
 mod yaml;
 

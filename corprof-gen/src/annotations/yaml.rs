@@ -297,3 +297,77 @@ fn short(v: &Value) -> String {
     write(v, &mut out);
     out
 }
+
+/// A docs-table file (annotations/docs/*.yaml; see [`super::docs`]): interface → method →
+/// `doc`, `needs`, `errors`, `returns`.
+pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::MethodDocs>, Errors> {
+    use super::docs::MethodDocs;
+    let root: Value = match serde_yaml::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Err(syntax_error(file, text, &e).into()),
+    };
+    let outline = Outline::scan(text);
+    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let mut errors = Errors::default();
+    let mut out = Vec::new();
+    for (iface_key, methods) in mapping_of(root, &pos(&[]), "file", &mut errors) {
+        let Some(iface) = key_str(&iface_key, &pos(&[]), &mut errors) else { continue };
+        let iface_loc = pos(&[&iface]);
+        for (method_key, fields) in mapping_of(methods, &iface_loc, "interface", &mut errors) {
+            let Some(method) = key_str(&method_key, &iface_loc, &mut errors) else { continue };
+            let loc = pos(&[&iface, &method]);
+            let mut m =
+                MethodDocs { iface: iface.clone(), method: method.clone(), loc: loc.clone(), ..Default::default() };
+            for (field_key, value) in mapping_of(fields, &loc, "method", &mut errors) {
+                let Some(field) = key_str(&field_key, &loc, &mut errors) else { continue };
+                let field_loc = pos(&[&iface, &method, &field]);
+                let text = |v: Value, errors: &mut Errors| match v {
+                    Value::String(s) => Some(s.split_whitespace().collect::<Vec<_>>().join(" ")),
+                    other => {
+                        errors.push(
+                            Diagnostic::error(format!("`{field}` is text, found `{}`", short(&other)))
+                                .at(field_loc.clone()),
+                        );
+                        None
+                    }
+                };
+                match field.as_str() {
+                    "doc" => m.doc = text(value, &mut errors).unwrap_or_default(),
+                    "needs" => m.needs = text(value, &mut errors),
+                    "returns" => m.returns = text(value, &mut errors),
+                    "errors" => {
+                        for (name, when) in mapping_of(value, &field_loc, "`errors`", &mut errors) {
+                            let Some(name) = key_str(&name, &field_loc, &mut errors) else { continue };
+                            let name_loc = pos(&[&iface, &method, &field, &name]);
+                            let is_name = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                            if !is_name {
+                                errors.push(
+                                    Diagnostic::error(format!("`{name}` is not an HRESULT name"))
+                                        .at(name_loc)
+                                        .help("write the name the header gives it, such as `CORPROF_E_DATAINCOMPLETE`"),
+                                );
+                                continue;
+                            }
+                            if let Some(when) = text(when, &mut errors) {
+                                m.errors.push((name, when));
+                            }
+                        }
+                    }
+                    other => errors.push(
+                        Diagnostic::error(format!("unknown key `{other}`"))
+                            .at(field_loc)
+                            .help("a docs entry has `doc`, and may have `needs`, `errors` and `returns`"),
+                    ),
+                }
+            }
+            if m.doc.trim().is_empty() {
+                errors.push(Diagnostic::error(format!("`{iface}::{method}` has no `doc`")).at(loc));
+            } else {
+                out.push(m);
+            }
+        }
+    }
+    errors.check()?;
+    Ok(out)
+}
