@@ -469,9 +469,9 @@ fn allocbyclass_on_coreclr_3() {
 }
 
 /// The runtime test's subject, `COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC`, is a
-/// .NET 9 flag. Set by value (0x200), 8.0.4 and 3.1.23 accept the bit they do not know and
-/// ignore it: ObjectsAllocatedByClass still comes, with the same counts. The row is `n/a`, with
-/// that reason checked by the run.
+/// .NET 9 flag (0x200; the runtime-info15 header names it). Set, 8.0.4 and 3.1.23 accept the bit
+/// they do not know and ignore it: ObjectsAllocatedByClass still comes, with the same counts. The
+/// row is `n/a`, with that reason checked by the run.
 fn allocbyclass_skip(runtime: &'static str) {
     let _row = ConformanceRow::new(
         "allocbyclass-skip",
