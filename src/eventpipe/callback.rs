@@ -26,6 +26,12 @@
 //!   it) and logged, `corprof: EventPipe provider callback (<name>) panicked: …`; the runtime
 //!   goes on.
 //!
+//! One thing no type can check: the call goes through Info14's vtable slot after
+//! GetNonGCHeapBounds, which released .NET 8 runtimes have (8.0.4 does) but a .NET 8 preview of
+//! the runtime-net8 snapshot's age did not; corprof offers the method only when the header
+//! declares it, and trusts, as COM does, that a runtime answering an interface's IID has all of
+//! its slots.
+//!
 //! What the runtime passes (CoreCLR's `ep-provider.c`, `provider_invoke_callback`; the eventpipe
 //! conformance scenario asserts it on CoreCLR 8.0.4): the enabled sessions' keywords as
 //! `match_any_keywords`, `match_all_keywords` 0, the level, and the enabling session's filter
