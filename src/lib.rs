@@ -19,7 +19,8 @@
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
 //!   other threads, sampled safely under a runtime suspension that resumes on drop:
 //!   [`ProfilerInfo::suspend_runtime`] and module [`suspend`];
-//! - the managed heap: owned GC handles and heap ranges as addresses, module [`heap`];
+//! - the managed heap: owned GC handles and heap ranges as addresses, module [`heap`]; every
+//!   object of the GC heap to a closure (ICorProfilerInfo15), module `heap_walk`;
 //! - EventPipe in process (sessions, a provider of your own, a safe parser of delivered events'
 //!   metadata and payloads): module [`eventpipe`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
@@ -45,6 +46,8 @@ pub mod eventpipe;
 pub mod glue;
 mod guid;
 pub mod heap;
+#[cfg(corprof_info15)]
+pub mod heap_walk;
 pub mod hooks;
 mod hresult;
 pub mod il;

@@ -85,6 +85,29 @@ pub fn refuse_on_suspending_thread() -> Result<()> {
     if HELD_HERE.with(Cell::get) { Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS) } else { Ok(()) }
 }
 
+/// Runs `call`, for which the runtime suspends itself on this thread (ICorProfilerInfo15's heap
+/// walk on its own), as a [`Suspension`] would hold it: refused with
+/// `CORPROF_E_SUSPENSION_IN_PROGRESS` while a [`Suspension`] is alive (the runtime keeps one flag
+/// for a profiler's suspension), and with calls that make the runtime suspend itself refused on
+/// this thread until `call` returns or unwinds.
+#[cfg_attr(not(corprof_info15), allow(dead_code))]
+pub(crate) fn while_runtime_suspends_here<R>(call: impl FnOnce() -> Result<R>) -> Result<R> {
+    /// Clears the flags on every way out of `call`, a panic raised again included.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HELD_HERE.with(|here| here.set(false));
+            HELD.store(false, Ordering::Release);
+        }
+    }
+    if HELD.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        return Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS);
+    }
+    HELD_HERE.with(|here| here.set(true));
+    let _release = Release;
+    call()
+}
+
 /// The runtime, suspended by this profiler; dropping it resumes the runtime
 /// (`ICorProfilerInfo10::ResumeRuntime`), on every path out of the scope that holds it: a return,
 /// a `?`, a panic unwinding through it.

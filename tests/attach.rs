@@ -403,3 +403,50 @@ fn a_failed_attach_is_named_on_coreclr_8() {
 fn a_failed_attach_is_named_on_coreclr_3() {
     a_failed_attach_is_named("3", "a_failed_attach_is_named_on_coreclr_3");
 }
+
+/// The runtime-info15 header moves `COR_PRF_DISABLE_INLINING` and `COR_PRF_DISABLE_OPTIMIZATIONS`
+/// into `COR_PRF_ALLOWABLE_AFTER_ATTACH` (0x100502fe → 0x106502fe): a newer runtime's rule. The
+/// runtimes here keep their own, older mask: an attached profiler asking for either flag is
+/// refused (SetEventMask answers E_FAIL on both). The counter, which keeps what the header's
+/// constant allows, then asks again without the two flags, says so, and counts on (before it
+/// asked again, the attach itself failed with E_FAIL).
+fn inlining_flags_after_attach(runtime: &'static str, test: &str) {
+    use corprof::types::COR_PRF_MONITOR;
+    let moved = COR_PRF_MONITOR::COR_PRF_DISABLE_INLINING | COR_PRF_MONITOR::COR_PRF_DISABLE_OPTIMIZATIONS;
+    assert!(COR_PRF_MONITOR::COR_PRF_ALLOWABLE_AFTER_ATTACH.contains(moved), "the header's constant allows them");
+    assert!(!COR_PRF_MONITOR::COR_PRF_MONITOR_IMMUTABLE.intersects(moved), "and no longer calls them immutable");
+    let lib = profiler_lib("callback_counter");
+    let dir = TempDir::new("attach", test);
+    let counts_file = dir.file("counts.txt");
+    let mut app = App::start(runtime, &dir, 1);
+    let mask = COR_PRF_MONITOR::COR_PRF_MONITOR_JIT_COMPILATION | moved;
+    let data = format!("CORPROF_EVENT_MASK={:#x};CORPROF_COUNTS_OUT={}", mask.0, counts_file.display());
+    assert_attached(&attach(&app, COUNTER_CLSID, &lib, &data), &app, &lib);
+    app.run_phase(&dir, 1);
+    let out = app.finish();
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            Some(0),
+            "phase 1 ok\nWaiter done\n",
+            "callback-counter: this runtime refused COR_PRF_DISABLE_INLINING | COR_PRF_DISABLE_OPTIMIZATIONS after \
+             attach (E_FAIL (0x80004005)): leaving them out\n"
+        ),
+        "{}",
+        out.describe()
+    );
+    let text = std::fs::read_to_string(&counts_file)
+        .unwrap_or_else(|e| panic!("no counts in {} ({e}):\n{}", counts_file.display(), out.describe()));
+    let counts = parse_counts(&text, "the attached counter's counts");
+    assert!(counts.get("JITCompilationStarted").copied().unwrap_or(0) > 0, "{text}");
+}
+
+#[test]
+fn inlining_flags_after_attach_on_coreclr_8() {
+    inlining_flags_after_attach("8", "inlining_flags_after_attach_on_coreclr_8");
+}
+
+#[test]
+fn inlining_flags_after_attach_on_coreclr_3() {
+    inlining_flags_after_attach("3", "inlining_flags_after_attach_on_coreclr_3");
+}

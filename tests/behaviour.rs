@@ -134,7 +134,7 @@ fn v1(p: *mut Newest) -> &'static ICorProfilerCallback_Vtbl {
 fn query_interface_answers_iunknown_and_every_callback_version() {
     let p = create();
     let unk = unknown(p.cast());
-    assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-net8 declares ICorProfilerCallback 1-11");
+    assert_eq!(CALLBACK_IIDS.len(), 11, "runtime-net8 and runtime-info15 declare ICorProfilerCallback 1-11");
     for iid in CALLBACK_IIDS.iter().chain([&IUnknown::IID]) {
         let mut out: *mut c_void = null_mut();
         // SAFETY: `unk` is live (one reference held); every call below passes a valid IID and out pointer or, for the E_POINTER case, null, which QueryInterface must refuse.

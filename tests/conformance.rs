@@ -469,9 +469,9 @@ fn allocbyclass_on_coreclr_3() {
 }
 
 /// The runtime test's subject, `COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC`, is a
-/// .NET 9 flag. Set by value (0x200), 8.0.4 and 3.1.23 accept the bit they do not know and
-/// ignore it: ObjectsAllocatedByClass still comes, with the same counts. The row is `n/a`, with
-/// that reason checked by the run.
+/// .NET 9 flag (0x200; the runtime-info15 header names it). Set, 8.0.4 and 3.1.23 accept the bit
+/// they do not know and ignore it: ObjectsAllocatedByClass still comes, with the same counts. The
+/// row is `n/a`, with that reason checked by the run.
 fn allocbyclass_skip(runtime: &'static str) {
     let _row = ConformanceRow::new(
         "allocbyclass-skip",
@@ -861,27 +861,35 @@ const GCHEAPENUMERATION: Scenario =
 
 /// `src/tests/profiler/gcheapenumeration/gcheapenumeration.cs` needs ICorProfilerInfo15, which
 /// came after 8.0.4: both runtimes answer E_NOINTERFACE for it (8.0.4 has up to
-/// ICorProfilerInfo14, 3.1.23 up to ICorProfilerInfo11).
-fn gcheapenumeration(runtime: &'static str, info14: &str) {
+/// ICorProfilerInfo14, 3.1.23 up to ICorProfilerInfo11), and corprof's two safe heap walks
+/// (`enumerate_gc_heap_objects_with`, the runtime suspending itself; `Suspension::
+/// enumerate_gc_heap_objects`, under a profiler suspension that both runtimes grant) answer
+/// `E_NOINTERFACE` without calling the closure.
+fn gcheapenumeration(runtime: &'static str, info14: &str, negotiated: &str) {
     let _row = ConformanceRow::new(GCHEAPENUMERATION.name, runtime, "").not_applicable(
         "ICorProfilerInfo15 (EnumerateGCHeapObjects) is newer than 8.0.4: this runtime answers \
-         QueryInterface for it with E_NOINTERFACE",
+         QueryInterface for it with E_NOINTERFACE, and corprof's heap walks (both ways) with \
+         Err(E_NOINTERFACE), the closure never called",
     );
     let info14 = format!("QueryInterface ICorProfilerInfo14: {info14}");
+    let negotiated = format!("ProfilerInfo negotiated {negotiated}");
     let facts = [
         "QueryInterface ICorProfilerInfo11: S_OK (0x00000000)",
         info14.as_str(),
         "QueryInterface ICorProfilerInfo15: E_NOINTERFACE (0x80004002)",
+        negotiated.as_str(),
+        "heap walk, the runtime suspending itself: E_NOINTERFACE (0x80004002), 0 object(s)",
+        "heap walk under a Suspension: E_NOINTERFACE (0x80004002), 0 object(s)",
     ];
     run_scenario(&GCHEAPENUMERATION, runtime, &facts, &[]);
 }
 
 #[test]
 fn gcheapenumeration_on_coreclr_8() {
-    gcheapenumeration("8", "S_OK (0x00000000)");
+    gcheapenumeration("8", "S_OK (0x00000000)", "ICorProfilerInfo14");
 }
 
 #[test]
 fn gcheapenumeration_on_coreclr_3() {
-    gcheapenumeration("3", "E_NOINTERFACE (0x80004002)");
+    gcheapenumeration("3", "E_NOINTERFACE (0x80004002)", "ICorProfilerInfo11");
 }

@@ -1,6 +1,7 @@
 //! The conformance scenario "eventpipe" (tests/conformance/eventpipe): an in-process EventPipe
 //! session reads the app's EventSource events and the profiler's own provider's event, decoded
-//! with `corprof::eventpipe`. .NET 5 brought the EventPipe profiler API: 3.1.23 declines.
+//! with `corprof::eventpipe`, and a provider with a callback (EventPipeCreateProvider2) hears the
+//! session enable and disable it. .NET 5 brought the EventPipe profiler API: 3.1.23 declines.
 
 mod common;
 
@@ -22,6 +23,12 @@ fn eventpipe_on_coreclr_8() {
         &[
             "session started",
             "Conf-Manifest added to the session",
+            // EventPipeCreateProvider2 exists in 8.0.4 (the released .NET 8's Info14): the
+            // session named the provider first, so it is enabled inside the create call, with
+            // the session's keywords, level (Warning) and filter data.
+            "Conf-Callback added to the session",
+            "Conf-Callback heard: enabled true, level 3, keywords any 0xf0 all 0x0, filter [(\"key\", \"value\")]",
+            "provider Conf-Callback created with a callback",
             "provider Conf-Profiler created, event Probe defined",
             // Self-describing events: TraceLogging numbers them itself, version 0.
             "Conf-Events/Order is event 6 v0 level 4: (id: I32, name: String, price: F64)",
@@ -43,6 +50,8 @@ fn eventpipe_on_coreclr_8() {
             "write Probe(count=9) inside its delivery: Err(\"CORPROF_E_UNSUPPORTED_CALL_SEQUENCE\")",
             "write Probe(count=7): Ok(())",
             "write with wrong values: Err(\"E_INVALIDARG\")",
+            // Stopping the only session that enables it disables it, inside the stop call.
+            "Conf-Callback heard: enabled false, level 3, keywords any 0xf0 all 0x0, filter [(\"key\", \"value\")]",
             "stop session: Ok(())",
             "write Probe(count=8): Ok(())",
             "shutdown",
@@ -50,12 +59,23 @@ fn eventpipe_on_coreclr_8() {
     );
 }
 
-/// 3.1.23 has ICorProfilerInfo11 at most: starting a session and creating a provider both
-/// answer E_NOINTERFACE, and no event is delivered.
+/// 3.1.23 has ICorProfilerInfo11 at most: starting a session and creating a provider (with a
+/// callback too: EventPipeCreateProvider2 is Info14's) answer E_NOINTERFACE, and no event is
+/// delivered.
 #[test]
 fn eventpipe_on_coreclr_3() {
     let _row = ConformanceRow::new(EVENTPIPE.name, "3", "").not_applicable(
         "no ICorProfilerInfo12: event_pipe_start_session and event_pipe_create_provider answer E_NOINTERFACE",
     );
-    run_scenario(&EVENTPIPE, "3", &["start session: E_NOINTERFACE", "create provider: E_NOINTERFACE", "shutdown"], &[]);
+    run_scenario(
+        &EVENTPIPE,
+        "3",
+        &[
+            "start session: E_NOINTERFACE",
+            "create provider: E_NOINTERFACE",
+            "create provider with a callback: E_NOINTERFACE",
+            "shutdown",
+        ],
+        &[],
+    );
 }

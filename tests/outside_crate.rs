@@ -119,6 +119,7 @@ const ROOT_ITEMS: &[&str] = &[
     "macro export_profiler",
     "mod eventpipe",
     "mod heap",
+    "mod heap_walk",
     "mod hooks",
     "mod il",
     "mod info",

@@ -6,7 +6,7 @@
 #   bench/common/compile.sh NAME SOURCE OUTPUT.so
 #
 # Headers: $CORPROF_INCLUDE_DIR (a folder or a :-separated search path; relative to the repo
-# root), else ../shared/clr-headers/runtime-net8 (or runtime-main) beside the repo, else headers/
+# root), else ../shared/clr-headers/runtime-info15 (or runtime-net8, runtime-main) beside the repo, else headers/
 # (scripts/fetch-headers). $CC picks the compiler (default: the first of cc, gcc, clang). Writes
 # the library atomically, so concurrent builds are safe. NAME prefixes the error messages.
 set -euo pipefail
@@ -15,7 +15,7 @@ name="$1" source="$2" out="$3"
 
 include="${CORPROF_INCLUDE_DIR:-}"
 if [ -z "$include" ]; then
-    for d in "$ROOT/../shared/clr-headers/runtime-net8" "$ROOT/../shared/clr-headers/runtime-main" "$ROOT/headers"; do
+    for d in "$ROOT/../shared/clr-headers/runtime-info15" "$ROOT/../shared/clr-headers/runtime-net8" "$ROOT/../shared/clr-headers/runtime-main" "$ROOT/headers"; do
         if [ -f "$d/corprof.h" ]; then include="$d"; break; fi
     done
 fi

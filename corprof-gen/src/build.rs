@@ -24,7 +24,7 @@ pub fn include_dirs(manifest_dir: &Path) -> Result<Vec<PathBuf>, Errors> {
     }
     Err(crate::diag::Diagnostic::error(format!("{INCLUDE_DIR_VAR} is not set: corprof needs a folder holding corprof.h"))
         .help(format!(
-            "export {INCLUDE_DIR_VAR}=/path/to/clr-headers/runtime-net8 (any folder with corprof.h), or run scripts/fetch-headers to download one into headers/"
+            "export {INCLUDE_DIR_VAR}=/path/to/clr-headers/runtime-info15 (any folder with corprof.h), or run scripts/fetch-headers to download one into headers/"
         ))
         .into())
 }

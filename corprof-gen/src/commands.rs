@@ -214,67 +214,12 @@ pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result
     Ok(out)
 }
 
-fn signature(m: &ir::Method) -> String {
-    let params: Vec<String> = m.params.iter().map(|p| format!("{} {}", p.ty, p.name)).collect();
-    format!("{} {}({})", m.ret, m.name, params.join(", "))
-}
-
-/// Same return and parameter types and names: all but the method's name agree.
-fn same_shape(a: &ir::Method, b: &ir::Method) -> bool {
-    let params = |m: &ir::Method| m.params.iter().map(|p| (p.ty.to_string(), p.name.clone())).collect::<Vec<_>>();
-    a.ret.to_string() == b.ret.to_string() && params(a) == params(b)
-}
-
-/// `diff`: interfaces and methods added, removed or changed from the `old` header folders to the
-/// `new` ones, and the annotations the new header needs.
+/// `diff`: everything that changes from the `old` header folders to the `new` ones (interfaces,
+/// methods, types, constants), and the annotations the new header needs; the format is
+/// [`crate::diff`]'s.
 pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<Output, Errors> {
     let (old_h, (new_h, ann)) = diag::both(parse(old), diag::both(parse(new), load_annotations(annotations)))?;
-    let mut out = String::new();
-    for i in &new_h.interfaces {
-        match old_h.interface(&i.name) {
-            None => {
-                let base = i.base.as_deref().unwrap_or("-");
-                let _ = writeln!(out, "+ interface {} ({} methods, base {base})", i.name, i.methods.len());
-            }
-            Some(o) => {
-                let gone = |name: &str| !i.methods.iter().any(|m| m.name == name);
-                // A method at the same slot with the same parameters but a name the new header
-                // no longer has is a rename (like the Callback11 typo fix), not a +/- pair.
-                let renamed_from = |slot: usize, m: &ir::Method| {
-                    o.methods.get(slot).filter(|om| gone(&om.name) && same_shape(om, m)).map(|om| om.name.as_str())
-                };
-                for (slot, m) in i.methods.iter().enumerate() {
-                    match o.methods.iter().find(|om| om.name == m.name) {
-                        None => match renamed_from(slot, m) {
-                            Some(old_name) => {
-                                let _ = writeln!(
-                                    out,
-                                    "~ method {}::{old_name} renamed {} (same slot, same parameters)",
-                                    i.name, m.name
-                                );
-                            }
-                            None => {
-                                let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
-                            }
-                        },
-                        Some(om) if signature(om) != signature(m) => {
-                            let _ = writeln!(out, "~ method {}::{}\n    was {}", i.name, signature(m), signature(om));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                for (slot, om) in o.methods.iter().enumerate().filter(|(_, om)| gone(&om.name)) {
-                    let is_renamed = i.methods.get(slot).is_some_and(|m| renamed_from(slot, m).is_some());
-                    if !is_renamed {
-                        let _ = writeln!(out, "- method {}::{}", i.name, om.name);
-                    }
-                }
-            }
-        }
-    }
-    for o in old_h.interfaces.iter().filter(|o| new_h.interface(&o.name).is_none()) {
-        let _ = writeln!(out, "- interface {}", o.name);
-    }
+    let mut out = crate::diff::changes(&old_h, &new_h);
     let needed = bootstrap::drafts(&new_h, &[&ann], &[]);
     let count: usize = needed.iter().flat_map(|d| d.methods.iter().map(|(_, ps)| ps.len())).sum();
     if count == 0 {

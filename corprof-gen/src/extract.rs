@@ -119,6 +119,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         }
     }
     walker.unreadable.check()?;
+    let (types, constants) = crate::decls::collect(tu.cursor(), &walker.interfaces, &walker.enums, &walker.tag_names);
     let mut files: Vec<String> = tu.included_files().into_iter().filter(|f| !f.ends_with(UMBRELLA)).collect();
     let idl = idl_params(include_dirs, headers, &walker.interfaces, &mut files)?;
     Ok(Header {
@@ -129,6 +130,8 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         without_iid: walker.without_iid,
         enums: walker.enums,
         id_types: walker.id_types,
+        types,
+        constants,
         idl,
     })
 }

@@ -138,12 +138,38 @@ pub struct Header {
     pub enums: Vec<EnumDecl>,
     /// The ID typedefs that become newtypes (see [`IdType`]).
     pub id_types: Vec<IdType>,
+    /// Every named type the header folder declares (not interfaces), in header order: what
+    /// `corprof-gen diff` compares besides interfaces.
+    pub types: Vec<TypeDecl>,
+    /// Every enumerator with its value, in header order (C enumerators are global constants).
+    pub constants: Vec<Constant>,
     /// Interfaces declared without an IID (no `MIDL_INTERFACE` uuid, no `IID_<name>` constant):
     /// they cannot be asked for, so they get no binding. Kept so messages can say why.
     pub without_iid: Vec<(String, Loc)>,
     /// From the IDL beside an entry header (`corprof.idl`), each interface method parameter's
     /// attributes by [`crate::idl::key`], where its counts name parameters the header declares.
     pub idl: std::collections::HashMap<String, crate::idl::IdlParam>,
+}
+
+/// A named type of the header, as `corprof-gen diff` shows and compares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeDecl {
+    pub name: String,
+    /// What it is, as shown: `struct, 3 fields`, `enum`, `function type`, `function pointer`,
+    /// `typedef of UINT_PTR`.
+    pub shape: String,
+    /// Its whole declaration, normalised (field types and names, the function's signature): two
+    /// headers declare the same type when these are equal.
+    pub detail: String,
+}
+
+/// An enumerator: `COR_PRF_MONITOR_IMMUTABLE` = 0xee98cc00.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Constant {
+    pub name: String,
+    pub value: i128,
+    /// Declared in a flag enum: shown in hex.
+    pub hex: bool,
 }
 
 /// A C enum. The rule that makes it a flag enum (bit operations, `contains`, `A | B` display) is

@@ -372,6 +372,20 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
     if let [m] = matching[..] {
         return Some(m);
     }
+    if let Some((since, loc)) = &ma.since {
+        // An older header's interface, from before the method was appended: skip, as for an
+        // absent interface, but still say which declared name is close (a typo stays visible).
+        let mut d = Diagnostic::info(format!(
+            "method `{}` is not declared by this header's `{}` (added by {since}); its entries are skipped",
+            ma.name, iface.name
+        ))
+        .at(loc.clone());
+        if let Some(s) = suggest(&ma.name, iface.methods.iter().map(|m| m.name.as_str())) {
+            d = d.help(format!("did you mean `{s}`?"));
+        }
+        cx.errors.push(d);
+        return None;
+    }
     let mut d = Diagnostic::error(format!("unknown method `{}` in interface `{}`", ma.name, iface.name))
         .at(ma.loc.clone())
         .declared_at(&iface.loc);

@@ -25,13 +25,17 @@ fn text(o: &Output) -> String {
 }
 
 #[test]
-fn check_passes_on_both_shared_headers_with_the_same_annotations() {
+fn check_passes_on_every_shared_header_with_the_same_annotations() {
     // Every override is listed with its reason (cor.h's four only where the header has cor.h);
     // without cor.h, `flags: CorOpenFlags` names no enum and is noted; without corprof.idl, the
-    // counts of `[size_is]` parameters go unchecked, in one note.
-    for (version, absent, overrides, no_enum, no_idl) in
-        [("runtime-net8", 0, 5, 0, 1), ("runtime-main", 2, 5, 0, 0), ("coreclr-3.x", 10, 1, 1, 1)]
-    {
+    // counts of `[size_is]` parameters go unchecked, in one note. Absent: interfaces (Info15
+    // before runtime-info15) and methods (`since:` EventPipeCreateProvider2 in runtime-net8).
+    for (version, absent, overrides, no_enum, no_idl) in [
+        ("runtime-info15", 0, 5, 0, 1),
+        ("runtime-net8", 2, 5, 0, 1),
+        ("runtime-main", 3, 5, 0, 0),
+        ("coreclr-3.x", 11, 1, 1, 1),
+    ] {
         let o = gen_cmd().arg("check").arg("--include").arg(shared(version)).output().unwrap();
         let t = text(&o);
         assert!(o.status.success(), "{version}: {t}");
@@ -135,9 +139,85 @@ fn diff_reports_a_renamed_method_as_a_rename() {
 ~ method ICorProfilerCallback11::LoadAsNotficationOnly renamed LoadAsNotificationOnly (same slot, same parameters)
 + interface ICorProfilerInfo13 (3 methods, base ICorProfilerInfo12)
 + interface ICorProfilerInfo14 (2 methods, base ICorProfilerInfo13)
++ type COR_PRF_HANDLE_TYPE (enum)
++ type ObjectHandleID (typedef of void **)
++ type COR_PRF_NONGC_HEAP_RANGE (struct, 3 fields)
++ const COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED 0x100
++ const COR_PRF_HANDLE_TYPE_WEAK 0x1
++ const COR_PRF_HANDLE_TYPE_STRONG 0x2
++ const COR_PRF_HANDLE_TYPE_PINNED 0x3
++ const COR_PRF_CODEGEN_DEBUG_INFO 0x3
 annotations: complete for the new header
 ";
     assert_eq!(String::from_utf8_lossy(&o.stdout), expected);
+}
+
+/// The bump to runtime-info15, whole: the new interface and method, and the types and constants
+/// that change what an attached profiler may do (`corprof_gen::diff` documents the format).
+#[test]
+fn diff_shows_every_change_of_the_info15_bump() {
+    let o = gen_cmd().arg("diff").arg(shared("runtime-net8")).arg(shared("runtime-info15")).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let expected = "\
++ method ICorProfilerInfo14::HRESULT EventPipeCreateProvider2(const WCHAR * providerName, EventPipeProviderCallback * pCallback, EVENTPIPE_PROVIDER * pProvider)
++ interface ICorProfilerInfo15 (1 methods, base ICorProfilerInfo14)
++ type COR_PRF_FILTER_DATA (struct, 3 fields)
++ type EventPipeProviderCallback (function type)
++ type ObjectCallback (function pointer)
+~ const COR_PRF_ALLOWABLE_AFTER_ATTACH 0x100502fe → 0x106502fe
+~ const COR_PRF_MONITOR_IMMUTABLE 0xeef8cc00 → 0xee98cc00
++ const COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC 0x200
+annotations: complete for the new header
+";
+    assert_eq!(String::from_utf8_lossy(&o.stdout), expected);
+}
+
+/// One change of each kind on a small pair (tests/diff-pair): methods changed, added, removed;
+/// interfaces added and removed; types grown, redeclared, added (struct, function type,
+/// function pointer) and removed; constants added, changed (hex in a flag enum, decimal
+/// otherwise) and removed; each section in the new header's order, removals last.
+#[test]
+fn diff_shows_each_kind_of_change_in_a_stable_order() {
+    let pair = repo().join("corprof-gen/tests/diff-pair");
+    let o = gen_cmd()
+        .arg("diff")
+        .arg(pair.join("old"))
+        .arg(pair.join("new"))
+        .arg("--annotations")
+        .arg(&pair)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let changes = out.split("annotations:").next().unwrap();
+    let expected = "\
+~ method IFixInfo::HRESULT GetValue(ULONG64 * pValue)
+    was HRESULT GetValue(ULONG * pValue)
++ method IFixInfo::HRESULT CreateProvider(FixProviderCallback * pCallback)
+- method IFixInfo::Retired
++ interface IFixInfo2 (1 methods, base IFixInfo)
+- interface IFixOld
+~ type FIX_RANGE (struct, 2 fields → struct, 3 fields)
+~ type FIX_RETYPED (struct, 1 field; declaration changed)
++ type FIX_FILTER_DATA (struct, 3 fields)
++ type FixProviderCallback (function type)
++ type FixObjectCallback (function pointer)
+- type FIX_GONE (struct, 1 field)
++ const FIX_MONITOR_NEW 0x8
+~ const FIX_MONITOR_IMMUTABLE 0x3 → 0x1
+~ const FixKindTwo 2 → 3
+- const FIX_MONITOR_OLD 0x4
+";
+    assert_eq!(changes, expected);
+    let again = gen_cmd()
+        .arg("diff")
+        .arg(pair.join("old"))
+        .arg(pair.join("new"))
+        .arg("--annotations")
+        .arg(&pair)
+        .output()
+        .unwrap();
+    assert_eq!(again.stdout, o.stdout, "the same order every run");
 }
 
 /// Hides every libclang from the CLI with a private mount namespace (root and `unshare`, as on

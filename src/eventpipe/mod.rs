@@ -19,6 +19,9 @@
 //!   payload ([`Payload::encode`]: integers and floats little-endian, `Bool` as four bytes,
 //!   strings UTF-16 with a NUL, arrays as a 16-bit count then the elements) and writes it. A
 //!   session that enables the provider reads the event back like any other.
+//!   [`Provider::create_with_callback`] (`ICorProfilerInfo14::EventPipeCreateProvider2`, .NET 8,
+//!   when the header declares it) makes one that also hears each enable and disable by a
+//!   session ([`ProviderEnabled`]: level, keywords, filter data).
 //! - [`provider_name`] names the provider of a delivered event. It is `unsafe`: the runtime
 //!   trusts the handle blindly.
 //!
@@ -48,10 +51,14 @@
 //!
 //! [`CorProfilerCallback::event_pipe_event_delivered`]: crate::CorProfilerCallback
 
+#[cfg(corprof_eventpipe2)]
+mod callback;
 mod format;
 #[cfg(corprof_eventpipe)]
 mod runtime;
 
+#[cfg(corprof_eventpipe2)]
+pub use callback::{MAX_CALLBACK_PROVIDERS, ProviderEnabled};
 pub use format::{
     BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload,
     Value,

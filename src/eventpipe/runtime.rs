@@ -236,6 +236,12 @@ impl Provider {
         Ok(Provider { info: info.clone(), handle, name: name.to_string() })
     }
 
+    /// A provider the runtime created (`handle`) under `name`.
+    #[cfg_attr(not(corprof_eventpipe2), allow(dead_code))]
+    pub(super) fn from_parts(info: &ProfilerInfo, handle: EVENTPIPE_PROVIDER, name: &str) -> Provider {
+        Provider { info: info.clone(), handle, name: name.to_string() }
+    }
+
     /// The provider's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -152,6 +152,11 @@ pub struct MethodAnn {
     pub aka: Vec<(String, Loc)>,
     /// The `wrapper:` entry, with where it was written.
     pub wrapper: Option<(WrapperSpec, Loc)>,
+    /// From the reserved key `since:`: the method was appended to an interface that older headers
+    /// declare without it (`EventPipeCreateProvider2` in ICorProfilerInfo14), and the text says
+    /// which header added it. Where the interface lacks it the entry is skipped with a note
+    /// instead of the unknown-method error.
+    pub since: Option<(String, Loc)>,
     pub loc: Loc,
 }
 
@@ -168,6 +173,10 @@ pub const RETURN_KEY: &str = "return";
 /// The key of a method's other header spellings ([`MethodAnn::aka`]): `aka: LoadAsNotficationOnly`
 /// or a list. Reserved: a parameter of that name cannot be annotated.
 pub const AKA_KEY: &str = "aka";
+
+/// The key of [`MethodAnn::since`]: `since: "<the header that appended the method>"`. Reserved: a
+/// parameter of that name cannot be annotated.
+pub const SINCE_KEY: &str = "since";
 
 /// The key of a method's [`WrapperSpec`]. Reserved: a parameter of that name cannot be annotated.
 pub const WRAPPER_KEY: &str = "wrapper";

@@ -4,8 +4,8 @@
 
 use super::outline::Outline;
 use super::{
-    AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec, WRAPPER_KEY,
-    WrapperSpec,
+    AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec, SINCE_KEY,
+    WRAPPER_KEY, WrapperSpec,
 };
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
@@ -46,6 +46,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 ret: None,
                 aka: Vec::new(),
                 wrapper: None,
+                since: None,
                 loc: method_loc.clone(),
             };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
@@ -71,6 +72,17 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                             Diagnostic::error(format!("invalid `{WRAPPER_KEY}` annotation: {e}"))
                                 .at(loc)
                                 .help("write `wrapper: { unsafe: \"<what the caller must ensure>\" }` or `wrapper: { manual: \"<where the hand-written wrapper is>\" }`"),
+                        ),
+                    }
+                    continue;
+                }
+                if param == SINCE_KEY {
+                    match spec {
+                        Value::String(text) if !text.trim().is_empty() => method_ann.since = Some((text, loc)),
+                        _ => errors.push(
+                            Diagnostic::error(format!("invalid `{SINCE_KEY}` annotation: expected a text"))
+                                .at(loc)
+                                .help("write `since: \"<the header that appended this method to its interface>\"`"),
                         ),
                     }
                     continue;

@@ -170,6 +170,7 @@ pub enum CursorKind {
     LinkageSpec,
     Enum,
     EnumConstant,
+    Field,
     Other,
 }
 
@@ -196,6 +197,7 @@ impl<'tu> Cursor<'tu> {
             CXCursor_TypedefDecl => CursorKind::Typedef,
             CXCursor_EnumDecl => CursorKind::Enum,
             CXCursor_EnumConstantDecl => CursorKind::EnumConstant,
+            CXCursor_FieldDecl => CursorKind::Field,
             // libclang 14 reports `extern "C" {` blocks as unexposed declarations.
             CXCursor_LinkageSpec | CXCursor_UnexposedDecl => CursorKind::LinkageSpec,
             _ => CursorKind::Other,

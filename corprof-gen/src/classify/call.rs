@@ -84,6 +84,13 @@ pub enum FnContract {
     IdMapper,
     /// `StackSnapshotCallback`: called once per frame, before `DoStackSnapshot` returns.
     StackSnapshot,
+    /// `ObjectCallback`: called once per object of the GC heap, before `EnumerateGCHeapObjects`
+    /// returns; its BOOL answer says whether to go on.
+    HeapWalk,
+    /// `EventPipeProviderCallback` (a function type, passed as `EventPipeProviderCallback *`):
+    /// called whenever a session enables or disables the provider, for the rest of the process
+    /// (a provider is never deleted), with a null `callback_data`.
+    ProviderCallback,
     /// Any other function-pointer typedef (EventPipe callbacks, a newer header's): the generic contract.
     Callback,
 }
@@ -105,6 +112,8 @@ impl FnContract {
             | "FunctionTailcall3WithInfo" => FnContract::EltHook,
             "FunctionIDMapper" | "FunctionIDMapper2" => FnContract::IdMapper,
             "StackSnapshotCallback" => FnContract::StackSnapshot,
+            "ObjectCallback" => FnContract::HeapWalk,
+            "EventPipeProviderCallback" => FnContract::ProviderCallback,
             _ => FnContract::Callback,
         }
     }

@@ -459,6 +459,8 @@ mod tests {
                 param("pEnter", fnptr("FunctionEnter3"), None),
                 param("pMapper", fnptr("FunctionIDMapper2"), None),
                 param("cb", fnptr("StackSnapshotCallback"), None),
+                param("objects", CType::FnPtr { typedef: "ObjectCallback".into(), star: false }, None),
+                param("pCallback", fnptr("EventPipeProviderCallback"), None),
                 param("pNew", CType::FnPtr { typedef: "SomeNewCallback".into(), star: false }, None),
             ],
             s_false: None,
@@ -475,7 +477,14 @@ mod tests {
             .collect();
         assert_eq!(
             contracts,
-            [FnContract::EltHook, FnContract::IdMapper, FnContract::StackSnapshot, FnContract::Callback]
+            [
+                FnContract::EltHook,
+                FnContract::IdMapper,
+                FnContract::StackSnapshot,
+                FnContract::HeapWalk,
+                FnContract::ProviderCallback,
+                FnContract::Callback
+            ]
         );
         assert_eq!(rust_type(&fnptr("FunctionEnter3")), "FunctionEnter3", "bindgen's Option<fn> typedef");
     }

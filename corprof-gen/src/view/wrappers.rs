@@ -647,6 +647,19 @@ fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
             "is called once per frame before this call returns: it must be a valid `extern \"system\"` \
              function of this signature that does not unwind, and `client_data` must be what it expects"
         }
+        FnContract::HeapWalk => {
+            "is called once per object of the GC heap, on this thread, before this call returns: it must be a \
+             valid `extern \"system\"` function of this signature that does not unwind, and `callback_state` \
+             must be what it expects; the ObjectIDs it gets are valid only until the call returns (the runtime \
+             must stay suspended, or the next GC may move them)"
+        }
+        FnContract::ProviderCallback => {
+            "is called by the runtime whenever an EventPipe session enables or disables the provider, on the \
+             thread that starts or stops the session (during this call, if a session already enables the \
+             provider), for the rest of the process: a provider is never deleted. It must be a valid \
+             `extern \"system\"` function of this signature that does not unwind and stays valid that long; \
+             the runtime passes it a null `callback_data`, so it cannot tell two providers apart by that"
+        }
         FnContract::Callback => {
             "is called by the runtime: it must be a valid `extern \"system\"` function of this signature \
              for as long as the runtime may call it (the profiler's lifetime unless documented \

@@ -101,7 +101,19 @@ impl CorProfilerCallback for Counter {
         if !refused.is_empty() {
             eprintln!("callback-counter: attached, so leaving out {refused} (not allowed after attach)");
         }
-        ProfilerInfo::from_unknown(info)?.set_event_mask(wanted & allowed)
+        let info = ProfilerInfo::from_unknown(info)?;
+        let mask = wanted & allowed;
+        // A newer header's ALLOWABLE_AFTER_ATTACH (runtime-info15's) lets these two in; a runtime
+        // from before that change (8.0.4, 3.1.23) still refuses them after attach.
+        let newer_rule = COR_PRF_MONITOR::COR_PRF_DISABLE_INLINING | COR_PRF_MONITOR::COR_PRF_DISABLE_OPTIMIZATIONS;
+        match info.set_event_mask(mask) {
+            Err(e) if mask.intersects(newer_rule) => {
+                let moved = COR_PRF_MONITOR(mask.0 & newer_rule.0);
+                eprintln!("callback-counter: this runtime refused {moved} after attach ({e}): leaving them out");
+                info.set_event_mask(COR_PRF_MONITOR(mask.0 & !newer_rule.0))
+            }
+            answer => answer,
+        }
     }
 
     fn shutdown(&self) -> Result<()> {

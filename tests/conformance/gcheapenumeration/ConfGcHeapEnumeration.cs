@@ -1,7 +1,8 @@
 // Conformance scenario "gcheapenumeration" (tests/conformance/gcheapenumeration), after the
 // runtime's src/tests/profiler/gcheapenumeration/gcheapenumeration.cs: the runtime test's
-// profiler walks the heap through ICorProfilerInfo15; here the profiler only asks whether the
-// runtime has that interface, so the app just allocates and exits 100.
+// profiler walks the heap through ICorProfilerInfo15; here the profiler walks it both ways from
+// its own thread while this app's Main is being JIT-compiled, so the app just allocates and
+// exits 100.
 using System;
 
 namespace ConfGcHeapEnumeration

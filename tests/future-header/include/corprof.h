@@ -1,5 +1,5 @@
 /* A future corprof.h, written for corprof's tests (not the runtime's file): it includes the real
- * header (the next corprof.h on the search path, runtime-net8: Info16 extends its Info14) and declares ICorProfilerCallback12,
+ * header (the next corprof.h on the search path, runtime-info15: Info16 extends its Info15) and declares ICorProfilerCallback12,
  * ICorProfilerCallback13 and ICorProfilerInfo16 in the shape MIDL gives corprof.h: forward
  * declarations, IIDs, a C++ form with MIDL parameter comments and SAL, and a C vtable form. */
 #include_next <corprof.h>
@@ -110,7 +110,7 @@ EXTERN_C const IID IID_ICorProfilerInfo16;
 #if defined(__cplusplus) && !defined(CINTERFACE)
 
     MIDL_INTERFACE("C0FFEE16-0000-4C16-9A16-000000000016")
-    ICorProfilerInfo16 : public ICorProfilerInfo14
+    ICorProfilerInfo16 : public ICorProfilerInfo15
     {
     public:
         virtual HRESULT STDMETHODCALLTYPE GetFunctionTier(
@@ -127,7 +127,7 @@ EXTERN_C const IID IID_ICorProfilerInfo16;
 
     typedef struct ICorProfilerInfo16Vtbl
     {
-        ICorProfilerInfo14Vtbl base;
+        ICorProfilerInfo15Vtbl base;
         HRESULT ( STDMETHODCALLTYPE *GetFunctionTier )(
             ICorProfilerInfo16 * This,
             /* [in] */ FunctionID functionId,

@@ -3,8 +3,9 @@
 //! `native/gcskipobjectsallocatedbyclasscallbackprofiler`): with `COR_PRF_MONITOR_GC`, GCs pair
 //! up and ObjectsAllocatedByClass reports the app's known allocations, class by class, per GC.
 //! The runtime test's subject, `COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC` (0x200),
-//! exists only from .NET 9's header; with `CORPROF_CONF_SKIP=1` the profiler also sets that bit
-//! and reports how this runtime answers, and whether the callback still comes.
+//! exists from .NET 9 (the runtime-info15 header names it; 8.0.4 and 3.1.23 do not know it); with
+//! `CORPROF_CONF_SKIP=1` the profiler also sets that bit and reports how this runtime answers,
+//! and whether the callback still comes.
 
 use conformance_support::Recorder;
 use corprof::types::{BOOL, COR_PRF_GC_REASON, COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ULONG};
@@ -13,9 +14,8 @@ use std::sync::Mutex;
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E11");
 
-/// The .NET 9 header's `COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC`, by value: the
-/// 8.0 and 3.1 headers corprof is built from do not name it.
-const SKIP_ALLOCATED_BY_CLASS: u32 = 0x200;
+/// The .NET 9 flag, as the runtime-info15 header names it (0x200).
+const SKIP_ALLOCATED_BY_CLASS: u32 = COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_GC_SKIP_ALLOCATED_BY_CLASS_STATISTIC.0;
 
 #[derive(Default)]
 pub struct AllocByClass {

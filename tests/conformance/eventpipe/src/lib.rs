@@ -9,7 +9,10 @@
 //! again from inside its delivery is refused (it would recurse without end). The app reads the
 //! same provider's events through an EventPipe session of its own and decodes them by the
 //! EventPipe format, not with corprof's parser, so a bug shared by corprof's writer and reader
-//! cannot pass.
+//! cannot pass. A third provider, "Conf-Callback", made with EventPipeCreateProvider2
+//! (`Provider::create_with_callback`) after the session named it with its own keywords, level
+//! and filter data, hears that session enable it (inside the create call) and, when the session
+//! stops, disable it, with the session's keywords and level.
 
 use conformance_support::Recorder;
 use corprof::eventpipe::{
@@ -19,6 +22,37 @@ use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, EVENTPIPE_PROVIDER, 
 use corprof::{CorProfilerCallback, GUID, HResult, IUnknown, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+
+/// What the Conf-Callback provider's closure heard, until the next fact line takes it: the
+/// closure outlives the profiler object (the runtime may call it until the process ends), so it
+/// writes here, not into the recorder.
+static HEARD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn heard(rec: &Recorder) {
+    for line in HEARD.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        rec.say(line);
+    }
+}
+
+/// Creates Conf-Callback with a closure that notes each enable and disable.
+fn callback_provider(rec: &Recorder, info: &corprof::ProfilerInfo) {
+    let created = Provider::create_with_callback(info, "Conf-Callback", |e| {
+        let line = format!(
+            "Conf-Callback heard: enabled {}, level {}, keywords any {:#x} all {:#x}, filter {:?}",
+            e.enabled,
+            e.level,
+            e.match_any_keywords,
+            e.match_all_keywords,
+            e.filter_pairs()
+        );
+        HEARD.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+    });
+    heard(rec);
+    match created {
+        Ok(p) => rec.say(format!("provider {} created with a callback", p.name())),
+        Err(e) => rec.say(format!("create provider with a callback: {}", code(e))),
+    }
+}
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20");
 
@@ -69,6 +103,7 @@ impl Conf {
                     Ok(_) => self.rec.say("create provider: ok"),
                     Err(e) => self.rec.say(format!("create provider: {}", code(e))),
                 }
+                callback_provider(&self.rec, info);
                 return Ok(());
             }
         };
@@ -78,6 +113,13 @@ impl Conf {
             Ok(()) => self.rec.say("Conf-Manifest added to the session"),
             Err(e) => self.rec.say(format!("add provider: {}", code(e))),
         }
+        let callback =
+            ProviderConfig::new("Conf-Callback").keywords(0xf0).level(Level::Warning).filter_data("key=value");
+        match session.add_provider(&callback) {
+            Ok(()) => self.rec.say("Conf-Callback added to the session"),
+            Err(e) => self.rec.say(format!("add provider: {}", code(e))),
+        }
+        callback_provider(&self.rec, info);
         *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
         let provider = Provider::create(info, "Conf-Profiler")?;
         let probe = provider.define_event(
@@ -124,7 +166,9 @@ impl CorProfilerCallback for Conf {
             self.rec.say(format!("write with wrong values: {:?}", wrong.map_err(code)));
             let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(session) = session {
-                self.rec.say(format!("stop session: {:?}", session.stop().map_err(code)));
+                let stopped = session.stop().map_err(code);
+                heard(&self.rec);
+                self.rec.say(format!("stop session: {stopped:?}"));
             }
             // No session listens any more: written, but not delivered.
             self.rec.say(format!("write Probe(count=8): {:?}", probe(8).map_err(code)));
