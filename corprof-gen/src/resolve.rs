@@ -8,6 +8,7 @@ use crate::diag::{Diagnostic, Errors, suggest};
 use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
 
 mod agree;
+mod docs;
 
 #[derive(Clone, Debug)]
 pub struct Api {
@@ -34,6 +35,8 @@ pub struct ApiMethod {
     pub wrapper: WrapperRule,
     /// The runtime suspends itself for the call (annotation `wrapper: { suspends: true }`).
     pub suspends: bool,
+    /// Its entry in the docs table (annotations/docs/), if any.
+    pub docs: Option<crate::annotations::docs::MethodDocs>,
 }
 
 /// What annotation `wrapper:` decided for a method the profiler calls.
@@ -168,6 +171,8 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
             ),
         );
     }
+    docs::check_names(header, ann, &mut errors);
+    let mut undocumented: Vec<String> = Vec::new();
     let mut drafts: Vec<&Loc> = Vec::new();
     let mut interfaces = Vec::new();
     for iface in &header.interfaces {
@@ -202,7 +207,11 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                 _ => WrapperRule::Generated,
             };
             let suspends = method_ann.and_then(|ma| ma.wrapper.as_ref()).is_some_and(|(w, _)| w.suspends);
-            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends };
+            let docs = docs::entry_for(&ann.docs, &iface.name, &m.name, method_ann).cloned();
+            if safe && docs.is_none() {
+                undocumented.push(format!("{}::{}", iface.name, m.name));
+            }
+            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, docs };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
                 if !consumed.contains(&p.ir.name.as_str()) {
@@ -213,6 +222,10 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
             methods.push(method);
         }
         interfaces.push(ApiInterface { ir: iface.clone(), is_callback, safe, methods });
+    }
+    // Only where a table is kept: a small annotation set (a fixture, an experiment) need not have one.
+    if !ann.docs.methods.is_empty() {
+        docs::warn_undocumented(&undocumented, &mut errors);
     }
     // One warning per file, not one per entry: a fresh bootstrap drafts hundreds.
     let mut files: Vec<&str> = drafts.iter().map(|l| l.file.as_str()).collect();

@@ -141,6 +141,12 @@ mod tests {
         assert!(e.contains("unknown key `see`") && e.contains("d.yaml:4:5"), "{e}");
         let e = err("I:\n  M:\n    doc: x\n    errors: { not an hresult: y }\n");
         assert!(e.contains("`not an hresult` is not an HRESULT name"), "{e}");
+        assert!(
+            DocsTable::parse("d.yaml", "I:\n  M:\n    doc: x\n    errors: { HRESULT_FROM_WIN32(ERROR_X): y }\n")
+                .is_ok()
+        );
+        let e = err("I:\n  M:\n    doc: x\n    errors: { HRESULT_FROM_WIN32(x): y }\n");
+        assert!(e.contains("is not an HRESULT name"), "{e}");
         let e = err("I:\n  M:\n    doc: [x]\n");
         assert!(e.contains("`doc` is text"), "{e}");
         let e = err("I:\n  M:\n    doc: \"  \"\n");

@@ -1,6 +1,7 @@
 //! Annotation YAML → a typed model with YAML positions. Takes the `annotations/` folder (every
-//! `*.yaml` in it, in name order) and gives [`Annotations`]: interface → method → parameter →
-//! [`ParamSpec`], each entry carrying the file:line:col it was written at. Only `yaml` touches the
+//! `*.yaml` in it, in name order, and the docs table of its `docs/`) and gives [`Annotations`]:
+//! interface → method → parameter → [`ParamSpec`], each entry carrying the file:line:col it was
+//! written at, and the [`docs::DocsTable`]. Only `yaml` touches the
 //! YAML library, so a maintained fork of serde_yaml can replace it in one place.
 
 pub mod docs;
@@ -192,6 +193,8 @@ pub struct InterfaceAnn {
 #[derive(Clone, Debug, Default)]
 pub struct Annotations {
     pub interfaces: Vec<InterfaceAnn>,
+    /// The docs table of the folders' `docs/` (empty for a folder without one).
+    pub docs: docs::DocsTable,
     /// The files read, for `cargo:rerun-if-changed`.
     pub files: Vec<String>,
 }
@@ -258,7 +261,14 @@ impl Annotations {
                 Err(e) => errors.extend(e),
             }
         }
-        let all = Annotations::merge_all(folders, &mut errors);
+        let mut all = Annotations::merge_all(folders, &mut errors);
+        match docs::DocsTable::load(dirs, display_root) {
+            Ok(table) => {
+                all.files.extend(table.files.iter().cloned());
+                all.docs = table;
+            }
+            Err(e) => errors.extend(e),
+        }
         errors.check()?;
         Ok(all)
     }

@@ -351,8 +351,16 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
                         for (name, when) in mapping_of(value, &field_loc, "`errors`", &mut errors) {
                             let Some(name) = key_str(&name, &field_loc, &mut errors) else { continue };
                             let name_loc = pos(&[&iface, &method, &field, &name]);
-                            let is_name = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                            // `E_FAIL`, or a Win32 error as the header's macro makes it one.
+                            let plain = |n: &str| {
+                                n.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                                    && n.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                            };
+                            let is_name = plain(&name)
+                                || name
+                                    .strip_prefix("HRESULT_FROM_WIN32(")
+                                    .and_then(|n| n.strip_suffix(')'))
+                                    .is_some_and(|n| n.starts_with("ERROR_") && plain(n));
                             if !is_name {
                                 errors.push(
                                     Diagnostic::error(format!("`{name}` is not an HRESULT name"))

@@ -210,6 +210,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            docs: None,
         }
     }
 
@@ -466,6 +467,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         let contracts: Vec<FnContract> = kinds
@@ -502,6 +504,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         assert_eq!(
@@ -526,6 +529,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            docs: None,
             params: vec![
                 param("hr", named("HRESULT"), None),
                 param("cIds", named("ULONG"), None),

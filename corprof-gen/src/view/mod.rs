@@ -8,6 +8,7 @@ use crate::ir::{CType, Loc};
 use crate::resolve::{Api, ApiInterface, ApiMethod, doc_url, version_from_name};
 use askama::Template;
 
+mod docs;
 pub mod names;
 mod wrappers;
 use names::ident;
@@ -87,6 +88,8 @@ pub struct CallbackMethodView {
     pub variant: String,
     pub snake: String,
     pub doc_url: String,
+    /// The docs-table entry's rustdoc lines (empty: none).
+    pub doc_lines: Vec<String>,
     pub loc: String,
     pub c_signature: String,
     /// `a: &[A], b: Out<'_, B>`
@@ -240,6 +243,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 variant: names::pascal_fixed(&m.ir.name),
                 snake: names::method_name(&m.ir.name),
                 doc_url: doc_url(&iface.ir.name, &m.ir.name),
+                doc_lines: docs::doc_lines(m.docs.as_ref()),
                 loc: loc(&m.ir.loc),
                 c_signature: format!("HRESULT {}({})", m.ir.name, c_params.join(", ")),
                 trait_params: trait_params.join(", "),

@@ -65,6 +65,8 @@ pub struct CallMethodView {
     pub snake: String,
     pub iface: String,
     pub doc_url: String,
+    /// The docs-table entry's rustdoc lines (empty: none).
+    pub doc_lines: Vec<String>,
     pub loc: String,
     pub generics: String,
     pub params: String,
@@ -585,6 +587,7 @@ fn method_view(
         snake: snake_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
+        doc_lines: super::docs::doc_lines(m.docs.as_ref()),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
         ret_ty: if l.is_enum { format!("{root}::wrap::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
@@ -721,6 +724,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            docs: None,
         }
     }
 
