@@ -24,3 +24,7 @@ pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
 /// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
 /// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
 pub const STATS_SUFFIX: &str = ".stats";
+/// cpu: `0` suspends and resumes the runtime each tick without walking any thread, recording
+/// nothing: the runtime's own share of the pause, which scripts/bench-record sets beside a normal
+/// run.
+pub const CPU_WALK: &str = "CORPROF_RECORD_CPU_WALK";

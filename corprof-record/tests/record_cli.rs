@@ -531,3 +531,30 @@ fn every_mode_writes_every_format_through_the_command_8() {
     let treemap = text(run_mode("heap", &["--mode", "heap"], "html"));
     assert!(treemap.contains("<html") && treemap.contains("System."), "heap treemap:\n{treemap}");
 }
+
+/// `CORPROF_RECORD_CPU_WALK=0` (scripts/bench-record's baseline): the runtime is suspended and
+/// resumed each tick, nothing is walked or recorded.
+#[test]
+fn suspend_only_ticks_record_nothing_8() {
+    let out = out_path("suspend-only8");
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let mut command = corprof();
+    command.env(settings::CPU_WALK, "0").args([
+        "record",
+        "--format",
+        "folded",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        dotnet.to_str().unwrap(),
+        dll.to_str().unwrap(),
+        "0",
+        "500",
+    ]);
+    let run = finish(command.spawn().unwrap());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let (ticks, p50, _, _) = pauses(&run.stderr);
+    assert!(ticks > 10 && p50 > 0.0, "{}", run.stderr);
+    assert!(read_folded(&out).is_empty(), "samples recorded without a walk");
+    let _ = std::fs::remove_file(&out);
+}

@@ -40,6 +40,7 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         clock: ctx.settings.clock,
         threads: Arc::clone(&ctx.threads),
         stop: Arc::clone(&stop),
+        walk: ctx.settings.pairs.get(corprof_record::settings::CPU_WALK).is_none_or(|v| v != "0"),
     };
     let thread = std::thread::Builder::new()
         .name("corprof-sampler".to_string())
@@ -93,6 +94,8 @@ struct Sampler {
     clock: Clock,
     threads: Arc<ThreadNames>,
     stop: Arc<AtomicBool>,
+    /// `false`: suspend and resume only (the runtime's own share of the pause, for benchmarks).
+    walk: bool,
 }
 
 /// One thread's stack as walked: its OS ID, its name if it has one, frames innermost first
@@ -169,6 +172,9 @@ impl Sampler {
     /// the suspension or the thread list.
     fn walk_all(&self) -> Option<Vec<Walked>> {
         let suspension = self.info.suspend_runtime().ok()?;
+        if !self.walk {
+            return Some(Vec::new());
+        }
         let threads = suspension.threads().ok()?;
         let mut walked = Vec::new();
         for thread in threads {
