@@ -86,6 +86,7 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
             s.attrs.push(syn::parse_quote!(#[doc(hidden)]));
         }
     }
+    document_items(&mut file.items, header);
     let ids: Vec<String> = header.id_types.iter().map(|i| i.name.clone()).collect();
     let zeroable = zeroable_types(&file.items, &ids);
     justify_zeroed_defaults(&mut file.items, &zeroable);
@@ -96,6 +97,83 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
         ids: header.id_types.clone(),
         code: prettyplease::unparse(&file),
     })
+}
+
+/// Gives every public item bindgen wrote a doc line saying which declaration of the header it
+/// is (bindgen copies no comments: MIDL's headers have none worth copying), so that the corprof
+/// crate can deny missing docs: structs, unions and typedefs with their shape, fields, enumerators
+/// with their value, bitfield accessors.
+fn document_items(items: &mut [syn::Item], header: &Header) {
+    let has_doc = |attrs: &[syn::Attribute]| attrs.iter().any(|a| a.path().is_ident("doc"));
+    let doc = |text: String| -> syn::Attribute { syn::parse_quote!(#[doc = #text]) };
+    let shape = |name: &str| header.types.iter().find(|t| t.name == name).map(|t| t.shape.clone());
+    let value = |name: &str| {
+        header.constants.iter().find(|c| c.name == name).map(|c| {
+            if c.hex { format!("{:#x}", c.value) } else { c.value.to_string() }
+        })
+    };
+    for item in items.iter_mut() {
+        match item {
+            syn::Item::Struct(s) => {
+                let name = s.ident.to_string();
+                if !has_doc(&s.attrs) {
+                    let what = shape(&name).unwrap_or_else(|| "type".to_string());
+                    s.attrs.push(doc(format!("`{name}`: the header's {what}, laid out as C lays it out.")));
+                }
+                for f in s.fields.iter_mut().filter(|f| !has_doc(&f.attrs)) {
+                    let field = f.ident.as_ref().map_or_else(|| "0".to_string(), |i| i.to_string());
+                    f.attrs.push(doc(format!("The header's field `{field}` of `{name}`.")));
+                }
+            }
+            syn::Item::Union(u) => {
+                let name = u.ident.to_string();
+                if !has_doc(&u.attrs) {
+                    u.attrs.push(doc(format!("`{name}`: the header's union, laid out as C lays it out.")));
+                }
+                for f in u.fields.named.iter_mut().filter(|f| !has_doc(&f.attrs)) {
+                    let field = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+                    f.attrs.push(doc(format!("The header's field `{field}` of `{name}`.")));
+                }
+            }
+            syn::Item::Type(t) if !has_doc(&t.attrs) => {
+                let name = t.ident.to_string();
+                let what = shape(&name).unwrap_or_else(|| "typedef".to_string());
+                t.attrs.push(doc(format!("`{name}`: the header's {what}.")));
+            }
+            syn::Item::Const(c) if !has_doc(&c.attrs) => {
+                let name = c.ident.to_string();
+                let v = value(&name).map(|v| format!(" = {v}")).unwrap_or_default();
+                c.attrs.push(doc(format!("The header's constant `{name}`{v}.")));
+            }
+            syn::Item::Enum(e) => {
+                let name = e.ident.to_string();
+                if !has_doc(&e.attrs) {
+                    e.attrs.push(doc(format!("`{name}`: the header's enum.")));
+                }
+                for v in e.variants.iter_mut().filter(|v| !has_doc(&v.attrs)) {
+                    v.attrs.push(doc(format!("The header's enumerator `{}`.", v.ident)));
+                }
+            }
+            syn::Item::Impl(imp) if imp.trait_.is_none() => {
+                let ty = imp.self_ty.to_token_stream().to_string();
+                for ii in &mut imp.items {
+                    match ii {
+                        syn::ImplItem::Const(c) if !has_doc(&c.attrs) => {
+                            let name = c.ident.to_string();
+                            let v = value(&name).map(|v| format!(" = {v}")).unwrap_or_default();
+                            c.attrs.push(doc(format!("The header's enumerator `{name}` of `{ty}`{v}.")));
+                        }
+                        syn::ImplItem::Fn(f) if !has_doc(&f.attrs) => {
+                            let name = f.sig.ident.to_string();
+                            f.attrs.push(doc(format!("`{name}`: bindgen's accessor for a bitfield of `{ty}`.")));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// bindgen writes `impl Default` by zeroing the bytes (`unsafe { write_bytes(…); assume_init() }`)

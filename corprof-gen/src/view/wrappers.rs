@@ -463,7 +463,11 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
             let fields: Vec<FieldView> = names::field_names(&m.ir.name, &outs)
                 .into_iter()
                 .zip(outputs)
-                .map(|(name, o)| FieldView { name, ty: o.ty.clone(), doc: String::new() })
+                .map(|(name, o)| FieldView {
+                    name,
+                    ty: o.ty.clone(),
+                    doc: format!("What `{}` wrote to `{}`.", m.ir.name, o.c_name),
+                })
                 .collect();
             let inits: Vec<String> =
                 fields.iter().zip(outputs).map(|(f, o)| format!("{}: {}", f.name, o.value)).collect();
