@@ -297,7 +297,10 @@ pub fn new_profiler_object<T: CorProfilerCallback>(profiler: T) -> *mut IUnknown
 /// The CLSID is a [`GUID`](crate::GUID) expression, typically a `const` that the rest of the
 /// profiler (its tests, its launch script) shares, or its text form as a string literal:
 ///
-/// ```ignore
+/// ```
+/// # #[derive(Default)]
+/// # struct MyProfiler;
+/// # impl corprof::CorProfilerCallback for MyProfiler {}
 /// const CLSID: corprof::GUID = corprof::GUID::parse("8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");
 /// corprof::export_profiler!(MyProfiler, CLSID);
 /// // or: corprof::export_profiler!(MyProfiler, "8C2B9A2E-5C4F-4E0B-9B1A-2E7C1D4F6A11");

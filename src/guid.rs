@@ -6,9 +6,13 @@ use std::fmt;
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct GUID {
+    /// The first 8 hex digits of the text form.
     pub data1: u32,
+    /// The next 4.
     pub data2: u16,
+    /// The next 4.
     pub data3: u16,
+    /// The last 16, as bytes in text order.
     pub data4: [u8; 8],
 }
 
@@ -23,6 +27,8 @@ impl GUID {
         }
     }
 
+    /// The 128-bit number whose hex digits read like the text form (the inverse of
+    /// [`GUID::from_u128`]).
     pub const fn to_u128(&self) -> u128 {
         ((self.data1 as u128) << 96)
             | ((self.data2 as u128) << 80)

@@ -138,6 +138,7 @@ codes! {
 }
 
 impl HResult {
+    /// A success code (`S_OK`, `S_FALSE`, …: the high bit clear).
     pub const fn is_ok(self) -> bool {
         self.0 >= 0
     }

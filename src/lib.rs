@@ -32,6 +32,7 @@
 //!   [`ProfilerInfo::il_body`], [`ProfilerInfo::set_il_body`] and the rest of module [`rewrite`].
 
 // Every `unsafe` block says why it is sound, here and in the generated bindings included below.
+#![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
 // The plumbing the generated code (this crate's and that of crates generating their own bindings

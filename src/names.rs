@@ -21,12 +21,22 @@
 //! CoreCLR 3.1.23 and 8.0.4 is no more than the function's own answer for shared code (the
 //! runtime's stack walk passes no `this` or instantiation argument with its frames).
 //!
-//! ```ignore
+//! ```no_run
+//! # use corprof::names::FunctionNames;
+//! # use corprof::{FrameContext, ProfilerInfo};
+//! # use std::ops::ControlFlow;
+//! # fn walk(info: &ProfilerInfo) -> corprof::Result<Vec<String>> {
 //! let names = FunctionNames::new(info.clone());
-//! info.do_stack_snapshot_with(thread, FrameContext::Without, |frame| {
-//!     let name = names.frame(&frame).map(|n| n.short.clone());
-//!     // …
-//! });
+//! let mut stack = Vec::new();
+//! // This thread's stack; other threads' go through a `Suspension`.
+//! info.do_stack_snapshot_with(FrameContext::Without, |frame| {
+//!     if let Ok(name) = names.frame(frame) {
+//!         stack.push(name.short.to_string());
+//!     }
+//!     ControlFlow::Continue(())
+//! })?;
+//! # Ok(stack)
+//! # }
 //! ```
 //!
 //! The cache holds at most [`FunctionNames::with_capacity`] names (by default

@@ -5,6 +5,7 @@
 use crate::Callback;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// One counter per callback of the header, bumped and read without a lock.
 pub struct CallbackCounts {
     counts: [AtomicU64; Callback::COUNT],
 }
@@ -22,6 +23,7 @@ impl CallbackCounts {
         self.counts[callback.index()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `callback`'s count so far.
     pub fn get(&self, callback: Callback) -> u64 {
         self.counts[callback.index()].load(Ordering::Relaxed)
     }

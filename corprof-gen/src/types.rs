@@ -105,12 +105,18 @@ fn post_process(code: &str, header: &Header) -> Result<Types, Errors> {
 /// with their value, bitfield accessors.
 fn document_items(items: &mut [syn::Item], header: &Header) {
     let has_doc = |attrs: &[syn::Attribute]| attrs.iter().any(|a| a.path().is_ident("doc"));
-    let doc = |text: String| -> syn::Attribute { syn::parse_quote!(#[doc = #text]) };
+    // `///` writes its text after a space: the attribute form carries that space itself.
+    let doc = |text: String| -> syn::Attribute {
+        let text = format!(" {text}");
+        syn::parse_quote!(#[doc = #text])
+    };
     let shape = |name: &str| header.types.iter().find(|t| t.name == name).map(|t| t.shape.clone());
     let value = |name: &str| {
-        header.constants.iter().find(|c| c.name == name).map(|c| {
-            if c.hex { format!("{:#x}", c.value) } else { c.value.to_string() }
-        })
+        header
+            .constants
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| if c.hex { format!("{:#x}", c.value) } else { c.value.to_string() })
     };
     for item in items.iter_mut() {
         match item {
@@ -137,7 +143,8 @@ fn document_items(items: &mut [syn::Item], header: &Header) {
             }
             syn::Item::Type(t) if !has_doc(&t.attrs) => {
                 let name = t.ident.to_string();
-                let what = shape(&name).unwrap_or_else(|| "typedef".to_string());
+                let what = shape(&name)
+                    .unwrap_or_else(|| format!("typedef of `{}`", t.ty.to_token_stream().to_string().replace(' ', "")));
                 t.attrs.push(doc(format!("`{name}`: the header's {what}.")));
             }
             syn::Item::Const(c) if !has_doc(&c.attrs) => {

@@ -11,8 +11,11 @@ use std::marker::PhantomData;
 /// Which hook a [`HookFrame`] belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HookKind {
+    /// The function is entered.
     Enter,
+    /// The function returns.
     Leave,
+    /// The function leaves by a tail call.
     Tailcall,
 }
 

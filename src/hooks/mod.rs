@@ -139,7 +139,11 @@ pub trait FunctionHooks: CorProfilerCallback {
     /// the exception, from the runtime's `ExceptionUnwindFunctionLeave` callback, which the
     /// profiler forwards (with two others) for it:
     ///
-    /// ```ignore
+    /// ```
+    /// # use corprof::types::{FunctionID, ObjectID};
+    /// # use corprof::{CorProfilerCallback, Result, hooks};
+    /// # struct Tracer;
+    /// # impl CorProfilerCallback for Tracer {
     /// // Initialize: COR_PRF_MONITOR_EXCEPTIONS in the event mask, then hooks::install.
     /// fn exception_unwind_function_enter(&self, function: FunctionID) -> Result<()> {
     ///     hooks::exception_unwind_function_enter(function);
@@ -153,6 +157,7 @@ pub trait FunctionHooks: CorProfilerCallback {
     ///     hooks::exception_catcher_enter(function);
     ///     Ok(())
     /// }
+    /// # }
     /// ```
     ///
     /// The catching function gets no `unwind`: it goes on and returns later. A panic here is

@@ -11,18 +11,31 @@ use std::fmt;
 /// A parameter's or return value's type, as far as [`Value::decode`] cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElementType {
+    /// `void`: no value.
     Void,
+    /// `bool`.
     Bool,
+    /// `char` (a UTF-16 unit).
     Char,
+    /// `sbyte`.
     I1,
+    /// `byte`.
     U1,
+    /// `short`.
     I2,
+    /// `ushort`.
     U2,
+    /// `int`.
     I4,
+    /// `uint`.
     U4,
+    /// `long`.
     I8,
+    /// `ulong`.
     U8,
+    /// `float`.
     R4,
+    /// `double`.
     R8,
     /// `nint`.
     I,
@@ -80,6 +93,7 @@ impl MethodSignature {
         self.has_this
     }
 
+    /// The return type (`Void` for none).
     pub fn return_type(&self) -> ElementType {
         self.ret
     }
@@ -120,19 +134,33 @@ fn element(ty: &Type) -> ElementType {
 /// prints, booleans as `true`/`false`, characters as themselves, references as their address.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
+    /// A `bool`.
     Bool(bool),
+    /// A `char`, as its UTF-16 unit.
     Char(u16),
+    /// An `sbyte`.
     I8(i8),
+    /// A `byte`.
     U8(u8),
+    /// A `short`.
     I16(i16),
+    /// A `ushort`.
     U16(u16),
+    /// An `int`.
     I32(i32),
+    /// A `uint`.
     U32(u32),
+    /// A `long`.
     I64(i64),
+    /// A `ulong`.
     U64(u64),
+    /// A `float`.
     F32(f32),
+    /// A `double`.
     F64(f64),
+    /// An `nint`.
     ISize(isize),
+    /// An `nuint`.
     USize(usize),
     /// An object reference as the object's address (0 for null). Plain bytes decode to this, so
     /// it is an integer and not an [`ObjectID`]: [`Value::object_id`] makes the ID, with `unsafe`.
