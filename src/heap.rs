@@ -83,10 +83,10 @@ fn generation_range(r: &COR_PRF_GC_GENERATION_RANGE) -> GenerationRange {
     }
 }
 
-#[cfg(corprof_info14)]
+#[cfg(corprof_iface = "ICorProfilerInfo14")]
 pub use non_gc::non_gc_heap_bounds;
 
-#[cfg(corprof_info14)]
+#[cfg(corprof_iface = "ICorProfilerInfo14")]
 mod non_gc {
     use super::HeapRange;
     use crate::types::COR_PRF_NONGC_HEAP_RANGE;
@@ -111,10 +111,10 @@ mod non_gc {
     }
 }
 
-#[cfg(corprof_info13)]
+#[cfg(corprof_iface = "ICorProfilerInfo13")]
 pub use handles::ObjectHandle;
 
-#[cfg(corprof_info13)]
+#[cfg(corprof_iface = "ICorProfilerInfo13")]
 mod handles {
     use crate::interfaces::ICorProfilerInfo13;
     use crate::types::{COR_PRF_HANDLE_TYPE, ObjectHandleID, ObjectID};

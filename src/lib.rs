@@ -47,7 +47,7 @@ pub mod eventpipe;
 pub mod glue;
 mod guid;
 pub mod heap;
-#[cfg(corprof_info15)]
+#[cfg(corprof_iface = "ICorProfilerInfo15")]
 pub mod heap_walk;
 pub mod hooks;
 mod hresult;

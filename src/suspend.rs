@@ -90,7 +90,7 @@ pub fn refuse_on_suspending_thread() -> Result<()> {
 /// `CORPROF_E_SUSPENSION_IN_PROGRESS` while a [`Suspension`] is alive (the runtime keeps one flag
 /// for a profiler's suspension), and with calls that make the runtime suspend itself refused on
 /// this thread until `call` returns or unwinds.
-#[cfg_attr(not(corprof_info15), allow(dead_code))]
+#[cfg_attr(not(corprof_iface = "ICorProfilerInfo15"), allow(dead_code))]
 pub(crate) fn while_runtime_suspends_here<R>(call: impl FnOnce() -> Result<R>) -> Result<R> {
     /// Clears the flags on every way out of `call`, a panic raised again included.
     struct Release;

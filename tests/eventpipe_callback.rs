@@ -4,7 +4,7 @@
 //! filter pairs), one trampoline per provider (the runtime passes no context), a panic stopped
 //! before the runtime, and what is refused. The real runtime's calls are asserted by the eventpipe
 //! conformance scenario (tests/conformance_eventpipe.rs).
-#![cfg(corprof_eventpipe2)]
+#![cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 
 use corprof::eventpipe::{MAX_CALLBACK_PROVIDERS, Provider, ProviderEnabled};
 use corprof::interfaces::{ICorProfilerInfo14_Vtbl, ICorProfilerInfo15, ICorProfilerInfo15_Vtbl};

@@ -95,6 +95,13 @@ fn run_config(cfg: &Config) -> Result<(), Errors> {
     }
     write_if_changed(&out_dir.join(OUTPUT_FILE), &generated.code)
         .map_err(|e| crate::diag::Diagnostic::error(format!("cannot write {OUTPUT_FILE} into OUT_DIR: {e}")))?;
+    // What the header declares, for `#[cfg(corprof_iface = "…")]` in the crate being built.
+    for name in crate::capabilities::CFG_NAMES {
+        println!("cargo::rustc-check-cfg=cfg({name}, values(any()))");
+    }
+    for cfg in &generated.cfgs {
+        println!("cargo::rustc-cfg={cfg}");
+    }
     Ok(())
 }
 

@@ -9,6 +9,7 @@
 pub mod annotations;
 pub mod bootstrap;
 pub mod build;
+pub mod capabilities;
 mod clang;
 pub mod classify;
 pub mod commands;
@@ -55,6 +56,8 @@ pub struct Generated {
     pub inputs: Vec<String>,
     /// Warnings that did not stop generation.
     pub warnings: Vec<Diagnostic>,
+    /// What the header declares, as cfgs (see [`capabilities`]).
+    pub cfgs: Vec<String>,
 }
 
 /// Checks that the header folder and header exist, naming the setting when they do not.
@@ -126,7 +129,8 @@ pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let code = format!("{}\n\n{}", generated_line(&cfg.headers), format_rust(&text)?);
     let mut inputs = header.files.clone();
     inputs.extend(ann.files.iter().cloned());
-    Ok(Generated { code, inputs, warnings: warnings.items })
+    let cfgs = capabilities::cfgs(&header, &ann);
+    Ok(Generated { code, inputs, warnings: warnings.items, cfgs })
 }
 
 /// The first line of every generated file: what made it and that it is not for editing.

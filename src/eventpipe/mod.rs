@@ -51,19 +51,19 @@
 //!
 //! [`CorProfilerCallback::event_pipe_event_delivered`]: crate::CorProfilerCallback
 
-#[cfg(corprof_eventpipe2)]
+#[cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 mod callback;
 mod format;
-#[cfg(corprof_eventpipe)]
+#[cfg(corprof_iface = "ICorProfilerInfo12")]
 mod runtime;
 
-#[cfg(corprof_eventpipe2)]
+#[cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 pub use callback::{MAX_CALLBACK_PROVIDERS, ProviderEnabled};
 pub use format::{
     BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload,
     Value,
 };
-#[cfg(corprof_eventpipe)]
+#[cfg(corprof_iface = "ICorProfilerInfo12")]
 pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};
 
 #[cfg(test)]

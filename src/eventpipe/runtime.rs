@@ -237,7 +237,7 @@ impl Provider {
     }
 
     /// A provider the runtime created (`handle`) under `name`.
-    #[cfg_attr(not(corprof_eventpipe2), allow(dead_code))]
+    #[cfg_attr(not(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2"), allow(dead_code))]
     pub(super) fn from_parts(info: &ProfilerInfo, handle: EVENTPIPE_PROVIDER, name: &str) -> Provider {
         Provider { info: info.clone(), handle, name: name.to_string() }
     }
