@@ -349,6 +349,6 @@ unsafe fn destroy<C: ComClass>(obj: *mut ComObject<C>) {
     drop(unsafe { Box::from_raw(obj.cast::<MaybeUninit<ComObject<C>>>()) });
     if let Err(payload) = dropped {
         let ty = std::any::type_name::<C::Value>();
-        crate::glue::log_panic(&format_args!("drop of {ty}"), payload, "the object was freed");
+        crate::report::log_panic(&format_args!("drop of {ty}"), payload, "the object was freed");
     }
 }

@@ -56,6 +56,7 @@ mod info_gate;
 pub mod names;
 #[doc(hidden)]
 pub mod params;
+mod report;
 pub mod rewrite;
 pub mod sig;
 pub mod stack;
@@ -74,12 +75,12 @@ pub use bindings::callbacks::{Callback, CorProfilerCallback};
 pub use bindings::info::ProfilerInfo;
 pub use bindings::{info, interfaces, metadata, types};
 pub use com::{ComPtr, IUnknown, Interface};
-pub use glue::{is_quiet, set_quiet};
 pub use guid::GUID;
 #[doc(inline)]
 pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
 pub use params::{Out, WStr};
+pub use report::{is_quiet, set_quiet};
 pub use stack::{Frame, FrameContext};
 pub use suspend::{SuspendedThread, SuspendedThreads, Suspension};
 pub use table::CallbackCounts;

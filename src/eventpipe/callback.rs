@@ -124,7 +124,7 @@ unsafe extern "C" fn trampoline<const SLOT: usize>(
     };
     // The runtime's EventPipe code is below this frame: a panic stops here.
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(&enabled))) {
-        crate::glue::log_panic(&format_args!("EventPipe provider callback ({name})"), payload, "the runtime goes on");
+        crate::report::log_panic(&format_args!("EventPipe provider callback ({name})"), payload, "the runtime goes on");
     }
 }
 

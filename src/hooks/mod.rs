@@ -33,7 +33,7 @@ pub use sig::{ElementType, MethodSignature, Value};
 pub use table::HookTable;
 pub use unwind::{exception_catcher_enter, exception_unwind_function_enter, exception_unwind_function_leave};
 
-use crate::glue::{drop_payload, log_panic};
+use crate::report::{drop_payload, log_panic};
 use crate::types::{COR_PRF_ELT_INFO, COR_PRF_MONITOR, FunctionID, FunctionIDOrClientID};
 use crate::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::any::TypeId;
