@@ -74,7 +74,7 @@ mod bindings {
 pub use bindings::callbacks::{Callback, CorProfilerCallback};
 pub use bindings::info::ProfilerInfo;
 pub use bindings::{info, interfaces, metadata, types};
-pub use com::{ComPtr, IUnknown, Interface};
+pub use com::{ComPtr, FreeThreaded, IUnknown, Interface};
 pub use guid::GUID;
 #[doc(inline)]
 pub use hooks::{FunctionHooks, HookMode};
@@ -84,6 +84,9 @@ pub use report::{is_quiet, set_quiet};
 pub use stack::{Frame, FrameContext};
 pub use suspend::{SuspendedThread, SuspendedThreads, Suspension};
 pub use table::CallbackCounts;
+// Traits that appear in public bounds (`get_module_metadata::<W: Wrapper>`, `Wrapper::get::<I:
+// FamilyMember>`, `ComPtr<T>: Send` for `T: FreeThreaded`): readable where the bound is.
+pub use wrap::{FamilyMember, Wrapper};
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so
 // the generator lists whichever this header gives for a glob (an empty one without cor.h).

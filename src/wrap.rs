@@ -85,6 +85,7 @@ pub fn zeroed<T: Zeroable>() -> T {
 pub trait Wrapper: Sized {
     /// The IID to ask the factory method for.
     const ROOT_IID: GUID;
+    /// Asks `unknown` for the family (its newest version the object answers, for a family).
     fn from_unknown(unknown: &IUnknown) -> Result<Self>;
 }
 

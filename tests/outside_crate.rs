@@ -144,8 +144,11 @@ const ROOT_ITEMS: &[&str] = &[
     "struct ProfilerInfo",
     "struct WStr",
     "trait CorProfilerCallback",
+    "trait FamilyMember",
+    "trait FreeThreaded",
     "trait FunctionHooks",
     "trait Interface",
+    "trait Wrapper",
     "type HRESULT",
     "type Result",
 ];
