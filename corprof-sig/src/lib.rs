@@ -1,0 +1,27 @@
+//! corprof-sig: ECMA-335 metadata signatures and IL method bodies, read and written in pure Rust.
+//!
+//! What a .NET runtime or a module's metadata hands a profiler as bytes: signature blobs in
+//! [`sig`] (decode, encode, print types and methods as people read them) and method bodies in
+//! [`il`] (read, edit with labels that follow the code, write back byte for byte). Nothing here
+//! calls a runtime: the crate has no build script, needs no header and no libclang, and so serves
+//! tools that only read metadata, fuzzers and tests alike. The names behind tokens come from a
+//! [`sig::NameResolver`] the caller supplies.
+//!
+//! [corprof](https://crates.io/crates/corprof) re-exports both modules as `corprof::sig` and
+//! `corprof::il` (the same types), and adds what needs the runtime: `MetaDataImport` as a
+//! resolver, names of the runtime's class and function IDs, and IL rewriting at JIT time.
+//!
+//! Inputs come from modules a hostile party may control, so both decoders bound what they hold by
+//! the bytes they are given (see [`sig`]'s and [`il`]'s documentation).
+
+#![deny(missing_docs)]
+// Parsers of untrusted bytes: not one `unsafe` block, so memory safety is the compiler's to prove.
+#![forbid(unsafe_code)]
+
+pub mod il;
+pub mod sig;
+
+/// The README's example compiles and runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct Readme;
