@@ -25,3 +25,24 @@ pub mod sig;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct Readme;
+
+#[cfg(test)]
+mod tests {
+    /// The crate's promise: it builds with no build script (cargo sets `OUT_DIR` for every target
+    /// of a package that has one) and with no dependency (one could bring a build script, a
+    /// header or libclang back in).
+    #[test]
+    fn builds_without_a_build_script_or_dependencies() {
+        assert_eq!(option_env!("OUT_DIR"), None, "corprof-sig has a build script");
+        let manifest = include_str!("../Cargo.toml");
+        assert!(!manifest.lines().any(|l| l.trim_start().starts_with("build")), "a build key in Cargo.toml");
+        let dependencies = manifest.split("[dependencies]").nth(1).expect("a [dependencies] table");
+        let declared: Vec<&str> = dependencies
+            .lines()
+            .map(str::trim)
+            .take_while(|l| !l.starts_with('['))
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        assert_eq!(declared, Vec::<&str>::new(), "corprof-sig's dependencies");
+    }
+}

@@ -40,3 +40,16 @@ mod runtime;
 pub use corprof_sig::sig::*;
 pub(crate) use runtime::function_definition_sig;
 pub use runtime::{Exact, class_name, function_name, function_names, method_definition_name};
+
+#[cfg(test)]
+mod tests {
+    /// corprof's paths name corprof-sig's items, not copies: a value made through one path is
+    /// accepted where the other's type is asked for.
+    #[test]
+    fn the_re_exports_are_corprof_sigs_types() {
+        let token: corprof_sig::sig::Token = super::Token::new(super::Token::TYPE_DEF, 2);
+        let sig: super::MethodSig = corprof_sig::sig::MethodSig::decode(&[0x20, 0x00, 0x01]).unwrap();
+        let body: crate::il::MethodBody = corprof_sig::il::MethodBody::parse(&[0x0a, 0x02, 0x2a]).unwrap();
+        assert_eq!((token.rid(), sig.params.len(), body.len()), (2, 0, 2));
+    }
+}
