@@ -30,13 +30,13 @@ struct Readme;
 mod tests {
     /// The crate's promise: it builds with no build script (cargo sets `OUT_DIR` for every target
     /// of a package that has one) and with no dependency (one could bring a build script, a
-    /// header or libclang back in).
+    /// header or libclang back in). The manifest read is the repository's or, in a packaged
+    /// crate, cargo's normalized one.
     #[test]
     fn builds_without_a_build_script_or_dependencies() {
         assert_eq!(option_env!("OUT_DIR"), None, "corprof-sig has a build script");
         let manifest = include_str!("../Cargo.toml");
-        assert!(!manifest.lines().any(|l| l.trim_start().starts_with("build")), "a build key in Cargo.toml");
-        let dependencies = manifest.split("[dependencies]").nth(1).expect("a [dependencies] table");
+        let dependencies = manifest.split("\n[dependencies]").nth(1).unwrap_or("");
         let declared: Vec<&str> = dependencies
             .lines()
             .map(str::trim)
