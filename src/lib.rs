@@ -51,7 +51,8 @@ pub mod heap;
 pub mod heap_walk;
 pub mod hooks;
 mod hresult;
-pub mod il;
+#[doc(inline)]
+pub use corprof_sig::il;
 mod info_gate;
 pub mod names;
 #[doc(hidden)]

@@ -9,8 +9,8 @@
 
 #![no_main]
 
-use corprof::sig::format::{MAX_FORMATTED_LEN, TRUNCATED};
-use corprof::sig::{
+use corprof_sig::sig::format::{MAX_FORMATTED_LEN, TRUNCATED};
+use corprof_sig::sig::{
     Generics, MethodSig, NameResolver, Signature, Token, Type, TypeName, TypeSpec, format_method, format_type,
 };
 use libfuzzer_sys::fuzz_target;

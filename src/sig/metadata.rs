@@ -7,8 +7,8 @@
 //! a trait's, so with the wrapper present the stand-ins are never called). With cor.h the impl is
 //! the real one; without, it is an impl for a type no one can construct.
 
+use super::Token;
 use super::format::{NameResolver, TypeName};
-use super::types::Token;
 
 /// Takes `MetaDataImport`'s place when the header has no metadata interfaces.
 #[allow(dead_code)]

@@ -16,7 +16,7 @@
 //! signature here.
 
 use super::format::{Generics, MAX_FORMATTED_LEN, NameResolver, TypeName, format_method, format_type};
-use super::types::{MethodSig, Token, Type};
+use super::{MethodSig, Token, Type};
 use crate::types::{COR_PRF_FRAME_INFO, ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
 use crate::{HResult, ProfilerInfo, Result};
 use std::cell::RefCell;

@@ -18,7 +18,7 @@
 //! (`GetTokenFromSig`) for [`MethodBody::set_local_var_sig`].
 //!
 //! ```
-//! use corprof::il::{Instruction, MethodBody, OpCode};
+//! use corprof_sig::il::{Instruction, MethodBody, OpCode};
 //! // tiny header, 2 bytes of code: ldarg.0; ret
 //! let mut body = MethodBody::parse(&[0x0a, 0x02, 0x2a]).unwrap();
 //! let first = body.labels().next().unwrap();

@@ -2,8 +2,8 @@
 //! the format switches an edit causes (tiny → fat, short → long, small → fat clauses), max-stack
 //! computation, and generated bodies for decode/encode identity and edit consistency.
 
-use corprof::il::*;
-use corprof::sig::{CallConv, MethodSig, Token, Type};
+use corprof_sig::il::*;
+use corprof_sig::sig::{CallConv, MethodSig, Token, Type};
 
 /// A fat header: flags word (size nibble 3, fat format, and `flags`), max stack, code size,
 /// local signature token; then the code.
@@ -702,7 +702,7 @@ fn bench_parse_edit_encode() {
 /// with call signatures from the same tables, never exceeds what the compiler declared.
 mod corelib {
     use super::*;
-    use corprof::sig::{FieldSig, MethodSpec, PropertySig, Signature, TypeSpec};
+    use corprof_sig::sig::{FieldSig, MethodSpec, PropertySig, Signature, TypeSpec};
 
     fn u16_at(b: &[u8], at: usize) -> usize {
         u16::from_le_bytes([b[at], b[at + 1]]) as usize
@@ -916,7 +916,7 @@ mod corelib {
 
         pub fn blob(&self, index: usize) -> &[u8] {
             let at = self.blob + index;
-            let (len, n) = corprof::sig::decode_compressed_u32(&self.file[at..]).unwrap();
+            let (len, n) = corprof_sig::sig::decode_compressed_u32(&self.file[at..]).unwrap();
             &self.file[at + n..at + n + len as usize]
         }
 
@@ -949,9 +949,10 @@ mod corelib {
         }
     }
 
+    /// The runtimes scripts/setup installs at the repository's root, this crate's parent.
     fn load(runtime: &str, version: &str) -> Module {
         let dll = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            ".runtimes/dotnet-{runtime}/shared/Microsoft.NETCore.App/{version}/System.Private.CoreLib.dll"
+            "../.runtimes/dotnet-{runtime}/shared/Microsoft.NETCore.App/{version}/System.Private.CoreLib.dll"
         ));
         Module::load(&dll)
     }
@@ -1055,8 +1056,8 @@ mod corelib {
     }
 
     /// Names from the tables, as `MetaDataImport` would give them.
-    impl corprof::sig::NameResolver for Module {
-        fn type_name(&self, t: Token) -> Option<corprof::sig::TypeName> {
+    impl corprof_sig::sig::NameResolver for Module {
+        fn type_name(&self, t: Token) -> Option<corprof_sig::sig::TypeName> {
             let rid = t.rid() as usize;
             let (namespace, name, enclosing) = match t.table() {
                 0x02 if (1..=self.rows(0x02)).contains(&rid) => {
@@ -1072,7 +1073,7 @@ mod corelib {
                 }
                 _ => return None,
             };
-            Some(corprof::sig::TypeName { namespace, name, enclosing })
+            Some(corprof_sig::sig::TypeName { namespace, name, enclosing })
         }
         fn generic_param_name(&self, owner: Token, index: u32) -> Option<String> {
             let coded = (owner.rid() as usize) << 1 | usize::from(owner.table() == 0x06);
@@ -1094,7 +1095,8 @@ mod corelib {
                 .filter_map(|rid| {
                     let owner = Token::new(0x02, m.owner_of_method(rid) as u32);
                     let sig = MethodSig::decode(m.blob(m.cell(0x06, rid, 4))).unwrap();
-                    let text = corprof::sig::format_method(&m, owner, method, &sig, Some(Token::new(0x06, rid as u32)));
+                    let text =
+                        corprof_sig::sig::format_method(&m, owner, method, &sig, Some(Token::new(0x06, rid as u32)));
                     (text.contains(ty) && sig.params.len() == params).then_some(text)
                 })
                 .collect::<Vec<_>>()

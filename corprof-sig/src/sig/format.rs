@@ -3,8 +3,8 @@
 //! `System.Int32[,]`, `T&`, and methods as `ReturnType Namespace.Type::Method(ParamType, …)`.
 //!
 //! The names behind tokens come from a [`NameResolver`], so the formatter runs without a runtime
-//! (tests implement the trait over a table); `MetaDataImport` implements it, asking the module's
-//! metadata on demand.
+//! (tests implement the trait over a table); corprof's `MetaDataImport` implements it, asking the
+//! module's metadata on demand.
 //!
 //! The text is bounded by [`MAX_FORMATTED_LEN`], whatever the signature and the resolver say: a
 //! malformed module can make type specifications refer to each other with a fan-out at every

@@ -2,7 +2,7 @@
 //! through a table resolver; a generator of random valid types for decode/encode identity; and
 //! random bytes, which must never panic.
 
-use corprof::sig::*;
+use corprof_sig::sig::*;
 
 const TD: u8 = Token::TYPE_DEF;
 const TR: u8 = Token::TYPE_REF;

@@ -136,8 +136,8 @@ impl MethodBody {
 /// bytes, for `GetTokenFromSig`, and the slot index of the first new local.
 ///
 /// ```
-/// use corprof::il::append_locals;
-/// use corprof::sig::Type;
+/// use corprof_sig::il::append_locals;
+/// use corprof_sig::sig::Type;
 /// let (sig, first) = append_locals(Some(&[0x07, 0x01, 0x08]), &[Type::String]).unwrap();
 /// assert_eq!((sig, first), (vec![0x07, 0x02, 0x08, 0x0e], 1));
 /// ```
