@@ -64,13 +64,15 @@ pub fn profiler_lib(name: &str) -> PathBuf {
             if !dep.starts_with(&root) || generator_inputs.iter().any(|g| dep.starts_with(g)) {
                 continue;
             }
+            // A source that is gone (moved to another crate, deleted) was not built from either.
             let changed = std::fs::metadata(&dep).and_then(|m| m.modified());
-            if changed.is_ok_and(|t| t > built) {
+            if changed.as_ref().map_or(true, |t| *t > built) {
                 panic!(
-                    "{} is older than {}: run `cargo build --workspace` (same profile as the \
+                    "{} is older than {}{}: run `cargo build --workspace` (same profile as the \
                      tests) before `cargo test --test e2e`",
                     lib.display(),
-                    dep.display()
+                    dep.display(),
+                    if changed.is_err() { ", which no longer exists" } else { "" }
                 );
             }
         }
