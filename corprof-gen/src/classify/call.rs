@@ -156,6 +156,16 @@ pub enum CallReturn {
     Void,
 }
 
+/// The Rust type of the count an out buffer's `len` parameter points to (`ULONG` of
+/// `ULONG *pcchName`); `u32` when the method has no such parameter.
+pub fn count_type(m: &ApiMethod, len: &str) -> String {
+    m.params
+        .iter()
+        .find(|p| p.ir.name == len)
+        .and_then(|p| p.ir.ty.pointee().map(rust_type))
+        .unwrap_or_else(|| "u32".to_string())
+}
+
 /// The safe wrapper type of an interface family root: `ICorProfilerInfo` → `ProfilerInfo`,
 /// `IMetaDataImport` → `MetaDataImport`.
 pub fn wrapper_name(root: &str) -> String {
@@ -176,7 +186,7 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
             match &p.spec {
                 None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
                 None => match &p.ir.ty {
-                    CType::Named(n) if n == "HRESULT" => CallKind::HResult,
+                    ty if ty.is_hresult() => CallKind::HResult,
                     ty @ CType::FnPtr { typedef, .. } => {
                         CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
                     }
@@ -195,7 +205,7 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
         })
         .collect();
     let ret = match &m.ir.ret {
-        CType::Named(n) if n == "HRESULT" => match &m.s_false {
+        ty if ty.is_hresult() => match &m.s_false {
             Some(meaning) => CallReturn::HResultOrFalse { meaning: meaning.clone() },
             None => CallReturn::HResult,
         },

@@ -2,17 +2,17 @@
 //! field, not a filter"), so templates only loop and test simple flags.
 
 use crate::classify::call::is_free_threaded;
-use crate::classify::{ParamKind, classify_method, rust_type};
+use crate::classify::{ParamKind, classify_method, info_object_param, rust_return, rust_type};
 use crate::diag::Errors;
-use crate::ir::{CType, Loc};
-use crate::resolve::{Api, ApiInterface, ApiMethod, doc_url, version_from_name};
+use crate::ir::Loc;
+use crate::resolve::{Api, ApiInterface, doc_url, numbered};
 use askama::Template;
 
 mod docs;
 pub mod names;
 mod wrappers;
 use names::ident;
-pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperView};
+pub use wrappers::{CallMethodView, FieldView, IteratorView, MemberView, ResultView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
@@ -178,8 +178,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
                 slot_params: slot.join(", "),
                 params: typed.join(", "),
                 args: m.ir.params.iter().map(|p| ident(&p.name)).collect::<Vec<_>>().join(", "),
-                // `void` returns nothing; `c_void` is a type, not "no value".
-                ret: if m.ir.ret == crate::ir::CType::Void { "()".to_string() } else { rust_type(&m.ir.ret) },
+                ret: rust_return(&m.ir.ret),
                 loc: loc(&m.ir.loc),
             }
         })
@@ -189,11 +188,11 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
         // Only the families with a safe layer: the documented ones (not IMetaDataError, which a
         // client implements, nor the dispenser and table interfaces no wrapper reaches).
         free_threaded: iface.gets_wrapper() && is_free_threaded(api.family_root(&name)),
-        vtbl: format!("{name}_Vtbl"),
-        iid_const: format!("IID_{name}"),
+        vtbl: names::vtbl(&name),
+        iid_const: names::iid_const(&name),
         iid_u128: iid_u128(&iface.ir.iid),
         iid_text: iface.ir.iid.to_ascii_uppercase(),
-        base_vtbl: format!("{base}_Vtbl"),
+        base_vtbl: names::vtbl(&base),
         base,
         loc: loc(&iface.ir.loc),
         file: iface.ir.loc.file.clone(),
@@ -250,42 +249,33 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 thunk: thunk.clone(),
                 thunk_params: thunk_params.join(", "),
                 call_args: call_args.join(", "),
-                info_arg: info_arg(m),
+                info_arg: info_object_param(m).map(ident).unwrap_or_default(),
             });
             slots.push(SlotView { name: m.ir.name.clone(), thunk });
         }
         let base_ctor = match iface.ir.base.as_deref() {
             Some(b) if api.interface(b).is_some_and(|bi| bi.is_callback) => {
-                format!("{b}_Vtbl::new::<T>()")
+                format!("{}::new::<T>()", names::vtbl(b))
             }
-            _ => format!("{root}::com::IUnknown_Vtbl::new::<CallbackClass<T>>()"),
+            _ => format!("{root}::com::{}::new::<CallbackClass<T>>()", names::vtbl("IUnknown")),
         };
-        vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
+        vtbls.push(VtblCtorView { vtbl: names::vtbl(&iface.ir.name), base_ctor, slots });
     }
     errors.check()?;
-    let first = chain.first().map(|i| version_from_name(&i.ir.name)).unwrap_or(1);
-    let last = version_from_name(&highest.ir.name);
+    let versions = numbered(&chain);
+    let first = versions.first().map_or(1, |(v, _)| *v);
+    let last = versions.last().map_or(1, |(v, _)| *v);
     Ok(CallbacksView {
         versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
         highest: highest.ir.name.clone(),
-        highest_vtbl: format!("{}_Vtbl", highest.ir.name),
-        iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
+        highest_vtbl: names::vtbl(&highest.ir.name),
+        iid_consts: chain.iter().map(|i| names::iid_const(&i.ir.name)).collect(),
         methods,
         vtbls,
     })
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
-/// The Info object parameter of an initialize callback (see `CallbackMethodView::info_arg`).
-fn info_arg(m: &ApiMethod) -> String {
-    if !matches!(m.ir.name.as_str(), "Initialize" | "InitializeForAttach") {
-        return String::new();
-    }
-    let is_interface =
-        |ty: &CType| matches!(ty, CType::Pointer { pointee, .. } if matches!(**pointee, CType::Interface(_)));
-    m.params.iter().find(|p| is_interface(&p.ir.ty)).map(|p| ident(&p.ir.name)).unwrap_or_default()
-}
-
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
     let conv = format!("{root}::params::raw");
     Some(match kind {

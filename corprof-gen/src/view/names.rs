@@ -65,6 +65,14 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// A name usable as a Rust identifier (`type` → `r#type`).
+/// The IID constant of an interface (`IID_ICorProfilerInfo`), as the header names it.
+pub use crate::ir::iid_const;
+
+/// The vtable struct of an interface (`ICorProfilerInfo_Vtbl`), as windows-rs spells it.
+pub fn vtbl(interface: &str) -> String {
+    format!("{interface}_Vtbl")
+}
+
 pub fn ident(name: &str) -> String {
     if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
 }
@@ -244,6 +252,14 @@ fn entity_of(method: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The IID constant and the vtable are spelled here only: the header's `IID_<name>` constant
+    /// (looked up by extract) and the binding's are one spelling.
+    #[test]
+    fn iid_constants_and_vtables_have_one_spelling() {
+        assert_eq!(iid_const("ICorProfilerInfo3"), "IID_ICorProfilerInfo3");
+        assert_eq!(vtbl("ICorProfilerInfo3"), "ICorProfilerInfo3_Vtbl");
+    }
 
     /// Every method name of the shared headers' corprof.h (and cor.h) whose Rust name differs from a
     /// plain snake case (`heck`), with both spellings.

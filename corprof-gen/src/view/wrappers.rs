@@ -4,11 +4,11 @@
 use super::loc;
 use super::names::{self, ident};
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, classify_call, is_free_threaded, wrapper_name,
+    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded, wrapper_name,
 };
-use crate::classify::rust_type;
+use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, iterator_next};
 use crate::diag::Errors;
-use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url};
+use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url, numbered};
 use std::collections::HashMap;
 
 pub struct WrapperView {
@@ -19,7 +19,10 @@ pub struct WrapperView {
     pub root: String,
     pub doc_range: String,
     pub iid_consts: Vec<String>,
-    pub iface_names: Vec<String>,
+    /// The root interface's IID constant (`IID_ICorProfilerInfo`), the `Wrapper::ROOT_IID`.
+    pub root_iid: String,
+    /// The family's interfaces, oldest first, each with its version number.
+    pub members: Vec<MemberView>,
     pub methods: Vec<CallMethodView>,
     pub results: Vec<ResultView>,
     pub has_iterator: bool,
@@ -30,6 +33,12 @@ pub struct WrapperView {
     pub cloneable: bool,
     /// A metadata family (cor.h): re-exported from `corprof::metadata`, else `corprof::info`.
     pub is_metadata: bool,
+}
+
+/// One interface of a family and its version ([`crate::resolve::numbered`]).
+pub struct MemberView {
+    pub name: String,
+    pub version: u32,
 }
 
 #[derive(Default)]
@@ -116,8 +125,7 @@ pub fn wrappers_view(
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
-        let close =
-            chain.iter().find(|i| i.methods.iter().any(|m| m.ir.name == "CloseEnum")).map(|i| i.ir.name.clone());
+        let close = close_enum_interface(&chain);
         for iface in &chain {
             for m in &iface.methods {
                 if matches!(m.wrapper, WrapperRule::Manual(_)) {
@@ -130,11 +138,10 @@ pub fn wrappers_view(
                         continue;
                     }
                 };
-                if m.ir.name == "Next"
-                    && iterator.is_none()
-                    && let Some(it) = iterator_view(&iface.ir.name, m, &kinds)
+                if iterator.is_none()
+                    && let Some(next) = iterator_next(m, &kinds)
                 {
-                    iterator = Some(it);
+                    iterator = Some(iterator_view(&iface.ir.name, next));
                     continue;
                 }
                 let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
@@ -148,8 +155,8 @@ pub fn wrappers_view(
                     results.push(r);
                 }
                 if mv.is_enum {
-                    match &close {
-                        Some(ci) => mv.close_iface = ci.clone(),
+                    match close {
+                        Some(ci) => mv.close_iface = ci.to_string(),
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -169,8 +176,12 @@ pub fn wrappers_view(
             doc_range: if first == last { format!("`{first}`") } else { format!("`{first}` … `{last}`") },
             name,
             root: family.to_string(),
-            iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
-            iface_names: chain.iter().map(|i| i.ir.name.clone()).collect(),
+            iid_consts: chain.iter().map(|i| names::iid_const(&i.ir.name)).collect(),
+            root_iid: names::iid_const(family),
+            members: numbered(&chain)
+                .into_iter()
+                .map(|(version, i)| MemberView { name: i.ir.name.clone(), version })
+                .collect(),
             methods,
             results,
             has_iterator: iterator.is_some(),
@@ -184,27 +195,20 @@ pub fn wrappers_view(
     Ok(out)
 }
 
-/// `Next(celt, items[], pceltFetched)` of an enumerator interface → one item per call.
-fn iterator_view(iface: &str, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
-    let (item, cap, len) = kinds.iter().find_map(|k| match k {
-        CallKind::OutArray { ty, cap, len } => Some((ty.clone(), cap.clone(), len.clone())),
-        _ => None,
-    })?;
-    if kinds.iter().any(|k| !matches!(k, CallKind::OutArray { .. } | CallKind::Consumed)) {
-        return None;
-    }
-    let args: Vec<String> = m
-        .params
+/// The `Iterator` of an enumerator wrapper: `Next` (classify's [`IteratorNext`]) asked for one
+/// item into `item__`, its count read back into `fetched__`.
+fn iterator_view(iface: &str, next: IteratorNext) -> IteratorView {
+    let args: Vec<&str> = next
+        .args
         .iter()
-        .zip(kinds)
-        .map(|(p, k)| match k {
-            CallKind::OutArray { .. } => "&mut item__".to_string(),
-            _ if p.ir.name == cap => "1".to_string(),
-            _ if p.ir.name == len => "&mut fetched__".to_string(),
-            _ => "::core::ptr::null_mut()".to_string(),
+        .map(|a| match a {
+            NextArg::Item => "&mut item__",
+            NextArg::One => "1",
+            NextArg::Fetched => "&mut fetched__",
+            NextArg::Null => "::core::ptr::null_mut()",
         })
         .collect();
-    Some(IteratorView { item, iface: iface.to_string(), args: args.join(", ") })
+    IteratorView { item: next.item, iface: iface.to_string(), args: args.join(", ") }
 }
 
 /// One method's lowering: what each parameter contributes, filled in by the per-concern
@@ -431,9 +435,7 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         return;
     }
     let c_name = p.ir.name.as_str();
-    let len_ty =
-        l.index(len).and_then(|li| l.m.params[li].ir.ty.pointee().map(rust_type)).unwrap_or_else(|| "u32".to_string());
-    let n = l.local(len, &len_ty, "0");
+    let n = l.local(len, &count_type(l.m, len), "0");
     let b = format!("{c_name}__");
     l.args[i] = format!("{b}.ptr() as _");
     l.set_arg(cap, format!("{b}.cap() as _"));
@@ -705,58 +707,16 @@ fn snake_method(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{CType, Loc, Method, Param};
-    use crate::resolve::ApiParam;
 
-    fn method(name: &str, params: &[&str]) -> ApiMethod {
-        let param = |name: &&str| ApiParam {
-            ir: Param {
-                name: name.to_string(),
-                ty: CType::Named("ULONG".into()),
-                midl: vec![],
-                sal: vec![],
-                declared_array: false,
-                is_count: false,
-                loc: Loc::default(),
-            },
-            spec: None,
-            spec_loc: None,
-        };
-        ApiMethod {
-            ir: Method { name: name.into(), ret: CType::Named("HRESULT".into()), params: vec![], loc: Loc::default() },
-            params: params.iter().map(param).collect(),
-            s_false: None,
-            wrapper: Default::default(),
-            suspends: false,
-            docs: None,
-        }
-    }
-
-    /// `Next` asks for one item into `item__` and reads the count back into `fetched__`; a count
-    /// that is not the item array's own (a second array's) is passed null.
     #[test]
-    fn an_enumerators_next_fetches_one_item_at_a_time() {
-        let items =
-            |cap: &str, len: &str| CallKind::OutArray { ty: "ClassID".into(), cap: cap.into(), len: len.into() };
-        let m = method("Next", &["celt", "ids", "pceltFetched", "others", "cOthers", "pcOthers"]);
-        let kinds = [
-            CallKind::Consumed,
-            items("celt", "pceltFetched"),
-            CallKind::Consumed,
-            items("cOthers", "pcOthers"),
-            CallKind::Consumed,
-            CallKind::Consumed,
-        ];
-        let it = iterator_view("IFixEnum", &m, &kinds).expect("an iterator");
+    fn an_iterator_passes_one_item_and_reads_the_count_back() {
+        let next = IteratorNext {
+            item: "ClassID".into(),
+            args: vec![NextArg::One, NextArg::Item, NextArg::Fetched, NextArg::Null],
+        };
+        let it = iterator_view("IFixEnum", next);
         assert_eq!(it.item, "ClassID");
         assert_eq!(it.iface, "IFixEnum");
-        assert_eq!(
-            it.args,
-            "1, &mut item__, &mut fetched__, &mut item__, ::core::ptr::null_mut(), ::core::ptr::null_mut()"
-        );
-        // Anything but item arrays and their counts keeps `Next` a method.
-        let m = method("Next", &["celt", "ids", "pceltFetched", "flags"]);
-        let mixed = [CallKind::Consumed, items("celt", "pceltFetched"), CallKind::Consumed, CallKind::Bool];
-        assert!(iterator_view("IFixEnum", &m, &mixed).is_none());
+        assert_eq!(it.args, "1, &mut item__, &mut fetched__, ::core::ptr::null_mut()");
     }
 }
