@@ -216,7 +216,6 @@ pub struct IdType {
     pub handle: bool,
 }
 
-/// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
 /// `IID_<interface>`: MIDL's name for an interface's IID constant, which the header declares
 /// (`EXTERN_GUID(IID_ICorProfilerInfo, …)`) and the bindings keep for theirs. The one home of that
 /// spelling: extract looks the header's constant up by it, `view::names::iid_const` re-exports it.
@@ -224,6 +223,7 @@ pub fn iid_const(interface: &str) -> String {
     format!("IID_{interface}")
 }
 
+/// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
 pub fn id_typedef(name: &str, underlying: &str, void_depth: usize) -> Option<IdType> {
     // The runtime's opaque handles spelled as integers: a callback's frame (`COR_PRF_ELT_INFO`,
     // `COR_PRF_FRAME_INFO`) and EventPipe's providers and events. The runtime dereferences them,

@@ -12,7 +12,7 @@ mod docs;
 pub mod names;
 mod wrappers;
 use names::ident;
-pub use wrappers::{CallMethodView, FieldView, IteratorView, MemberView, ResultView, WrapperView};
+pub use wrappers::{CallMethodView, ExportsView, FieldView, IteratorView, MemberView, ResultView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
@@ -31,6 +31,8 @@ pub struct BindingsView {
     pub has_callbacks: bool,
     pub callbacks: CallbacksView,
     pub wrappers: Vec<WrapperView>,
+    /// What `info`, `metadata` and `root_wrappers__` re-export from `wrappers`.
+    pub exports: ExportsView,
 }
 
 pub struct ZeroableView {
@@ -128,9 +130,10 @@ fn iid_u128(iid: &str) -> String {
 pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
     let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
     let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
-    let (callbacks, wrappers) =
+    let (callbacks, (wrappers, exports)) =
         crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root, &types.pointer_records))?;
     Ok(BindingsView {
+        exports,
         wrappers,
         root: root.to_string(),
         types: types.code,
@@ -309,4 +312,53 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         ParamKind::Ref { ty, optional: false } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
         ParamKind::Ref { ty, optional: true } => (format!("Option<&mut {ty}>"), format!("{conv}::ref_opt({raw})")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    const TEMPLATE: &str = include_str!("../../../templates/bindings.rs.jinja");
+    const VIEWS: [&str; 2] = [include_str!("mod.rs"), include_str!("wrappers.rs")];
+
+    /// The template prints what the view computed: no version from a loop's position, no name put
+    /// together from pieces (`IID_{{ … }}`, `{{ … }}_Vtbl`), no partition of its own.
+    #[test]
+    fn the_template_builds_no_names_and_no_numbers() {
+        for built in ["loop.", "IID_{{", "}}_Vtbl", "is_metadata"] {
+            assert!(!TEMPLATE.contains(built), "the template uses `{built}`");
+        }
+    }
+
+    /// Every field of a view struct is printed (or tested) by the template: a field it never reads
+    /// is a second home for something, or dead.
+    #[test]
+    fn the_template_reads_every_view_field() {
+        let mut unread = Vec::new();
+        for view in VIEWS {
+            let mut in_view = false;
+            for line in view.lines() {
+                if line.starts_with("pub struct ") {
+                    in_view = line.contains("View ");
+                } else if line.starts_with('}') {
+                    in_view = false;
+                } else if in_view && let Some(field) = line.trim().strip_prefix("pub ").and_then(|f| f.split_once(':'))
+                {
+                    let field = field.0;
+                    if ![
+                        format!(".{field} "),
+                        format!(".{field}."),
+                        format!(".{field}}}"),
+                        format!("{{{{ {field} "),
+                        format!(" {field}."),
+                    ]
+                    .iter()
+                    .any(|use_| TEMPLATE.contains(use_.as_str()))
+                        && !TEMPLATE.contains(&format!(" {field} %}}"))
+                    {
+                        unread.push(field.to_string());
+                    }
+                }
+            }
+        }
+        assert!(unread.is_empty(), "view fields the template never reads: {unread:?}");
+    }
 }

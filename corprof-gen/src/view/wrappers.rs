@@ -16,7 +16,6 @@ pub struct WrapperView {
     /// The module holding the family's result structs (`profiler_info`), so that their names
     /// depend on the family's methods only, never on another family's.
     pub module: String,
-    pub root: String,
     pub doc_range: String,
     pub iid_consts: Vec<String>,
     /// The root interface's IID constant (`IID_ICorProfilerInfo`), the `Wrapper::ROOT_IID`.
@@ -31,14 +30,40 @@ pub struct WrapperView {
     pub free_threaded: bool,
     /// `#[derive(Clone)]`: not for enumerators, whose clones would share one cursor.
     pub cloneable: bool,
-    /// A metadata family (cor.h): re-exported from `corprof::metadata`, else `corprof::info`.
-    pub is_metadata: bool,
+    /// The Info family, whose object the runtime hands to `initialize` and lets go of at
+    /// detach and shutdown: its docs say what the clones do then.
+    pub is_info: bool,
 }
 
 /// One interface of a family and its version ([`crate::resolve::numbered`]).
 pub struct MemberView {
     pub name: String,
     pub version: u32,
+}
+
+/// The wrappers split once into the profiling API's and the metadata API's
+/// ([`crate::resolve::is_metadata`]), as the modules re-exporting them list them.
+#[derive(Default)]
+pub struct ExportsView {
+    /// `corprof::info`: the profiling API's wrappers and their result modules' contents.
+    pub info: Vec<String>,
+    /// `corprof::metadata`: the metadata wrappers and their result modules' contents.
+    pub metadata: Vec<String>,
+    /// The metadata wrappers alone, re-exported at the crate root.
+    pub metadata_wrappers: Vec<String>,
+}
+
+impl ExportsView {
+    fn add(&mut self, w: &WrapperView, is_metadata: bool) {
+        let list = if is_metadata { &mut self.metadata } else { &mut self.info };
+        list.push(w.name.clone());
+        if !w.results.is_empty() {
+            list.push(format!("{}::*", w.module));
+        }
+        if is_metadata {
+            self.metadata_wrappers.push(w.name.clone());
+        }
+    }
 }
 
 #[derive(Default)]
@@ -114,9 +139,10 @@ pub fn wrappers_view(
     api: &Api,
     root: &str,
     pointer_records: &HashMap<String, Vec<String>>,
-) -> Result<Vec<WrapperView>, Errors> {
+) -> Result<(Vec<WrapperView>, ExportsView), Errors> {
     let mut errors = Errors::default();
     let mut out = Vec::new();
+    let mut exports = ExportsView::default();
     for chain in api.wrapper_families() {
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = wrapper_name(family);
@@ -171,11 +197,10 @@ pub fn wrappers_view(
         }
         let first = chain.first().map(|i| i.ir.name.clone()).unwrap_or_default();
         let last = chain.last().map(|i| i.ir.name.clone()).unwrap_or_default();
-        out.push(WrapperView {
+        let w = WrapperView {
             module,
             doc_range: if first == last { format!("`{first}`") } else { format!("`{first}` … `{last}`") },
             name,
-            root: family.to_string(),
             iid_consts: chain.iter().map(|i| names::iid_const(&i.ir.name)).collect(),
             root_iid: names::iid_const(family),
             members: numbered(&chain)
@@ -188,11 +213,14 @@ pub fn wrappers_view(
             cloneable: iterator.is_none(),
             iterator: iterator.unwrap_or_default(),
             free_threaded: is_free_threaded(family),
-            is_metadata: crate::resolve::is_metadata(family),
-        });
+            // Free-threaded and not metadata: ICorProfilerInfo (`is_free_threaded`).
+            is_info: is_free_threaded(family) && !crate::resolve::is_metadata(family),
+        };
+        exports.add(&w, crate::resolve::is_metadata(family));
+        out.push(w);
     }
     errors.check()?;
-    Ok(out)
+    Ok((out, exports))
 }
 
 /// The `Iterator` of an enumerator wrapper: `Next` (classify's [`IteratorNext`]) asked for one
