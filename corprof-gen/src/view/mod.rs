@@ -8,6 +8,7 @@ use crate::ir::Loc;
 use crate::resolve::{Api, ApiInterface, doc_url, numbered};
 use askama::Template;
 
+mod check;
 mod docs;
 pub mod names;
 mod wrappers;
@@ -128,8 +129,13 @@ fn iid_u128(iid: &str) -> String {
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
 pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
-    let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
-    let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
+    let interfaces: Vec<InterfaceView> = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
+    let zeroables: Vec<ZeroableView> = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
+    let mut errors = Errors::default();
+    for d in interfaces.iter().filter_map(check::interface).chain(zeroables.iter().filter_map(check::zeroable)) {
+        errors.push(d);
+    }
+    errors.check()?;
     let (callbacks, (wrappers, exports)) =
         crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root, &types.pointer_records))?;
     Ok(BindingsView {
@@ -254,6 +260,10 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 call_args: call_args.join(", "),
                 info_arg: info_object_param(m).map(ident).unwrap_or_default(),
             });
+            let view = methods.last().expect("just pushed");
+            if let Some(d) = check::callback(&format!("{}::{}", iface.ir.name, m.ir.name), view) {
+                errors.push(d);
+            }
             slots.push(SlotView { name: m.ir.name.clone(), thunk });
         }
         let base_ctor = match iface.ir.base.as_deref() {
@@ -262,7 +272,11 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             }
             _ => format!("{root}::com::{}::new::<CallbackClass<T>>()", names::vtbl("IUnknown")),
         };
-        vtbls.push(VtblCtorView { vtbl: names::vtbl(&iface.ir.name), base_ctor, slots });
+        let vtbl = VtblCtorView { vtbl: names::vtbl(&iface.ir.name), base_ctor, slots };
+        if let Some(d) = check::vtbl_ctor(&iface.ir.name, &vtbl) {
+            errors.push(d);
+        }
+        vtbls.push(vtbl);
     }
     errors.check()?;
     let versions = numbered(&chain);

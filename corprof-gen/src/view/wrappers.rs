@@ -112,7 +112,8 @@ pub struct CallMethodView {
     /// Out values the call writes (`let mut pClassId__: ClassID = zeroed();`).
     pub locals: Vec<String>,
     pub args: String,
-    pub call_binding: String,
+    /// The call's return value is kept in `hr__` (`let hr__ = …`): every method but a `void` one.
+    pub binds_hr: bool,
     pub check: String,
     pub result: String,
     /// Has out buffers: the call runs inside `wrap::ask_then_fill`.
@@ -164,13 +165,22 @@ pub fn wrappers_view(
                         continue;
                     }
                 };
+                // What a generator bug in this method's fragments is reported at.
+                let at = format!("{}::{}", iface.ir.name, m.ir.name);
                 if iterator.is_none()
                     && let Some(next) = iterator_next(m, &kinds)
                 {
-                    iterator = Some(iterator_view(&iface.ir.name, next));
+                    let it = iterator_view(&iface.ir.name, next);
+                    if let Some(d) = super::check::iterator(&at, &it) {
+                        errors.push(d);
+                    }
+                    iterator = Some(it);
                     continue;
                 }
                 let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
+                if let Some(d) = result.as_ref().and_then(|r| super::check::result(&at, r)) {
+                    errors.push(d);
+                }
                 if let Some(r) = result {
                     if results.iter().any(|o: &ResultView| o.name == r.name) {
                         errors.push(crate::diag::Diagnostic::error(format!(
@@ -191,6 +201,9 @@ pub fn wrappers_view(
                             continue;
                         }
                     }
+                }
+                if let Some(d) = super::check::call_method(&at, &mv) {
+                    errors.push(d);
                 }
                 methods.push(mv);
             }
@@ -602,14 +615,12 @@ fn method_view(
         ),
         _ => (ret_ty, result, String::new(), ""),
     };
-    let (call_binding, check) = match ret {
-        CallReturn::HResult => ("let hr__ =".to_string(), format!("{root}::HResult(hr__).ok()?;")),
-        CallReturn::HResultOrFalse { .. } => (
-            "let hr__ =".to_string(),
-            format!("{root}::HResult(hr__).ok()?; if hr__ == {root}::HResult::S_FALSE.0 {{ return Ok({no}); }}"),
-        ),
-        CallReturn::Value { .. } => ("let hr__ =".to_string(), String::new()),
-        CallReturn::Void => (String::new(), String::new()),
+    let check = match ret {
+        CallReturn::HResult => format!("{root}::HResult(hr__).ok()?;"),
+        CallReturn::HResultOrFalse { .. } => {
+            format!("{root}::HResult(hr__).ok()?; if hr__ == {root}::HResult::S_FALSE.0 {{ return Ok({no}); }}")
+        }
+        CallReturn::Value { .. } | CallReturn::Void => String::new(),
     };
     let tuple = |items: Vec<String>| format!("({},)", items.join(", "));
     let mut returned = vec!["hr__".to_string()];
@@ -629,7 +640,7 @@ fn method_view(
         finish: l.finish,
         locals: l.locals.iter().map(|v| v.decl.clone()).collect(),
         args: l.args.join(", "),
-        call_binding,
+        binds_hr: !matches!(ret, CallReturn::Void),
         check,
         result,
         has_buffers: !l.buffers.is_empty(),
@@ -746,5 +757,59 @@ mod tests {
         assert_eq!(it.item, "ClassID");
         assert_eq!(it.iface, "IFixEnum");
         assert_eq!(it.args, "1, &mut item__, &mut fetched__, ::core::ptr::null_mut()");
+    }
+
+    /// A fragment the view gets wrong is reported at its method, with the fragment, before any
+    /// text is rendered: here a flag type the annotations spelled as no Rust type (resolve would
+    /// refuse it; the view is handed it directly, as a generator bug would hand it over).
+    #[test]
+    fn a_broken_fragment_names_its_method() {
+        use crate::annotations::{Direction, ParamSpec};
+        use crate::ir::{CType, Interface, Loc, Method, Param};
+        use crate::resolve::{ApiInterface, ApiParam};
+        let mut spec = ParamSpec::direction(Direction::In);
+        spec.flags = Some("COR PRF".into());
+        let flags = ApiParam {
+            ir: Param {
+                name: "dwFlags".into(),
+                ty: CType::Named("DWORD".into()),
+                midl: vec![],
+                sal: vec![],
+                declared_array: false,
+                is_count: false,
+                loc: Loc::default(),
+            },
+            spec: Some(spec),
+            spec_loc: None,
+        };
+        let method = ApiMethod {
+            ir: Method {
+                name: "SetFlags".into(),
+                ret: CType::Named("HRESULT".into()),
+                params: vec![],
+                loc: Loc::default(),
+            },
+            params: vec![flags],
+            s_false: None,
+            wrapper: Default::default(),
+            suspends: false,
+            docs: None,
+        };
+        let iface = ApiInterface {
+            ir: Interface {
+                name: "IFixInfo".into(),
+                iid: "00000000-0000-0000-0000-000000000001".into(),
+                base: Some("IUnknown".into()),
+                methods: vec![],
+                loc: Loc::default(),
+            },
+            is_callback: false,
+            safe: true,
+            methods: vec![method],
+        };
+        let api = Api { interfaces: vec![iface] };
+        let e = wrappers_view(&api, "crate", &HashMap::new()).err().expect("refused").to_string();
+        assert!(e.contains("generator bug: IFixInfo::SetFlags makes Rust that does not parse"), "{e}");
+        assert!(e.contains("parameters `flags: COR PRF`"), "{e}");
     }
 }
