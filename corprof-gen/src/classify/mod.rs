@@ -375,7 +375,7 @@ mod tests {
                 CallKind::Consumed,
                 CallKind::Consumed,
                 CallKind::OutIid { iid: "riid".into() },
-                CallKind::OutInterface { iface: "IUnknown".into(), wrapper: None },
+                CallKind::OutInterface { iface: "IUnknown".into(), family: None },
                 CallKind::Out { ty: "*mut ULONG".into() },
                 CallKind::OutFlags { ty: "F".into(), raw: "DWORD".into() },
                 CallKind::OutBool,

@@ -230,7 +230,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                     continue;
                 }
             };
-            let thunk = format!("{}_{}__", iface.ir.name, m.ir.name);
+            let thunk = names::thunk(&iface.ir.name, &m.ir.name);
             let mut trait_params = Vec::new();
             let mut call_args = Vec::new();
             let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
@@ -339,6 +339,20 @@ mod tests {
     fn the_template_builds_no_names_and_no_numbers() {
         for built in ["loop.", "IID_{{", "}}_Vtbl", "is_metadata"] {
             assert!(!TEMPLATE.contains(built), "the template uses `{built}`");
+        }
+    }
+
+    /// Item names come from `names.rs`: the view's own sources hold none of the spellings that
+    /// used to be repeated in them (and in the template, test above).
+    #[test]
+    fn the_view_spells_no_names() {
+        for view in VIEWS {
+            let code = view.split("#[cfg(test)]").next().unwrap_or_default();
+            for spelling in
+                ["\"IID_", "_Vtbl\"", "_Vtbl::", "strip_prefix(\"Get\")", "_com\"", "strip_prefix('I')", "{}_{}__"]
+            {
+                assert!(!code.contains(spelling), "the view spells `{spelling}` itself");
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 use super::loc;
 use super::names::{self, ident};
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded, wrapper_name,
+    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded,
 };
 use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, iterator_next};
 use crate::diag::Errors;
@@ -132,10 +132,6 @@ pub struct CallMethodView {
     pub close_iface: String,
 }
 
-/// Names that would hide a trait method users expect on a wrapper.
-const RESERVED: &[&str] =
-    &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
-
 pub fn wrappers_view(
     api: &Api,
     root: &str,
@@ -146,8 +142,8 @@ pub fn wrappers_view(
     let mut exports = ExportsView::default();
     for chain in api.wrapper_families() {
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
-        let name = wrapper_name(family);
-        let module = names::snake_case(&name);
+        let name = names::wrapper_name(family);
+        let module = names::results_module(&name);
         let cx = FamilyCx { root, wrapper: &name, module: &module, pointer_records };
         let mut methods = Vec::new();
         let mut results = Vec::new();
@@ -422,10 +418,10 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             l.args[i] = format!("&mut {v}");
             l.output(c_name, ty.clone(), format!("{ty}({v} as _)"));
         }
-        CallKind::OutInterface { iface, wrapper } => {
+        CallKind::OutInterface { iface, family } => {
             let v = l.local(c_name, &format!("*mut {iface}"), "::core::ptr::null_mut()");
             l.args[i] = format!("&mut {v}");
-            let (ty, value) = match wrapper {
+            let (ty, value) = match family.as_deref().map(names::wrapper_name) {
                 Some(w) => (w.clone(), format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({v}.cast()) }}?")),
                 None => (
                     format!("{root}::ComPtr<{iface}>"),
@@ -500,7 +496,7 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
         (_, []) => ("()".to_string(), "()".to_string(), None),
         (_, [one]) => (one.ty.clone(), one.value.clone(), None),
         (_, outputs) => {
-            let struct_name = names::pascal_fixed(m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name));
+            let struct_name = names::result_struct(&m.ir.name);
             let outs: Vec<names::Output<'_>> =
                 outputs.iter().map(|o| names::Output { c_name: o.c_name, is_text: o.is_text }).collect();
             let fields: Vec<FieldView> = names::field_names(&m.ir.name, &outs)
@@ -518,7 +514,7 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
             let view = ResultView {
                 generics: generics.clone(),
                 name: struct_name.clone(),
-                doc: format!("What [`super::{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
+                doc: format!("What [`super::{wrapper}::{}`] returns.", names::wrapper_method(&m.ir.name)),
                 fields,
             };
             (
@@ -629,7 +625,7 @@ fn method_view(
         s_false_doc,
         is_unsafe: !l.safety.is_empty(),
         name: m.ir.name.clone(),
-        snake: snake_method(&m.ir.name),
+        snake: names::wrapper_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
         doc_lines: super::docs::doc_lines(m.docs.as_ref()),
@@ -657,7 +653,6 @@ fn method_view(
     (view, result_view)
 }
 
-/// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
 /// The `# Safety` line of an input whose struct holds raw pointers the runtime reads through
 /// (`COR_PRF_EVENTPIPE_PROVIDER_CONFIG::providerName`): safe code could fill them with anything.
 fn pointer_record_safety(param: &str, kind: &CallKind, records: &HashMap<String, Vec<String>>) -> Option<String> {
@@ -678,6 +673,7 @@ fn pointer_record_safety(param: &str, kind: &CallKind, records: &HashMap<String,
     ))
 }
 
+/// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
 fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
     let what = match contract {
         FnContract::EltHook => {
@@ -736,11 +732,6 @@ fn id_safety(param: &str, contract: IdContract) -> String {
              across a GC may point into another object or into freed memory."
         ),
     }
-}
-
-fn snake_method(name: &str) -> String {
-    let s = names::method_name(name);
-    if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
 }
 
 #[cfg(test)]
