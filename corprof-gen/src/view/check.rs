@@ -4,7 +4,10 @@
 //! error naming that place, the fragment's role and its text, so a generator bug is reported at
 //! the method that has it, not as a parse error somewhere in a 40,000-line file.
 
-use super::{CallMethodView, CallbackMethodView, InterfaceView, IteratorView, ResultView, VtblCtorView, ZeroableView};
+use super::{
+    CallMethodView, CallbackMethodView, CallbacksView, ExportsView, InterfaceView, IteratorView, ResultView,
+    VtblCtorView, WrapperView, ZeroableView,
+};
 use crate::diag::Diagnostic;
 use syn::Token;
 use syn::parse::{Parse, ParseStream, Parser};
@@ -158,6 +161,36 @@ pub fn interface(i: &InterfaceView) -> Option<Diagnostic> {
 /// A plain-data type's `Zeroable` impl.
 pub fn zeroable(z: &ZeroableView) -> Option<Diagnostic> {
     Fragments::new(&z.ty).generics("generics", &z.generics).ty("type", &z.ty).where_clause("bounds", &z.bounds).finish()
+}
+
+/// A wrapper family's items: its type, results module, IIDs and members.
+pub fn family(w: &WrapperView) -> Option<Diagnostic> {
+    let mut f = Fragments::new(&w.name);
+    f.ident("wrapper", &w.name).ident("results module", &w.module).ident("root IID", &w.root_iid);
+    for c in &w.iid_consts {
+        f.ident("IID constant", c);
+    }
+    for m in &w.members {
+        f.ident("member interface", &m.name);
+    }
+    f.finish()
+}
+
+/// What the whole file shares: the runtime crate's path, the callback vtables' names and IIDs,
+/// and the re-export lists.
+pub fn whole_file(root: &str, callbacks: &CallbacksView, exports: &ExportsView) -> Option<Diagnostic> {
+    let mut f = Fragments::new("the bindings");
+    f.parse("runtime crate path", root, syn::Path::parse_mod_style);
+    if !callbacks.highest.is_empty() {
+        f.ident("newest callback", &callbacks.highest).ident("newest callback vtable", &callbacks.highest_vtbl);
+    }
+    for c in &callbacks.iid_consts {
+        f.ident("callback IID constant", c);
+    }
+    for e in exports.info.iter().chain(&exports.metadata).chain(&exports.metadata_wrappers) {
+        f.parse("re-export", e, syn::UseTree::parse);
+    }
+    f.finish()
 }
 
 #[cfg(test)]

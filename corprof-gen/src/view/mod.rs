@@ -138,6 +138,12 @@ pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<Bindin
     errors.check()?;
     let (callbacks, (wrappers, exports)) =
         crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root, &types.pointer_records))?;
+    let problems =
+        [check::whole_file(root, &callbacks, &exports)].into_iter().chain(wrappers.iter().map(check::family));
+    for d in problems.flatten() {
+        errors.push(d);
+    }
+    errors.check()?;
     Ok(BindingsView {
         exports,
         wrappers,
