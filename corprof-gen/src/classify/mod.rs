@@ -1,6 +1,9 @@
 //! [`Api`](crate::resolve::Api) → each parameter's and return's kind, computed once (like windows-rs's
-//! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types. Later stages only read
-//! these kinds; they never look at C types or annotations again.
+//! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types ([`rust_type`],
+//! [`rust_return`]), the Info object of an initialize callback ([`info_object_param`]) and, in
+//! [`enumerators`], which methods make a wrapper an iterator. Later stages read these kinds and
+//! ask these functions; they decide nothing from C types or annotations themselves (the view
+//! prints a C signature in docs, and spells raw types only through `rust_type`).
 
 use crate::annotations::{Direction, ParamSpec};
 use crate::diag::{Diagnostic, Errors};
