@@ -288,7 +288,7 @@ impl<'tu> Walker<'_> {
             .annotations()
             .into_iter()
             .find_map(|a| a.strip_prefix(IID_TAG).map(str::to_owned))
-            .or_else(|| self.guids.get(&format!("IID_{name}")).cloned());
+            .or_else(|| self.guids.get(&crate::ir::iid_const(&name)).cloned());
         let Some(iid) = iid else {
             self.without_iid.push((name, self.loc(&c)));
             return None;

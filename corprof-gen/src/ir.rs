@@ -46,6 +46,12 @@ pub enum CType {
 }
 
 impl CType {
+    /// `HRESULT`, as the header spells it: the one home of "returns HRESULT" (resolve's checks,
+    /// classify's returns and `HResult` parameters all ask this).
+    pub fn is_hresult(&self) -> bool {
+        matches!(self, CType::Named(n) if n == "HRESULT")
+    }
+
     pub fn is_pointer(&self) -> bool {
         matches!(self, CType::Pointer { .. })
     }
@@ -210,6 +216,13 @@ pub struct IdType {
     pub handle: bool,
 }
 
+/// `IID_<interface>`: MIDL's name for an interface's IID constant, which the header declares
+/// (`EXTERN_GUID(IID_ICorProfilerInfo, …)`) and the bindings keep for theirs. The one home of that
+/// spelling: extract looks the header's constant up by it, `view::names::iid_const` re-exports it.
+pub fn iid_const(interface: &str) -> String {
+    format!("IID_{interface}")
+}
+
 /// Whether a typedef of this name and underlying type is an ID (see [`IdType`]).
 pub fn id_typedef(name: &str, underlying: &str, void_depth: usize) -> Option<IdType> {
     // The runtime's opaque handles spelled as integers: a callback's frame (`COR_PRF_ELT_INFO`,
@@ -280,6 +293,21 @@ pub const CALLBACK_ROOT: &str = "ICorProfilerCallback";
 
 #[cfg(test)]
 mod tests {
+    /// "Returns HRESULT" had five homes (resolve twice, classify three times); they all asked
+    /// whether the type is the typedef `HRESULT`, which is what `is_hresult` says, and nothing else.
+    #[test]
+    fn only_the_hresult_typedef_is_an_hresult() {
+        assert!(CType::Named("HRESULT".into()).is_hresult());
+        for other in [
+            CType::Named("ULONG".into()),
+            CType::Builtin("long".into()),
+            CType::Void,
+            CType::Pointer { pointee: Box::new(CType::Named("HRESULT".into())), is_const: false },
+        ] {
+            assert!(!other.is_hresult(), "{other}");
+        }
+    }
+
     use super::*;
 
     #[test]

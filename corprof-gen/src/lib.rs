@@ -25,6 +25,9 @@ pub mod resolve;
 pub mod types;
 pub mod view;
 
+#[cfg(test)]
+mod stages;
+
 use askama::Template;
 use diag::{Diagnostic, Errors};
 use std::path::{Path, PathBuf};

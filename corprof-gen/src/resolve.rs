@@ -129,9 +129,14 @@ impl ApiMethod {
     }
 }
 
-/// `ICorProfilerCallback7` → 7; an unnumbered first version is 1.
-pub fn version_from_name(name: &str) -> u32 {
-    name[family_name(name).len()..].parse().unwrap_or(1)
+/// The one numbering of a family's versions: the n-th interface of its chain (root first, as
+/// [`Api::chain`], [`Api::callback_chain`] and [`Api::wrapper_families`] give it) is version n.
+/// That is its position in the IIDs a wrapper negotiates over (`FamilyMember::VERSION`,
+/// `Negotiated::version`) and the callback versions the trait documents; for the headers' families
+/// it is also the number in the name (`ICorProfilerInfo12` is 12; test
+/// `versions_are_positions_and_the_names_numbers`).
+pub fn numbered<'a>(chain: &[&'a ApiInterface]) -> Vec<(u32, &'a ApiInterface)> {
+    (1..).zip(chain.iter().copied()).collect()
 }
 
 /// Whether an interface belongs to the metadata API (cor.h's `IMetaData*`), not the profiling
@@ -416,7 +421,7 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
 /// `return:` describes an HRESULT of a method the profiler calls.
 fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
     let Some((_, loc)) = &ma.ret else { return };
-    let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
+    let returns_hresult = method.ret.is_hresult();
     if cx.header.is_callback(iface) || !returns_hresult {
         cx.errors.push(
             Diagnostic::error(format!(
@@ -432,7 +437,7 @@ fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Method
 /// `wrapper:` is about the safe wrapper of a method the profiler calls, and says one thing.
 fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
     let Some((spec, loc)) = &ma.wrapper else { return };
-    let returns_hresult = matches!(&method.ret, CType::Named(n) if n == "HRESULT");
+    let returns_hresult = method.ret.is_hresult();
     let problem = if cx.header.is_callback(iface) || !returns_hresult {
         Some("describes the safe wrapper of a method the profiler calls and that returns HRESULT")
     } else {
@@ -636,4 +641,31 @@ fn missing_direction(iface: &Interface, m: &Method, p: &Param, at: Option<Loc>) 
             "add `{}: in`, `out` or `ref` under `{}:` → `{}:` in an annotation file{hint}",
             p.name, iface.name, m.name
         ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iface(name: &str) -> ApiInterface {
+        let ir = Interface { name: name.into(), iid: String::new(), base: None, methods: vec![], loc: Loc::default() };
+        ApiInterface { ir, is_callback: false, safe: true, methods: vec![] }
+    }
+
+    /// The former homes of the version number: resolve read it from the name
+    /// (`ICorProfilerCallback7` → 7, an unnumbered root 1), the wrappers and the template from the
+    /// position in the chain. On the headers' numbered families the two agree, so the position is
+    /// the one numbering.
+    #[test]
+    fn versions_are_positions_and_the_names_numbers() {
+        let by_name = |name: &str| -> u32 { name[family_name(name).len()..].parse().unwrap_or(1) };
+        for (root, n) in [("ICorProfilerInfo", 15), ("ICorProfilerCallback", 11), ("IMetaDataImport", 2)] {
+            let owned: Vec<ApiInterface> =
+                (1..=n).map(|v| if v == 1 { iface(root) } else { iface(&format!("{root}{v}")) }).collect();
+            let chain: Vec<&ApiInterface> = owned.iter().collect();
+            for (version, i) in numbered(&chain) {
+                assert_eq!(version, by_name(&i.ir.name), "{}", i.ir.name);
+            }
+        }
+    }
 }

@@ -31,8 +31,9 @@ pub enum CallKind {
     InStr { len: Option<String>, optional: bool },
     /// A value the callee writes: returned.
     Out { ty: String },
-    /// An interface the callee returns (`IFoo **`): returned as its wrapper, or a `ComPtr`.
-    OutInterface { iface: String, wrapper: Option<String> },
+    /// An interface the callee returns (`IFoo **`): returned as the wrapper of its family (`family`
+    /// names the family's root interface), or a `ComPtr` when it has none.
+    OutInterface { iface: String, family: Option<String> },
     /// `void **` named by a REFIID parameter: the caller picks the type (`W: Wrapper`).
     OutIid { iid: String },
     /// A UTF-16 buffer with capacity and actual-length parameters: returned as `String`.
@@ -156,11 +157,14 @@ pub enum CallReturn {
     Void,
 }
 
-/// The safe wrapper type of an interface family root: `ICorProfilerInfo` → `ProfilerInfo`,
-/// `IMetaDataImport` → `MetaDataImport`.
-pub fn wrapper_name(root: &str) -> String {
-    let s = root.strip_prefix('I').unwrap_or(root);
-    s.strip_prefix("Cor").unwrap_or(s).to_string()
+/// The Rust type of the count an out buffer's `len` parameter points to (`ULONG` of
+/// `ULONG *pcchName`); `u32` when the method has no such parameter.
+pub fn count_type(m: &ApiMethod, len: &str) -> String {
+    m.params
+        .iter()
+        .find(|p| p.ir.name == len)
+        .and_then(|p| p.ir.ty.pointee().map(rust_type))
+        .unwrap_or_else(|| "u32".to_string())
 }
 
 pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallKind>, CallReturn), Errors> {
@@ -176,7 +180,7 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
             match &p.spec {
                 None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
                 None => match &p.ir.ty {
-                    CType::Named(n) if n == "HRESULT" => CallKind::HResult,
+                    ty if ty.is_hresult() => CallKind::HResult,
                     ty @ CType::FnPtr { typedef, .. } => {
                         CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
                     }
@@ -195,7 +199,7 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
         })
         .collect();
     let ret = match &m.ir.ret {
-        CType::Named(n) if n == "HRESULT" => match &m.s_false {
+        ty if ty.is_hresult() => match &m.s_false {
             Some(meaning) => CallReturn::HResultOrFalse { meaning: meaning.clone() },
             None => CallReturn::HResult,
         },
@@ -263,9 +267,9 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
         Direction::Out => match pointee {
             CType::Pointer { pointee: inner, .. } => match &**inner {
                 CType::Interface(name) => {
-                    let wrapper =
-                        api.interface(name).filter(|i| i.gets_wrapper()).map(|_| wrapper_name(api.family_root(name)));
-                    CallKind::OutInterface { iface: name.clone(), wrapper }
+                    let family =
+                        api.interface(name).filter(|i| i.gets_wrapper()).map(|_| api.family_root(name).to_string());
+                    CallKind::OutInterface { iface: name.clone(), family }
                 }
                 _ => CallKind::Out { ty: rust_type(pointee) },
             },

@@ -1,6 +1,9 @@
 //! [`Api`](crate::resolve::Api) → each parameter's and return's kind, computed once (like windows-rs's
-//! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types. Later stages only read
-//! these kinds; they never look at C types or annotations again.
+//! `ParamHint`/`ReturnHint`). Also the C → Rust spelling of raw types ([`rust_type`],
+//! [`rust_return`]), the Info object of an initialize callback ([`info_object_param`]) and, in
+//! [`enumerators`], which methods make a wrapper an iterator. Later stages read these kinds and
+//! ask these functions; they decide nothing from C types or annotations themselves (the view
+//! prints a C signature in docs, and spells raw types only through `rust_type`).
 
 use crate::annotations::{Direction, ParamSpec};
 use crate::diag::{Diagnostic, Errors};
@@ -8,6 +11,7 @@ use crate::ir::CType;
 use crate::resolve::{ApiMethod, ApiParam};
 
 pub mod call;
+pub mod enumerators;
 
 /// How a parameter appears in a safe callback signature and how the thunk converts it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +68,22 @@ pub fn rust_type(ty: &CType) -> String {
     }
 }
 
+/// The Rust return type of a raw slot: `void` returns `()` (`c_void` is a type, not "no value").
+pub fn rust_return(ty: &CType) -> String {
+    if *ty == CType::Void { "()".to_string() } else { rust_type(ty) }
+}
+
+/// For `Initialize`/`InitializeForAttach`, the parameter holding the runtime's Info object (the
+/// first interface parameter), whose gate the thunk opens; `None` for every other callback.
+pub fn info_object_param(m: &ApiMethod) -> Option<&str> {
+    if !matches!(m.ir.name.as_str(), "Initialize" | "InitializeForAttach") {
+        return None;
+    }
+    let is_interface =
+        |ty: &CType| matches!(ty, CType::Pointer { pointee, .. } if matches!(**pointee, CType::Interface(_)));
+    m.params.iter().find(|p| is_interface(&p.ir.ty)).map(|p| p.ir.name.as_str())
+}
+
 fn builtin(c: &str) -> &'static str {
     match c {
         "int" => "::core::ffi::c_int",
@@ -88,18 +108,19 @@ fn builtin(c: &str) -> &'static str {
 /// Kinds for one callback method's parameters and return, or why it cannot be mapped.
 pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, ReturnKind), Errors> {
     let mut errors = Errors::default();
-    if !matches!(&m.ir.ret, CType::Named(n) if n == "HRESULT") {
+    if !m.ir.ret.is_hresult() {
         errors.push(
             Diagnostic::error(format!("{iface}::{} returns `{}`; callbacks must return HRESULT", m.ir.name, m.ir.ret))
                 .declared_at(&m.ir.loc),
         );
     }
-    let lengths: Vec<&str> = m.params.iter().filter_map(|p| p.spec.as_ref()?.len.as_deref()).collect();
+    // One rule for what a parameter's annotation fills itself, on both sides (`ApiMethod::consumed`).
+    let consumed = m.consumed();
     let kinds = m
         .params
         .iter()
         .map(|p| {
-            if lengths.contains(&p.ir.name.as_str()) {
+            if consumed.contains(&p.ir.name.as_str()) {
                 return ParamKind::Length;
             }
             match &p.spec {
@@ -123,7 +144,7 @@ pub fn is_bool(ty: &CType) -> bool {
 
 fn value_kind(ty: &CType) -> ParamKind {
     match ty {
-        CType::Named(n) if n == "HRESULT" => ParamKind::HResult,
+        ty if ty.is_hresult() => ParamKind::HResult,
         ty if is_bool(ty) => ParamKind::Bool,
         // Reached only for pointers of interfaces that need no annotations.
         other => ParamKind::Value { ty: rust_type(other) },
@@ -357,7 +378,7 @@ mod tests {
                 CallKind::Consumed,
                 CallKind::Consumed,
                 CallKind::OutIid { iid: "riid".into() },
-                CallKind::OutInterface { iface: "IUnknown".into(), wrapper: None },
+                CallKind::OutInterface { iface: "IUnknown".into(), family: None },
                 CallKind::Out { ty: "*mut ULONG".into() },
                 CallKind::OutFlags { ty: "F".into(), raw: "DWORD".into() },
                 CallKind::OutBool,
@@ -558,5 +579,60 @@ mod tests {
                 ParamKind::InBytes { len: "cb".into() },
             ]
         );
+    }
+
+    /// The former homes of "a parameter another one fills": the callback side's own `lengths`
+    /// (every `len`, even a `raw` one's, never `cap` or `iid`) and `ApiMethod::consumed` (the
+    /// calling side's). Now both sides hide exactly what `consumed` names, on every case where
+    /// they disagreed: a `cap`, an `iid`, and the `len` of a `raw` parameter (which stays the
+    /// caller's to pass). Neither the goldens nor runtime-info15's bindings had such a callback.
+    #[test]
+    fn callbacks_and_calls_hide_the_same_counts() {
+        use call::{CallKind, classify_call};
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let ulong_ptr = || ptr(named("ULONG"), false);
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("ids", ptr(named("FunctionID"), true), spec(Direction::In, |s| s.len = Some("cIds".into()))),
+                param("cIds", named("ULONG"), None),
+                param(
+                    "pRaw",
+                    ulong_ptr(),
+                    spec(Direction::In, |s| {
+                        s.raw = true;
+                        s.len = Some("cRaw".into());
+                    }),
+                ),
+                param("cRaw", named("ULONG"), None),
+                param("cap", named("ULONG"), None),
+                param("riid", named("REFIID"), None),
+            ],
+        );
+        // What the annotations of a callback could say, kept to specs `classify_method` accepts
+        // (`cap`/`iid` name parameters the way the calling side's out buffers do).
+        let mut with_cap = m.clone();
+        with_cap.params[0].spec.as_mut().unwrap().cap = Some("cap".into());
+        with_cap.params[0].spec.as_mut().unwrap().iid = Some("riid".into());
+        let consumed = with_cap.consumed();
+        assert_eq!(consumed, ["cIds", "cap", "riid"]);
+        let (callback, _) = classify_method("I", &with_cap).expect("classified");
+        let hidden: Vec<&str> = with_cap
+            .params
+            .iter()
+            .zip(&callback)
+            .filter(|(_, k)| **k == ParamKind::Length)
+            .map(|(p, _)| p.ir.name.as_str())
+            .collect();
+        assert_eq!(hidden, consumed, "the callback side hides what `consumed` names");
+        let (call, _) = classify_call(&api, "I", &with_cap).expect("classified");
+        let hidden: Vec<&str> = with_cap
+            .params
+            .iter()
+            .zip(&call)
+            .filter(|(_, k)| **k == CallKind::Consumed)
+            .map(|(p, _)| p.ir.name.as_str())
+            .collect();
+        assert_eq!(hidden, consumed, "the calling side hides what `consumed` names");
     }
 }

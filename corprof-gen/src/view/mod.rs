@@ -2,17 +2,18 @@
 //! field, not a filter"), so templates only loop and test simple flags.
 
 use crate::classify::call::is_free_threaded;
-use crate::classify::{ParamKind, classify_method, rust_type};
+use crate::classify::{ParamKind, classify_method, info_object_param, rust_return, rust_type};
 use crate::diag::Errors;
-use crate::ir::{CType, Loc};
-use crate::resolve::{Api, ApiInterface, ApiMethod, doc_url, version_from_name};
+use crate::ir::Loc;
+use crate::resolve::{Api, ApiInterface, doc_url, numbered};
 use askama::Template;
 
+mod check;
 mod docs;
 pub mod names;
 mod wrappers;
 use names::ident;
-pub use wrappers::{CallMethodView, FieldView, IteratorView, ResultView, WrapperView};
+pub use wrappers::{CallMethodView, ExportsView, FieldView, IteratorView, MemberView, ResultView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
@@ -31,6 +32,8 @@ pub struct BindingsView {
     pub has_callbacks: bool,
     pub callbacks: CallbacksView,
     pub wrappers: Vec<WrapperView>,
+    /// What `info`, `metadata` and `root_wrappers__` re-export from `wrappers`.
+    pub exports: ExportsView,
 }
 
 pub struct ZeroableView {
@@ -126,11 +129,23 @@ fn iid_u128(iid: &str) -> String {
 
 /// Builds the view of the whole file; `types` is bindgen's output for the plain data types.
 pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<BindingsView, Errors> {
-    let interfaces = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
-    let zeroables = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
-    let (callbacks, wrappers) =
+    let interfaces: Vec<InterfaceView> = api.interfaces.iter().map(|i| interface_view(api, i)).collect();
+    let zeroables: Vec<ZeroableView> = types.zeroable.iter().map(|z| zeroable_view(root, z)).collect();
+    let mut errors = Errors::default();
+    for d in interfaces.iter().filter_map(check::interface).chain(zeroables.iter().filter_map(check::zeroable)) {
+        errors.push(d);
+    }
+    errors.check()?;
+    let (callbacks, (wrappers, exports)) =
         crate::diag::both(callbacks_view(api, root), wrappers::wrappers_view(api, root, &types.pointer_records))?;
+    let problems =
+        [check::whole_file(root, &callbacks, &exports)].into_iter().chain(wrappers.iter().map(check::family));
+    for d in problems.flatten() {
+        errors.push(d);
+    }
+    errors.check()?;
     Ok(BindingsView {
+        exports,
         wrappers,
         root: root.to_string(),
         types: types.code,
@@ -178,8 +193,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
                 slot_params: slot.join(", "),
                 params: typed.join(", "),
                 args: m.ir.params.iter().map(|p| ident(&p.name)).collect::<Vec<_>>().join(", "),
-                // `void` returns nothing; `c_void` is a type, not "no value".
-                ret: if m.ir.ret == crate::ir::CType::Void { "()".to_string() } else { rust_type(&m.ir.ret) },
+                ret: rust_return(&m.ir.ret),
                 loc: loc(&m.ir.loc),
             }
         })
@@ -189,11 +203,11 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> InterfaceView {
         // Only the families with a safe layer: the documented ones (not IMetaDataError, which a
         // client implements, nor the dispenser and table interfaces no wrapper reaches).
         free_threaded: iface.gets_wrapper() && is_free_threaded(api.family_root(&name)),
-        vtbl: format!("{name}_Vtbl"),
-        iid_const: format!("IID_{name}"),
+        vtbl: names::vtbl(&name),
+        iid_const: names::iid_const(&name),
         iid_u128: iid_u128(&iface.ir.iid),
         iid_text: iface.ir.iid.to_ascii_uppercase(),
-        base_vtbl: format!("{base}_Vtbl"),
+        base_vtbl: names::vtbl(&base),
         base,
         loc: loc(&iface.ir.loc),
         file: iface.ir.loc.file.clone(),
@@ -222,7 +236,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                     continue;
                 }
             };
-            let thunk = format!("{}_{}__", iface.ir.name, m.ir.name);
+            let thunk = names::thunk(&iface.ir.name, &m.ir.name);
             let mut trait_params = Vec::new();
             let mut call_args = Vec::new();
             let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
@@ -250,42 +264,41 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 thunk: thunk.clone(),
                 thunk_params: thunk_params.join(", "),
                 call_args: call_args.join(", "),
-                info_arg: info_arg(m),
+                info_arg: info_object_param(m).map(ident).unwrap_or_default(),
             });
+            let view = methods.last().expect("just pushed");
+            if let Some(d) = check::callback(&format!("{}::{}", iface.ir.name, m.ir.name), view) {
+                errors.push(d);
+            }
             slots.push(SlotView { name: m.ir.name.clone(), thunk });
         }
         let base_ctor = match iface.ir.base.as_deref() {
             Some(b) if api.interface(b).is_some_and(|bi| bi.is_callback) => {
-                format!("{b}_Vtbl::new::<T>()")
+                format!("{}::new::<T>()", names::vtbl(b))
             }
-            _ => format!("{root}::com::IUnknown_Vtbl::new::<CallbackClass<T>>()"),
+            _ => format!("{root}::com::{}::new::<CallbackClass<T>>()", names::vtbl("IUnknown")),
         };
-        vtbls.push(VtblCtorView { vtbl: format!("{}_Vtbl", iface.ir.name), base_ctor, slots });
+        let vtbl = VtblCtorView { vtbl: names::vtbl(&iface.ir.name), base_ctor, slots };
+        if let Some(d) = check::vtbl_ctor(&iface.ir.name, &vtbl) {
+            errors.push(d);
+        }
+        vtbls.push(vtbl);
     }
     errors.check()?;
-    let first = chain.first().map(|i| version_from_name(&i.ir.name)).unwrap_or(1);
-    let last = version_from_name(&highest.ir.name);
+    let versions = numbered(&chain);
+    let first = versions.first().map_or(1, |(v, _)| *v);
+    let last = versions.last().map_or(1, |(v, _)| *v);
     Ok(CallbacksView {
         versions: if first == last { format!("{first}") } else { format!("{first}–{last}") },
         highest: highest.ir.name.clone(),
-        highest_vtbl: format!("{}_Vtbl", highest.ir.name),
-        iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
+        highest_vtbl: names::vtbl(&highest.ir.name),
+        iid_consts: chain.iter().map(|i| names::iid_const(&i.ir.name)).collect(),
         methods,
         vtbls,
     })
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
-/// The Info object parameter of an initialize callback (see `CallbackMethodView::info_arg`).
-fn info_arg(m: &ApiMethod) -> String {
-    if !matches!(m.ir.name.as_str(), "Initialize" | "InitializeForAttach") {
-        return String::new();
-    }
-    let is_interface =
-        |ty: &CType| matches!(ty, CType::Pointer { pointee, .. } if matches!(**pointee, CType::Interface(_)));
-    m.params.iter().find(|p| is_interface(&p.ir.ty)).map(|p| ident(&p.ir.name)).unwrap_or_default()
-}
-
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
     let conv = format!("{root}::params::raw");
     Some(match kind {
@@ -319,4 +332,67 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         ParamKind::Ref { ty, optional: false } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
         ParamKind::Ref { ty, optional: true } => (format!("Option<&mut {ty}>"), format!("{conv}::ref_opt({raw})")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    const TEMPLATE: &str = include_str!("../../../templates/bindings.rs.jinja");
+    const VIEWS: [&str; 2] = [include_str!("mod.rs"), include_str!("wrappers.rs")];
+
+    /// The template prints what the view computed: no version from a loop's position, no name put
+    /// together from pieces (`IID_{{ … }}`, `{{ … }}_Vtbl`), no partition of its own.
+    #[test]
+    fn the_template_builds_no_names_and_no_numbers() {
+        for built in ["loop.", "IID_{{", "}}_Vtbl", "is_metadata"] {
+            assert!(!TEMPLATE.contains(built), "the template uses `{built}`");
+        }
+    }
+
+    /// Item names come from `names.rs`: the view's own sources hold none of the spellings that
+    /// used to be repeated in them (and in the template, test above).
+    #[test]
+    fn the_view_spells_no_names() {
+        for view in VIEWS {
+            let code = view.split("#[cfg(test)]").next().unwrap_or_default();
+            for spelling in
+                ["\"IID_", "_Vtbl\"", "_Vtbl::", "strip_prefix(\"Get\")", "_com\"", "strip_prefix('I')", "{}_{}__"]
+            {
+                assert!(!code.contains(spelling), "the view spells `{spelling}` itself");
+            }
+        }
+    }
+
+    /// Every field of a view struct is printed (or tested) by the template: a field it never reads
+    /// is a second home for something, or dead.
+    #[test]
+    fn the_template_reads_every_view_field() {
+        let mut unread = Vec::new();
+        for view in VIEWS {
+            let mut in_view = false;
+            for line in view.lines() {
+                if line.starts_with("pub struct ") {
+                    in_view = line.contains("View ");
+                } else if line.starts_with('}') {
+                    in_view = false;
+                } else if in_view && let Some(field) = line.trim().strip_prefix("pub ").and_then(|f| f.split_once(':'))
+                {
+                    let field = field.0;
+                    if ![
+                        format!(".{field} "),
+                        format!(".{field}."),
+                        format!(".{field}}}"),
+                        format!("{{{{ {field} "),
+                        format!(" {field}."),
+                    ]
+                    .iter()
+                    .any(|use_| TEMPLATE.contains(use_.as_str()))
+                        && !TEMPLATE.contains(&format!(" {field} %}}"))
+                    {
+                        unread.push(field.to_string());
+                    }
+                }
+            }
+        }
+        assert!(unread.is_empty(), "view fields the template never reads: {unread:?}");
+    }
 }

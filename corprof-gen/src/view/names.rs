@@ -8,6 +8,10 @@
 //! - [`field_names`]: the fields of a result struct, named for what they hold.
 //! - [`pascal_fixed`]: the header's spelling with its known typos corrected ([`TYPOS`]), for Rust
 //!   names only (`Callback::name()` keeps the header's).
+//! - Items: [`iid_const`], [`vtbl`], [`thunk`], [`wrapper_name`] (`ICorProfilerInfo` →
+//!   `ProfilerInfo`), [`wrapper_method`] (with [`RESERVED`]), [`result_struct`] and
+//!   [`results_module`]. The view asks these; its own sources spell no name (test
+//!   `view::tests::the_view_spells_no_names`).
 
 /// Mixed-case or ambiguous abbreviations, each one word: matched case-sensitively where a word
 /// starts and only when the next character does not continue it in lower case (`ID` matches
@@ -65,6 +69,49 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// A name usable as a Rust identifier (`type` → `r#type`).
+/// The IID constant of an interface (`IID_ICorProfilerInfo`), as the header names it.
+pub use crate::ir::iid_const;
+
+/// The vtable struct of an interface (`ICorProfilerInfo_Vtbl`), as windows-rs spells it.
+pub fn vtbl(interface: &str) -> String {
+    format!("{interface}_Vtbl")
+}
+
+/// Names that would hide a trait method users expect on a wrapper.
+pub const RESERVED: &[&str] =
+    &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
+
+/// The safe wrapper type of an interface family root: `ICorProfilerInfo` → `ProfilerInfo`,
+/// `IMetaDataImport` → `MetaDataImport`.
+pub fn wrapper_name(root: &str) -> String {
+    let s = root.strip_prefix('I').unwrap_or(root);
+    s.strip_prefix("Cor").unwrap_or(s).to_string()
+}
+
+/// A wrapper's method: the snake name, with `_com` after one that would hide a trait method
+/// users expect on a wrapper ([`RESERVED`]: `Clone` → `clone_com`, `Next` → `next_com`).
+pub fn wrapper_method(name: &str) -> String {
+    let s = method_name(name);
+    if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
+}
+
+/// The struct of a method's several results: the method's name without `Get`, typos fixed
+/// (`GetFunctionInfo` → `FunctionInfo`), in its family's [`results_module`].
+pub fn result_struct(method: &str) -> String {
+    pascal_fixed(method.strip_prefix("Get").unwrap_or(method))
+}
+
+/// The module holding a wrapper family's result structs (`ProfilerInfo` → `profiler_info`).
+pub fn results_module(wrapper: &str) -> String {
+    snake_case(wrapper)
+}
+
+/// The thunk a callback's vtable slot points to (`ICorProfilerCallback_Initialize__`): private
+/// to the generated module, so the header's spelling, with `__` keeping it from any user name.
+pub fn thunk(interface: &str, method: &str) -> String {
+    format!("{interface}_{method}__")
+}
+
 pub fn ident(name: &str) -> String {
     if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
 }
@@ -244,6 +291,27 @@ fn entity_of(method: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The IID constant and the vtable are spelled here only: the header's `IID_<name>` constant
+    /// (looked up by extract) and the binding's are one spelling.
+    #[test]
+    fn iid_constants_and_vtables_have_one_spelling() {
+        assert_eq!(iid_const("ICorProfilerInfo3"), "IID_ICorProfilerInfo3");
+        assert_eq!(vtbl("ICorProfilerInfo3"), "ICorProfilerInfo3_Vtbl");
+    }
+
+    #[test]
+    fn wrapper_items_are_named_here() {
+        assert_eq!(wrapper_method("Clone"), "clone_com");
+        assert_eq!(wrapper_method("Next"), "next_com");
+        assert_eq!(wrapper_method("GetClassIDInfo"), "get_class_id_info");
+        assert_eq!(result_struct("GetFunctionInfo2"), "FunctionInfo2");
+        assert_eq!(result_struct("LoadAsNotficationOnly"), "LoadAsNotificationOnly");
+        assert_eq!(results_module("MetaDataImport"), "metadata_import");
+        assert_eq!(thunk("ICorProfilerCallback", "Shutdown"), "ICorProfilerCallback_Shutdown__");
+        assert_eq!(wrapper_name("ICorProfilerInfo"), "ProfilerInfo");
+        assert_eq!(wrapper_name("IMetaDataImport"), "MetaDataImport");
+    }
 
     /// Every method name of the shared headers' corprof.h (and cor.h) whose Rust name differs from a
     /// plain snake case (`heck`), with both spellings.

@@ -4,11 +4,11 @@
 use super::loc;
 use super::names::{self, ident};
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, classify_call, is_free_threaded, wrapper_name,
+    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded,
 };
-use crate::classify::rust_type;
+use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, iterator_next};
 use crate::diag::Errors;
-use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url};
+use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url, numbered};
 use std::collections::HashMap;
 
 pub struct WrapperView {
@@ -16,10 +16,12 @@ pub struct WrapperView {
     /// The module holding the family's result structs (`profiler_info`), so that their names
     /// depend on the family's methods only, never on another family's.
     pub module: String,
-    pub root: String,
     pub doc_range: String,
     pub iid_consts: Vec<String>,
-    pub iface_names: Vec<String>,
+    /// The root interface's IID constant (`IID_ICorProfilerInfo`), the `Wrapper::ROOT_IID`.
+    pub root_iid: String,
+    /// The family's interfaces, oldest first, each with its version number.
+    pub members: Vec<MemberView>,
     pub methods: Vec<CallMethodView>,
     pub results: Vec<ResultView>,
     pub has_iterator: bool,
@@ -28,8 +30,40 @@ pub struct WrapperView {
     pub free_threaded: bool,
     /// `#[derive(Clone)]`: not for enumerators, whose clones would share one cursor.
     pub cloneable: bool,
-    /// A metadata family (cor.h): re-exported from `corprof::metadata`, else `corprof::info`.
-    pub is_metadata: bool,
+    /// The Info family, whose object the runtime hands to `initialize` and lets go of at
+    /// detach and shutdown: its docs say what the clones do then.
+    pub is_info: bool,
+}
+
+/// One interface of a family and its version ([`crate::resolve::numbered`]).
+pub struct MemberView {
+    pub name: String,
+    pub version: u32,
+}
+
+/// The wrappers split once into the profiling API's and the metadata API's
+/// ([`crate::resolve::is_metadata`]), as the modules re-exporting them list them.
+#[derive(Default)]
+pub struct ExportsView {
+    /// `corprof::info`: the profiling API's wrappers and their result modules' contents.
+    pub info: Vec<String>,
+    /// `corprof::metadata`: the metadata wrappers and their result modules' contents.
+    pub metadata: Vec<String>,
+    /// The metadata wrappers alone, re-exported at the crate root.
+    pub metadata_wrappers: Vec<String>,
+}
+
+impl ExportsView {
+    fn add(&mut self, w: &WrapperView, is_metadata: bool) {
+        let list = if is_metadata { &mut self.metadata } else { &mut self.info };
+        list.push(w.name.clone());
+        if !w.results.is_empty() {
+            list.push(format!("{}::*", w.module));
+        }
+        if is_metadata {
+            self.metadata_wrappers.push(w.name.clone());
+        }
+    }
 }
 
 #[derive(Default)]
@@ -78,7 +112,8 @@ pub struct CallMethodView {
     /// Out values the call writes (`let mut pClassId__: ClassID = zeroed();`).
     pub locals: Vec<String>,
     pub args: String,
-    pub call_binding: String,
+    /// The call's return value is kept in `hr__` (`let hr__ = …`): every method but a `void` one.
+    pub binds_hr: bool,
     pub check: String,
     pub result: String,
     /// Has out buffers: the call runs inside `wrap::ask_then_fill`.
@@ -97,27 +132,23 @@ pub struct CallMethodView {
     pub close_iface: String,
 }
 
-/// Names that would hide a trait method users expect on a wrapper.
-const RESERVED: &[&str] =
-    &["clone", "next", "drop", "into_iter", "eq", "fmt", "deref", "from", "into", "hash", "version", "get"];
-
 pub fn wrappers_view(
     api: &Api,
     root: &str,
     pointer_records: &HashMap<String, Vec<String>>,
-) -> Result<Vec<WrapperView>, Errors> {
+) -> Result<(Vec<WrapperView>, ExportsView), Errors> {
     let mut errors = Errors::default();
     let mut out = Vec::new();
+    let mut exports = ExportsView::default();
     for chain in api.wrapper_families() {
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
-        let name = wrapper_name(family);
-        let module = names::snake_case(&name);
+        let name = names::wrapper_name(family);
+        let module = names::results_module(&name);
         let cx = FamilyCx { root, wrapper: &name, module: &module, pointer_records };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
-        let close =
-            chain.iter().find(|i| i.methods.iter().any(|m| m.ir.name == "CloseEnum")).map(|i| i.ir.name.clone());
+        let close = close_enum_interface(&chain);
         for iface in &chain {
             for m in &iface.methods {
                 if matches!(m.wrapper, WrapperRule::Manual(_)) {
@@ -130,14 +161,22 @@ pub fn wrappers_view(
                         continue;
                     }
                 };
-                if m.ir.name == "Next"
-                    && iterator.is_none()
-                    && let Some(it) = iterator_view(&iface.ir.name, m, &kinds)
+                // What a generator bug in this method's fragments is reported at.
+                let at = format!("{}::{}", iface.ir.name, m.ir.name);
+                if iterator.is_none()
+                    && let Some(next) = iterator_next(m, &kinds)
                 {
+                    let it = iterator_view(&iface.ir.name, next);
+                    if let Some(d) = super::check::iterator(&at, &it) {
+                        errors.push(d);
+                    }
                     iterator = Some(it);
                     continue;
                 }
                 let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
+                if let Some(d) = result.as_ref().and_then(|r| super::check::result(&at, r)) {
+                    errors.push(d);
+                }
                 if let Some(r) = result {
                     if results.iter().any(|o: &ResultView| o.name == r.name) {
                         errors.push(crate::diag::Diagnostic::error(format!(
@@ -148,8 +187,8 @@ pub fn wrappers_view(
                     results.push(r);
                 }
                 if mv.is_enum {
-                    match &close {
-                        Some(ci) => mv.close_iface = ci.clone(),
+                    match close {
+                        Some(ci) => mv.close_iface = ci.to_string(),
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -159,52 +198,54 @@ pub fn wrappers_view(
                         }
                     }
                 }
+                if let Some(d) = super::check::call_method(&at, &mv) {
+                    errors.push(d);
+                }
                 methods.push(mv);
             }
         }
         let first = chain.first().map(|i| i.ir.name.clone()).unwrap_or_default();
         let last = chain.last().map(|i| i.ir.name.clone()).unwrap_or_default();
-        out.push(WrapperView {
+        let w = WrapperView {
             module,
             doc_range: if first == last { format!("`{first}`") } else { format!("`{first}` … `{last}`") },
             name,
-            root: family.to_string(),
-            iid_consts: chain.iter().map(|i| format!("IID_{}", i.ir.name)).collect(),
-            iface_names: chain.iter().map(|i| i.ir.name.clone()).collect(),
+            iid_consts: chain.iter().map(|i| names::iid_const(&i.ir.name)).collect(),
+            root_iid: names::iid_const(family),
+            members: numbered(&chain)
+                .into_iter()
+                .map(|(version, i)| MemberView { name: i.ir.name.clone(), version })
+                .collect(),
             methods,
             results,
             has_iterator: iterator.is_some(),
             cloneable: iterator.is_none(),
             iterator: iterator.unwrap_or_default(),
             free_threaded: is_free_threaded(family),
-            is_metadata: crate::resolve::is_metadata(family),
-        });
+            // Free-threaded and not metadata: ICorProfilerInfo (`is_free_threaded`).
+            is_info: is_free_threaded(family) && !crate::resolve::is_metadata(family),
+        };
+        exports.add(&w, crate::resolve::is_metadata(family));
+        out.push(w);
     }
     errors.check()?;
-    Ok(out)
+    Ok((out, exports))
 }
 
-/// `Next(celt, items[], pceltFetched)` of an enumerator interface → one item per call.
-fn iterator_view(iface: &str, m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorView> {
-    let (item, cap, len) = kinds.iter().find_map(|k| match k {
-        CallKind::OutArray { ty, cap, len } => Some((ty.clone(), cap.clone(), len.clone())),
-        _ => None,
-    })?;
-    if kinds.iter().any(|k| !matches!(k, CallKind::OutArray { .. } | CallKind::Consumed)) {
-        return None;
-    }
-    let args: Vec<String> = m
-        .params
+/// The `Iterator` of an enumerator wrapper: `Next` (classify's [`IteratorNext`]) asked for one
+/// item into `item__`, its count read back into `fetched__`.
+fn iterator_view(iface: &str, next: IteratorNext) -> IteratorView {
+    let args: Vec<&str> = next
+        .args
         .iter()
-        .zip(kinds)
-        .map(|(p, k)| match k {
-            CallKind::OutArray { .. } => "&mut item__".to_string(),
-            _ if p.ir.name == cap => "1".to_string(),
-            _ if p.ir.name == len => "&mut fetched__".to_string(),
-            _ => "::core::ptr::null_mut()".to_string(),
+        .map(|a| match a {
+            NextArg::Item => "&mut item__",
+            NextArg::One => "1",
+            NextArg::Fetched => "&mut fetched__",
+            NextArg::Null => "::core::ptr::null_mut()",
         })
         .collect();
-    Some(IteratorView { item, iface: iface.to_string(), args: args.join(", ") })
+    IteratorView { item: next.item, iface: iface.to_string(), args: args.join(", ") }
 }
 
 /// One method's lowering: what each parameter contributes, filled in by the per-concern
@@ -377,10 +418,10 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             l.args[i] = format!("&mut {v}");
             l.output(c_name, ty.clone(), format!("{ty}({v} as _)"));
         }
-        CallKind::OutInterface { iface, wrapper } => {
+        CallKind::OutInterface { iface, family } => {
             let v = l.local(c_name, &format!("*mut {iface}"), "::core::ptr::null_mut()");
             l.args[i] = format!("&mut {v}");
-            let (ty, value) = match wrapper {
+            let (ty, value) = match family.as_deref().map(names::wrapper_name) {
                 Some(w) => (w.clone(), format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({v}.cast()) }}?")),
                 None => (
                     format!("{root}::ComPtr<{iface}>"),
@@ -431,9 +472,7 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         return;
     }
     let c_name = p.ir.name.as_str();
-    let len_ty =
-        l.index(len).and_then(|li| l.m.params[li].ir.ty.pointee().map(rust_type)).unwrap_or_else(|| "u32".to_string());
-    let n = l.local(len, &len_ty, "0");
+    let n = l.local(len, &count_type(l.m, len), "0");
     let b = format!("{c_name}__");
     l.args[i] = format!("{b}.ptr() as _");
     l.set_arg(cap, format!("{b}.cap() as _"));
@@ -457,7 +496,7 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
         (_, []) => ("()".to_string(), "()".to_string(), None),
         (_, [one]) => (one.ty.clone(), one.value.clone(), None),
         (_, outputs) => {
-            let struct_name = names::pascal_fixed(m.ir.name.strip_prefix("Get").unwrap_or(&m.ir.name));
+            let struct_name = names::result_struct(&m.ir.name);
             let outs: Vec<names::Output<'_>> =
                 outputs.iter().map(|o| names::Output { c_name: o.c_name, is_text: o.is_text }).collect();
             let fields: Vec<FieldView> = names::field_names(&m.ir.name, &outs)
@@ -475,7 +514,7 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
             let view = ResultView {
                 generics: generics.clone(),
                 name: struct_name.clone(),
-                doc: format!("What [`super::{wrapper}::{}`] returns.", snake_method(&m.ir.name)),
+                doc: format!("What [`super::{wrapper}::{}`] returns.", names::wrapper_method(&m.ir.name)),
                 fields,
             };
             (
@@ -572,14 +611,12 @@ fn method_view(
         ),
         _ => (ret_ty, result, String::new(), ""),
     };
-    let (call_binding, check) = match ret {
-        CallReturn::HResult => ("let hr__ =".to_string(), format!("{root}::HResult(hr__).ok()?;")),
-        CallReturn::HResultOrFalse { .. } => (
-            "let hr__ =".to_string(),
-            format!("{root}::HResult(hr__).ok()?; if hr__ == {root}::HResult::S_FALSE.0 {{ return Ok({no}); }}"),
-        ),
-        CallReturn::Value { .. } => ("let hr__ =".to_string(), String::new()),
-        CallReturn::Void => (String::new(), String::new()),
+    let check = match ret {
+        CallReturn::HResult => format!("{root}::HResult(hr__).ok()?;"),
+        CallReturn::HResultOrFalse { .. } => {
+            format!("{root}::HResult(hr__).ok()?; if hr__ == {root}::HResult::S_FALSE.0 {{ return Ok({no}); }}")
+        }
+        CallReturn::Value { .. } | CallReturn::Void => String::new(),
     };
     let tuple = |items: Vec<String>| format!("({},)", items.join(", "));
     let mut returned = vec!["hr__".to_string()];
@@ -588,7 +625,7 @@ fn method_view(
         s_false_doc,
         is_unsafe: !l.safety.is_empty(),
         name: m.ir.name.clone(),
-        snake: snake_method(&m.ir.name),
+        snake: names::wrapper_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
         doc_lines: super::docs::doc_lines(m.docs.as_ref()),
@@ -599,7 +636,7 @@ fn method_view(
         finish: l.finish,
         locals: l.locals.iter().map(|v| v.decl.clone()).collect(),
         args: l.args.join(", "),
-        call_binding,
+        binds_hr: !matches!(ret, CallReturn::Void),
         check,
         result,
         has_buffers: !l.buffers.is_empty(),
@@ -616,7 +653,6 @@ fn method_view(
     (view, result_view)
 }
 
-/// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
 /// The `# Safety` line of an input whose struct holds raw pointers the runtime reads through
 /// (`COR_PRF_EVENTPIPE_PROVIDER_CONFIG::providerName`): safe code could fill them with anything.
 fn pointer_record_safety(param: &str, kind: &CallKind, records: &HashMap<String, Vec<String>>) -> Option<String> {
@@ -637,6 +673,7 @@ fn pointer_record_safety(param: &str, kind: &CallKind, records: &HashMap<String,
     ))
 }
 
+/// The `# Safety` line for a function pointer the runtime will call, by what its typedef is for.
 fn fn_safety(param: &str, typedef: &str, contract: FnContract) -> String {
     let what = match contract {
         FnContract::EltHook => {
@@ -697,66 +734,73 @@ fn id_safety(param: &str, contract: IdContract) -> String {
     }
 }
 
-fn snake_method(name: &str) -> String {
-    let s = names::method_name(name);
-    if RESERVED.contains(&s.as_str()) { format!("{s}_com") } else { s }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{CType, Loc, Method, Param};
-    use crate::resolve::ApiParam;
 
-    fn method(name: &str, params: &[&str]) -> ApiMethod {
-        let param = |name: &&str| ApiParam {
+    #[test]
+    fn an_iterator_passes_one_item_and_reads_the_count_back() {
+        let next = IteratorNext {
+            item: "ClassID".into(),
+            args: vec![NextArg::One, NextArg::Item, NextArg::Fetched, NextArg::Null],
+        };
+        let it = iterator_view("IFixEnum", next);
+        assert_eq!(it.item, "ClassID");
+        assert_eq!(it.iface, "IFixEnum");
+        assert_eq!(it.args, "1, &mut item__, &mut fetched__, ::core::ptr::null_mut()");
+    }
+
+    /// A fragment the view gets wrong is reported at its method, with the fragment, before any
+    /// text is rendered: here a flag type the annotations spelled as no Rust type (resolve would
+    /// refuse it; the view is handed it directly, as a generator bug would hand it over).
+    #[test]
+    fn a_broken_fragment_names_its_method() {
+        use crate::annotations::{Direction, ParamSpec};
+        use crate::ir::{CType, Interface, Loc, Method, Param};
+        use crate::resolve::{ApiInterface, ApiParam};
+        let mut spec = ParamSpec::direction(Direction::In);
+        spec.flags = Some("COR PRF".into());
+        let flags = ApiParam {
             ir: Param {
-                name: name.to_string(),
-                ty: CType::Named("ULONG".into()),
+                name: "dwFlags".into(),
+                ty: CType::Named("DWORD".into()),
                 midl: vec![],
                 sal: vec![],
                 declared_array: false,
                 is_count: false,
                 loc: Loc::default(),
             },
-            spec: None,
+            spec: Some(spec),
             spec_loc: None,
         };
-        ApiMethod {
-            ir: Method { name: name.into(), ret: CType::Named("HRESULT".into()), params: vec![], loc: Loc::default() },
-            params: params.iter().map(param).collect(),
+        let method = ApiMethod {
+            ir: Method {
+                name: "SetFlags".into(),
+                ret: CType::Named("HRESULT".into()),
+                params: vec![],
+                loc: Loc::default(),
+            },
+            params: vec![flags],
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
             docs: None,
-        }
-    }
-
-    /// `Next` asks for one item into `item__` and reads the count back into `fetched__`; a count
-    /// that is not the item array's own (a second array's) is passed null.
-    #[test]
-    fn an_enumerators_next_fetches_one_item_at_a_time() {
-        let items =
-            |cap: &str, len: &str| CallKind::OutArray { ty: "ClassID".into(), cap: cap.into(), len: len.into() };
-        let m = method("Next", &["celt", "ids", "pceltFetched", "others", "cOthers", "pcOthers"]);
-        let kinds = [
-            CallKind::Consumed,
-            items("celt", "pceltFetched"),
-            CallKind::Consumed,
-            items("cOthers", "pcOthers"),
-            CallKind::Consumed,
-            CallKind::Consumed,
-        ];
-        let it = iterator_view("IFixEnum", &m, &kinds).expect("an iterator");
-        assert_eq!(it.item, "ClassID");
-        assert_eq!(it.iface, "IFixEnum");
-        assert_eq!(
-            it.args,
-            "1, &mut item__, &mut fetched__, &mut item__, ::core::ptr::null_mut(), ::core::ptr::null_mut()"
-        );
-        // Anything but item arrays and their counts keeps `Next` a method.
-        let m = method("Next", &["celt", "ids", "pceltFetched", "flags"]);
-        let mixed = [CallKind::Consumed, items("celt", "pceltFetched"), CallKind::Consumed, CallKind::Bool];
-        assert!(iterator_view("IFixEnum", &m, &mixed).is_none());
+        };
+        let iface = ApiInterface {
+            ir: Interface {
+                name: "IFixInfo".into(),
+                iid: "00000000-0000-0000-0000-000000000001".into(),
+                base: Some("IUnknown".into()),
+                methods: vec![],
+                loc: Loc::default(),
+            },
+            is_callback: false,
+            safe: true,
+            methods: vec![method],
+        };
+        let api = Api { interfaces: vec![iface] };
+        let e = wrappers_view(&api, "crate", &HashMap::new()).err().expect("refused").to_string();
+        assert!(e.contains("generator bug: IFixInfo::SetFlags makes Rust that does not parse"), "{e}");
+        assert!(e.contains("parameters `flags: COR PRF`"), "{e}");
     }
 }
