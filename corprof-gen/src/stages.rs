@@ -17,6 +17,7 @@ const STAGES: &[(&str, u32)] = &[
     ("annotations", 3),
     ("contract", 4),
     ("resolve", 5),
+    ("capabilities", 5),
     ("classify", 6),
     ("types", 7),
     ("view", 8),
