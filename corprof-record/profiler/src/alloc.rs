@@ -3,7 +3,7 @@
 //! naming the type: `…;App::Work;[alloc System.Byte[]]`.
 //!
 //! Two sources, chosen by modes.rs:
-//! - **AllocationTick** ([`AllocMode::allocation_tick`], .NET 5+, the default): the runtime's own
+//! - **AllocationTick** (`AllocMode::allocation_tick`, .NET 5+, the default): the runtime's own
 //!   sampling event, about one per 100 KB, read from an in-process EventPipe session with the
 //!   stack the runtime captured (alloc_tick.rs). Costs next to nothing between two ticks, and
 //!   works after an attach.
@@ -134,7 +134,10 @@ impl AllocMode {
     /// bytes on the allocating thread's stack, walked here: an in-process session's runtime
     /// events come without one (the runtime walks stacks only for buffered sessions). Call it
     /// from the delivery itself, which runs on the allocating thread with the IDs valid.
-    pub fn allocation_tick(&self, info: &ProfilerInfo, tick: &AllocationTick) {
+    ///
+    /// Crate-private: the tick's `type_id` is handed to the runtime as a ClassID, so it must be
+    /// the payload of a delivery in progress, never bytes from anywhere else.
+    pub(crate) fn allocation_tick(&self, info: &ProfilerInfo, tick: &AllocationTick) {
         let sites = walk_this_thread(info);
         // SAFETY: a tick's TypeID is the handle of the type just allocated, live on this thread
         // during the delivery, and a type's handle is its ClassID in the profiling API.
