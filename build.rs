@@ -4,6 +4,6 @@
 //! ICorProfilerInfo12–15 or Info14's EventPipeCreateProvider2 only when the header has them.
 fn main() {
     corprof_gen::build::run();
-    // The golden files of the generator's fixtures, each compiled by tests/goldens.rs.
+    // The golden files of the generator's fixtures, each compiled by tests/it/goldens.rs.
     corprof_gen::build::golden_modules(std::path::Path::new("corprof-gen/tests/fixtures"));
 }

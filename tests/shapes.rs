@@ -4,7 +4,7 @@
 //!   counted array, optional in, optional text), each passing exactly that one pointer as null
 //!   with every other argument valid: a required pointer is refused with `E_POINTER` before the
 //!   profiler's method runs, an optional one arrives as `None`; `before_callback` sees the call
-//!   either way. (`Out<T>` and `&mut T` appear in no callback of this header: tests/goldens.rs
+//!   either way. (`Out<T>` and `&mut T` appear in no callback of this header: tests/it/goldens.rs
 //!   proves them on the `directions` fixture.)
 //! - every slot of the newest callback vtable runs the thunk the header declares for that slot,
 //!   the slot table read from the header's own C vtable form, not from corprof-gen.

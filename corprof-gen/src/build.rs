@@ -107,7 +107,7 @@ fn run_config(cfg: &Config) -> Result<(), Errors> {
 
 /// For the corprof crate's build script: writes `golden_modules.rs` into OUT_DIR, one module per
 /// fixture of `fixtures` that has an `expected.rs` (named after the folder, `-` → `_`), so that
-/// tests/goldens.rs compiles every golden file without listing them. Writes an empty file when the
+/// tests/it/goldens.rs compiles every golden file without listing them. Writes an empty file when the
 /// folder is absent (a packaged crate has no fixtures).
 pub fn golden_modules(fixtures: &Path) {
     use std::fmt::Write as _;

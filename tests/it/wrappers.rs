@@ -6,7 +6,7 @@
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
 mod calls {
-    include!("../corprof-gen/tests/fixtures/calls/expected.rs");
+    include!("../../corprof-gen/tests/fixtures/calls/expected.rs");
 }
 
 use calls::interfaces::*;
