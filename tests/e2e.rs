@@ -275,13 +275,27 @@ fn drop_panic_hook_lines(run: &Run) -> usize {
 
 fn drop_panic_at_shutdown(runtime: &'static str, test: &str) {
     // The profiler works as usual until then: Shutdown writes its counts, one line per panic.
-    let (run, raised) = run_workload_counting(
-        runtime,
-        test,
-        (PANICKY_LIB, PANICKY_CLSID),
-        "CORPROF_PANICS_OUT",
-        &[("PANICKY_DROP_PANIC", "1")],
-    );
+    let attempt = || {
+        run_workload_counting(
+            runtime,
+            test,
+            (PANICKY_LIB, PANICKY_CLSID),
+            "CORPROF_PANICS_OUT",
+            &[("PANICKY_DROP_PANIC", "1")],
+        )
+    };
+    let (mut run, mut raised) = attempt();
+    // CoreCLR 3.1.23 releases the profiler on its shutdown path while the process exits: on a
+    // loaded machine the exit can win, and then nothing of the `Drop` shows (neither line below).
+    // That race is the runtime's; try again (twice at most) rather than read it as a failure. A
+    // `Drop` panic that is not caught aborts the process, which no retry hides.
+    for _ in 0..2 {
+        let nothing_of_the_drop = run.stderr_lines("corprof: drop of ").is_empty() && drop_panic_hook_lines(&run) == 0;
+        if runtime != "3" || run.code != Some(0) || !nothing_of_the_drop {
+            break;
+        }
+        (run, raised) = attempt();
+    }
     assert!(count(&raised, "JITCompilationStarted") >= 50, "{}", run.describe());
     assert_eq!(run.panic_lines(), raised, "{}", run.describe());
     // CoreCLR 3.1.23 releases the profiler after Shutdown; 8.0.4 never does at process exit, so
