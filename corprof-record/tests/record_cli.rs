@@ -450,19 +450,8 @@ fn attach_records_then_detaches_while_the_app_goes_on_3() {
 }
 
 fn attach_then_detach(runtime: &str) {
-    let mut app = Command::new(dotnet(runtime));
-    clean(&mut app);
-    let mut app = app
-        .arg(app_dll())
-        .args(["0", "5000", "wait", "time"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(app.stdout.take().unwrap()).lines();
-    let ready = lines.next().unwrap().unwrap();
-    let pid = ready.strip_prefix("ready ").unwrap_or_else(|| panic!("{ready:?}")).to_string();
+    let mut app = Running::start(runtime, &app_dll(), &["0", "5000", "wait", "time"]);
+    let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap_or_else(|| panic!("no ready line"));
     let out = out_path(&format!("attach{runtime}"));
     let command = corprof()
         .args([
@@ -482,11 +471,11 @@ fn attach_then_detach(runtime: &str) {
         .unwrap();
     // Let the attach happen before the threads start (and name themselves), then start them.
     std::thread::sleep(Duration::from_millis(1000));
-    writeln!(app.stdin.as_mut().unwrap(), "go").unwrap();
+    app.say("go");
     let run = finish(command);
-    let app_still_running = app.try_wait().unwrap().is_none();
-    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-    let app_status = app.wait().unwrap();
+    let app_still_running = app.still_running();
+    let rest: Vec<String> = app.lines.by_ref().map_while(|l| l.ok()).collect();
+    let app_status = app.child.wait().unwrap();
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
     assert!(app_still_running, "the app ended before the detach");

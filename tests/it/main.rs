@@ -5,6 +5,7 @@
 //! so that cargo runs them one after another: timing checks (sample ratios, pauses) need the
 //! machine to themselves.
 
+mod capabilities;
 mod clsids;
 mod constants;
 mod eventpipe_callback;

@@ -171,9 +171,10 @@ pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&partial, path)
 }
 
-/// The profiler.
+/// The profiler. Crate-private: its callbacks trust their arguments (the EventPipe provider
+/// handle, a tick's type) as coming from the runtime, so only the runtime may call them.
 #[derive(Default)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     threads: Arc<ThreadNames>,
     /// The runtime's Info object, for the calls mode's hooks (set before they are installed).
     info: OnceLock<ProfilerInfo>,
