@@ -475,7 +475,7 @@ def main():
                 f"{plus(extra_thunk[cb])} instructions. {cb} has an out parameter (`BOOL *pfShouldInline`); "
                 "corprof answers a null one with `E_POINTER` instead of handing the profiler's method an `Out` "
                 "that would write through null (undefined behaviour; the README's promise). The refusal is out "
-                "of line (`#[cold]` in `src/params.rs`), so the hot path is a test and a not-taken branch."
+                "of line (`#[cold]` in `src/pointer_params.rs`), so the hot path is a test and a not-taken branch."
             )
         else:
             print(

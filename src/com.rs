@@ -24,8 +24,11 @@ use std::sync::atomic::{AtomicU32, Ordering, fence};
 /// neither `Default`, `Clone` nor any constructor), so that a `&T` only ever comes from a real
 /// object through `unsafe` code.
 pub unsafe trait Interface: Sized {
+    /// The interface's identifier, what `QueryInterface` is asked for.
     const IID: GUID;
+    /// The interface's name in the header, for messages.
     const NAME: &'static str;
+    /// The vtable the object's first field points to.
     type Vtbl;
 
     /// The object's vtable, for calling a slot directly (the slots themselves are `unsafe`).
@@ -50,9 +53,12 @@ pub unsafe trait FreeThreaded: Interface {}
 #[repr(C)]
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct IUnknown_Vtbl {
+    /// `IUnknown::QueryInterface`.
     pub QueryInterface:
         unsafe extern "system" fn(this__: *mut IUnknown, riid: *const GUID, ppvObject: *mut *mut c_void) -> HRESULT,
+    /// `IUnknown::AddRef`.
     pub AddRef: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
+    /// `IUnknown::Release`.
     pub Release: unsafe extern "system" fn(this__: *mut IUnknown) -> u32,
 }
 
@@ -167,6 +173,7 @@ impl<T: Interface> ComPtr<T> {
         }
     }
 
+    /// The interface pointer, still owned by `self` (no reference added).
     pub fn as_raw(&self) -> *mut T {
         self.ptr.as_ptr()
     }
@@ -230,7 +237,9 @@ impl<T: Interface> std::fmt::Debug for ComPtr<T> {
 pub unsafe trait ComClass: 'static {
     /// The state every call sees as `&Value`; shared across threads.
     type Value: Send + Sync + 'static;
+    /// The vtable type the object starts with.
     type Vtbl: 'static;
+    /// The one vtable every object of the class shares.
     const VTBL: &'static Self::Vtbl;
     /// The interfaces `QueryInterface` answers besides IUnknown.
     const IIDS: &'static [GUID];

@@ -61,7 +61,9 @@ pub fn generation_bounds(info: &ProfilerInfo) -> Result<Vec<GenerationRange>> {
 /// The ask-then-fill loop of the two bounds methods: each writes min(capacity, ranges) records
 /// and the number of ranges it has, which may grow between two calls, so it asks again (a few
 /// times) while the runtime has more than the buffer held.
-fn fill<T: crate::wrap::Zeroable>(mut call: impl FnMut(ULONG, &mut ULONG, *mut T) -> crate::HRESULT) -> Result<Vec<T>> {
+fn fill<T: crate::wrapper_support::Zeroable>(
+    mut call: impl FnMut(ULONG, &mut ULONG, *mut T) -> crate::HRESULT,
+) -> Result<Vec<T>> {
     let mut ranges: Vec<T> = Vec::new();
     for _ in 0..8 {
         let mut count: ULONG = 0;
@@ -71,7 +73,7 @@ fn fill<T: crate::wrap::Zeroable>(mut call: impl FnMut(ULONG, &mut ULONG, *mut T
             ranges.truncate(count as usize);
             return Ok(ranges);
         }
-        ranges = vec![crate::wrap::zeroed(); count as usize];
+        ranges = vec![crate::wrapper_support::zeroed(); count as usize];
     }
     Err(HResult::E_UNEXPECTED)
 }

@@ -35,16 +35,10 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
-// The plumbing the generated code (this crate's and that of crates generating their own bindings
-// with `root: "::corprof"`, like tests/future-header) reaches by path. Public so that those paths
-// resolve from another crate, hidden because no profiler should call it: its items are either
-// re-exported below where a profiler needs them, or unsafe contracts between generator and
-// runtime (dispatch, vtable construction, out-pointer conversions, buffers).
-#[doc(hidden)]
-pub mod com;
+mod callback_counts;
+mod com;
+mod entry;
 pub mod eventpipe;
-#[doc(hidden)]
-pub mod glue;
 mod guid;
 pub mod heap;
 #[cfg(corprof_iface = "ICorProfilerInfo15")]
@@ -53,19 +47,20 @@ pub mod hooks;
 mod hresult;
 #[doc(inline)]
 pub use corprof_sig::il;
+// What generated code reaches by path: public so that those paths resolve from another crate,
+// hidden because no profiler should call it.
+#[doc(hidden)]
+pub mod imp;
 mod info_gate;
 pub mod names;
-#[doc(hidden)]
-pub mod params;
+mod pointer_params;
 mod report;
 pub mod rewrite;
 pub mod sig;
 pub mod stack;
 pub mod suspend;
-mod table;
 pub mod threads;
-#[doc(hidden)]
-pub mod wrap;
+mod wrapper_support;
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, unnecessary_transmutes, clippy::all)]
 mod bindings {
@@ -75,19 +70,19 @@ mod bindings {
 pub use bindings::callbacks::{Callback, CorProfilerCallback};
 pub use bindings::info::ProfilerInfo;
 pub use bindings::{info, interfaces, metadata, types};
+pub use callback_counts::CallbackCounts;
 pub use com::{ComPtr, FreeThreaded, IUnknown, Interface};
 pub use guid::GUID;
 #[doc(inline)]
 pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
-pub use params::{Out, WStr};
+pub use pointer_params::{Out, WStr};
 pub use report::{is_quiet, set_quiet};
 pub use stack::{Frame, FrameContext};
 pub use suspend::{SuspendedThread, SuspendedThreads, Suspension};
-pub use table::CallbackCounts;
 // Traits that appear in public bounds (`get_module_metadata::<W: Wrapper>`, `Wrapper::get::<I:
 // FamilyMember>`, `ComPtr<T>: Send` for `T: FreeThreaded`): readable where the bound is.
-pub use wrap::{FamilyMember, Wrapper};
+pub use wrapper_support::{FamilyMember, Wrapper};
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so
 // the generator lists whichever this header gives for a glob (an empty one without cor.h).

@@ -1,6 +1,6 @@
 //! corprof's own reports on stderr, and nothing else: the one line for a caught panic (with the
 //! payload dropped so no second panic escapes) and for a failed `Initialize`, the switch that
-//! silences them. A leaf module: the thunks (glue), COM objects (com), hooks and EventPipe
+//! silences them. A leaf module: the thunks (entry), COM objects (com), hooks and EventPipe
 //! callbacks report through it, and it depends on none of them.
 
 use crate::HResult;

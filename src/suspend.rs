@@ -79,7 +79,6 @@ thread_local! {
 /// when made on the thread that holds a [`Suspension`]: the runtime would wait on that thread
 /// for the suspension to end, and it never would. On other threads such a call just waits until
 /// the runtime resumes. The generated wrappers call it first.
-#[doc(hidden)]
 #[inline]
 pub fn refuse_on_suspending_thread() -> Result<()> {
     if HELD_HERE.with(Cell::get) { Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS) } else { Ok(()) }

@@ -107,10 +107,10 @@ fn create() -> *mut Newest {
     let clsid = GUID::parse(CLSID);
     let mut factory: *mut c_void = null_mut();
     // SAFETY: valid GUIDs and a valid out pointer.
-    let hr = unsafe { DllGetClassObject(&clsid, &corprof::glue::IID_ICLASSFACTORY, &mut factory) };
+    let hr = unsafe { DllGetClassObject(&clsid, &corprof::imp::IID_ICLASSFACTORY, &mut factory) };
     assert_eq!(hr, 0);
     // SAFETY: `factory` is the class factory `DllGetClassObject` just returned (hr 0 checked).
-    let vt = unsafe { &**(factory as *const *const corprof::glue::IClassFactory_Vtbl) };
+    let vt = unsafe { &**(factory as *const *const corprof::imp::IClassFactory_Vtbl) };
     let mut obj: *mut c_void = null_mut();
     // SAFETY: a live factory, no outer object, a valid IID and out pointer.
     let hr = unsafe { (vt.CreateInstance)(factory.cast(), null_mut(), &Newest::IID, &mut obj) };
@@ -175,7 +175,7 @@ fn a_wrong_clsid_is_refused() {
     let other = GUID::parse("00000000-1111-2222-3333-444444444444");
     let mut out: *mut c_void = std::ptr::dangling_mut();
     // SAFETY: a valid GUID pair and out pointer.
-    let hr = unsafe { DllGetClassObject(&other, &corprof::glue::IID_ICLASSFACTORY, &mut out) };
+    let hr = unsafe { DllGetClassObject(&other, &corprof::imp::IID_ICLASSFACTORY, &mut out) };
     assert_eq!(HResult(hr), HResult::CLASS_E_CLASSNOTAVAILABLE);
     assert!(out.is_null());
 }

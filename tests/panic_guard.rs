@@ -7,8 +7,8 @@
 //! the child, which fails the test instead of killing the test runner. The cases that document
 //! what cannot be caught expect exactly that abort.
 
-use corprof::com::{ComObject, IUnknown_Vtbl};
-use corprof::glue::{IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory};
+use corprof::imp::{ComObject, IUnknown_Vtbl};
+use corprof::imp::{IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory};
 use corprof::interfaces::*;
 use corprof::types::*;
 use corprof::{Callback, CallbackClass, CorProfilerCallback, GUID, HResult, IUnknown, Interface, Out};
@@ -214,7 +214,7 @@ unsafe fn vtbl<'a, V>(p: *mut c_void) -> &'a V {
 fn create_instance<F: ProfilerFactory>(riid: &GUID) -> (HResult, *mut c_void) {
     let mut factory: *mut c_void = null_mut();
     // SAFETY: valid pointers, as `DllGetClassObject` requires.
-    let hr = unsafe { corprof::glue::dll_get_class_object::<F>(&F::CLSID, &IID_ICLASSFACTORY, &mut factory) };
+    let hr = unsafe { corprof::imp::dll_get_class_object::<F>(&F::CLSID, &IID_ICLASSFACTORY, &mut factory) };
     assert_eq!(HResult(hr), HResult::S_OK);
     let mut obj: *mut c_void = std::ptr::dangling_mut();
     // SAFETY: `factory` is a live class factory; `obj` is valid for a write.
@@ -229,7 +229,7 @@ fn create_instance<F: ProfilerFactory>(riid: &GUID) -> (HResult, *mut c_void) {
 // Drop at the last Release.
 
 fn drop_at_last_release_case(mode: DropMode) {
-    let p: *mut c_void = corprof::glue::new_profiler_object(DropPanics::new(mode)).cast();
+    let p: *mut c_void = corprof::imp::new_profiler_object(DropPanics::new(mode)).cast();
     // SAFETY: `p` is the live object just created; each Release gives up one reference held here.
     unsafe {
         assert_eq!(add_ref(p), 2);
@@ -387,7 +387,7 @@ impl CorProfilerCallback for BeforePanics {
 #[test]
 fn a_panicking_before_callback_is_e_fail() {
     let Some(out) = in_child("a_panicking_before_callback_is_e_fail", &[]) else {
-        let p: *mut c_void = corprof::glue::new_profiler_object(BeforePanics).cast();
+        let p: *mut c_void = corprof::imp::new_profiler_object(BeforePanics).cast();
         // SAFETY: `p` is a live profiler object; the arguments are as the slots expect, a null
         // `pfShouldInline` included (the thunk answers it, after `before_callback`).
         unsafe {
@@ -447,7 +447,7 @@ impl CorProfilerCallback for HostilePayloads {
 #[test]
 fn a_payload_chain_from_a_callback_is_dropped_link_by_link() {
     let Some(out) = in_child("a_payload_chain_from_a_callback_is_dropped_link_by_link", &[]) else {
-        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        let p: *mut c_void = corprof::imp::new_profiler_object(HostilePayloads).cast();
         // SAFETY: `p` is a live profiler object; the reference is given up at the end.
         unsafe {
             let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
@@ -470,7 +470,7 @@ fn a_payload_chain_from_a_callback_is_dropped_link_by_link() {
 fn an_endless_payload_chain_is_cut_and_leaked() {
     let Some(out) = in_child("an_endless_payload_chain_is_cut_and_leaked", &[]) else {
         std::panic::set_hook(Box::new(|_| {}));
-        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        let p: *mut c_void = corprof::imp::new_profiler_object(HostilePayloads).cast();
         // SAFETY: `p` is a live profiler object; the reference is given up at the end.
         unsafe {
             let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
@@ -489,7 +489,7 @@ fn an_endless_payload_chain_is_cut_and_leaked() {
 fn a_panic_message_cannot_forge_report_lines() {
     let Some(out) = in_child("a_panic_message_cannot_forge_report_lines", &[]) else {
         std::panic::set_hook(Box::new(|_| {}));
-        let p: *mut c_void = corprof::glue::new_profiler_object(HostilePayloads).cast();
+        let p: *mut c_void = corprof::imp::new_profiler_object(HostilePayloads).cast();
         // SAFETY: `p` is a live profiler object; the reference is given up at the end.
         unsafe {
             let v = vtbl::<ICorProfilerCallback_Vtbl>(p);
@@ -520,7 +520,7 @@ fn a_panic_message_cannot_forge_report_lines() {
 fn a_panic_hook_that_panics_aborts() {
     let Some(out) = in_child("a_panic_hook_that_panics_aborts", &[]) else {
         std::panic::set_hook(Box::new(|_| panic!("the panic hook panicked")));
-        let p: *mut c_void = corprof::glue::new_profiler_object(BeforePanics).cast();
+        let p: *mut c_void = corprof::imp::new_profiler_object(BeforePanics).cast();
         eprintln!("panic_guard: calling ExceptionThrown");
         // SAFETY: `p` is a live profiler object.
         unsafe { (vtbl::<ICorProfilerCallback_Vtbl>(p).ExceptionThrown)(p.cast(), ObjectID::NULL) };
@@ -573,7 +573,7 @@ impl CorProfilerCallback for InitFails {
 /// `Initialize` then `InitializeForAttach` on a fresh `InitFails` returning `hr` (0: panicking).
 fn initialize(hr: HResult) -> (HResult, HResult) {
     INIT_RESULT.store(hr.0, Ordering::SeqCst);
-    let p: *mut c_void = corprof::glue::new_profiler_object(InitFails).cast();
+    let p: *mut c_void = corprof::imp::new_profiler_object(InitFails).cast();
     // SAFETY: `p` is a live profiler object, passed as its own (queryable) info object.
     unsafe {
         let init = HResult((vtbl::<ICorProfilerCallback_Vtbl>(p).Initialize)(p.cast(), p.cast()));
@@ -599,7 +599,7 @@ fn reports_case() {
     // A panic: its own line, then the failure it became.
     assert_eq!(initialize(HResult(0)), (HResult::E_FAIL, HResult::E_FAIL));
     // Other callbacks' errors are the runtime's business; their panics are reported.
-    let p: *mut c_void = corprof::glue::new_profiler_object(InitFails).cast();
+    let p: *mut c_void = corprof::imp::new_profiler_object(InitFails).cast();
     // SAFETY: `p` is a live profiler object.
     unsafe {
         assert_eq!(HResult((vtbl::<ICorProfilerCallback_Vtbl>(p).Shutdown)(p.cast())), HResult::E_FAIL);

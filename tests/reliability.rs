@@ -90,7 +90,7 @@ impl Shared {
         unsafe { &*self.0 }
     }
 
-    fn vtbl(self) -> &'static corprof::com::IUnknown_Vtbl {
+    fn vtbl(self) -> &'static corprof::imp::IUnknown_Vtbl {
         unsafe { &*self.0 }.vtable()
     }
 
@@ -163,7 +163,7 @@ fn hammer(obj: Shared, rounds: usize) {
 #[test]
 fn reference_counts_stay_exact_under_16_threads() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let obj = Shared(corprof::glue::new_profiler_object(DropCounted { drops: drops.clone() }));
+    let obj = Shared(corprof::imp::new_profiler_object(DropCounted { drops: drops.clone() }));
     hammer(obj, 150_000);
     assert_eq!(drops.load(Ordering::SeqCst), 0, "the object was dropped while referenced");
     assert_eq!(obj.add_ref(), 2, "after the threads, only the creator's reference may remain");
@@ -209,7 +209,7 @@ fn the_last_release_frees_exactly_once_when_threads_race_for_it() {
             });
         }
         for round in 0..ROUNDS {
-            let obj = Shared(corprof::glue::new_profiler_object(DropCounted { drops: drops.clone() }));
+            let obj = Shared(corprof::imp::new_profiler_object(DropCounted { drops: drops.clone() }));
             for _ in 0..THREADS {
                 obj.add_ref();
             }
@@ -275,9 +275,9 @@ fn create_reference_object(iid: &GUID) -> Shared {
     let get_class_object = reference_entry_point();
     let clsid = GUID::parse(REFERENCE_CLSID);
     let mut factory: *mut c_void = std::ptr::null_mut();
-    let hr = unsafe { get_class_object(&clsid, &corprof::glue::IID_ICLASSFACTORY, &mut factory) };
+    let hr = unsafe { get_class_object(&clsid, &corprof::imp::IID_ICLASSFACTORY, &mut factory) };
     assert_eq!(HResult(hr), HResult::S_OK, "DllGetClassObject of the C reference");
-    let vt = unsafe { &**(factory as *const *const corprof::glue::IClassFactory_Vtbl) };
+    let vt = unsafe { &**(factory as *const *const corprof::imp::IClassFactory_Vtbl) };
     let mut obj: *mut c_void = std::ptr::null_mut();
     let hr = unsafe { (vt.CreateInstance)(factory.cast(), std::ptr::null_mut(), iid, &mut obj) };
     assert_eq!(HResult(hr), HResult::S_OK, "CreateInstance({iid}) of the C reference");
@@ -293,7 +293,7 @@ fn the_c_reference_answers_the_same_iids_and_survives_the_same_stress() {
     }
     let wrong = GUID::parse("00000000-1111-2222-3333-444444444444");
     let mut out: *mut c_void = std::ptr::dangling_mut();
-    let hr = unsafe { reference_entry_point()(&wrong, &corprof::glue::IID_ICLASSFACTORY, &mut out) };
+    let hr = unsafe { reference_entry_point()(&wrong, &corprof::imp::IID_ICLASSFACTORY, &mut out) };
     assert_eq!(HResult(hr), HResult::CLASS_E_CLASSNOTAVAILABLE);
     assert!(out.is_null());
 

@@ -97,10 +97,10 @@ impl Profiler {
     fn create() -> Profiler {
         let mut factory: *mut c_void = null_mut();
         // SAFETY: valid GUIDs and a valid out pointer.
-        let hr = unsafe { DllGetClassObject(&GUID::parse(CLSID), &corprof::glue::IID_ICLASSFACTORY, &mut factory) };
+        let hr = unsafe { DllGetClassObject(&GUID::parse(CLSID), &corprof::imp::IID_ICLASSFACTORY, &mut factory) };
         assert_eq!(hr, 0);
         // SAFETY: `factory` is the live class factory just returned.
-        let vt = unsafe { &**(factory as *const *const corprof::glue::IClassFactory_Vtbl) };
+        let vt = unsafe { &**(factory as *const *const corprof::imp::IClassFactory_Vtbl) };
         let mut obj: *mut c_void = null_mut();
         let newest = CALLBACK_IIDS.last().expect("the header declares callbacks");
         // SAFETY: a live factory, no outer object, a valid IID and out pointer; the factory's
@@ -124,7 +124,7 @@ impl Profiler {
     fn value(&self) -> &Shapes {
         // SAFETY: `DllGetClassObject`'s factory makes `ComObject<CallbackClass<Shapes>>` objects,
         // and this one is alive until `drop`.
-        unsafe { corprof::com::ComObject::<CallbackClass<Shapes>>::value(self.0.cast()) }
+        unsafe { corprof::imp::ComObject::<CallbackClass<Shapes>>::value(self.0.cast()) }
     }
 
     /// What `before_callback` saw and what the methods reached, since the last call.

@@ -80,8 +80,8 @@ impl WideConfig {
             return Err(HResult::E_INVALIDARG);
         }
         Ok(WideConfig {
-            name: crate::wrap::wide(config.name),
-            filter: config.filter_data.map(crate::wrap::wide),
+            name: crate::wrapper_support::wide(config.name),
+            filter: config.filter_data.map(crate::wrapper_support::wide),
             keywords: config.keywords,
             level: config.level as u32,
         })
@@ -260,7 +260,7 @@ impl Provider {
         if !names_ok || !definition.fields.iter().all(|f| definable(&f.ty, false)) {
             return Err(HResult::E_INVALIDARG);
         }
-        let names: Vec<Vec<WCHAR>> = definition.fields.iter().map(|f| crate::wrap::wide(&f.name)).collect();
+        let names: Vec<Vec<WCHAR>> = definition.fields.iter().map(|f| crate::wrapper_support::wide(&f.name)).collect();
         let descs: Vec<COR_PRF_EVENTPIPE_PARAM_DESC> = definition
             .fields
             .iter()

@@ -24,13 +24,13 @@
 //! hooks on any thread until the process ends, and it never says when the last one returned.
 
 mod frame;
+mod hook_table;
 mod sig;
-mod table;
 mod unwind;
 
 pub use frame::{Arguments, HookFrame, HookKind};
+pub use hook_table::HookTable;
 pub use sig::{ElementType, MethodSignature, Value};
-pub use table::HookTable;
 pub use unwind::{exception_catcher_enter, exception_unwind_function_enter, exception_unwind_function_leave};
 
 use crate::report::{drop_payload, log_panic};
@@ -613,7 +613,7 @@ mod tests {
     use super::*;
     use crate::CallbackClass;
     use crate::com::ComObject;
-    use crate::glue::new_profiler_object;
+    use crate::entry::new_profiler_object;
 
     #[derive(Default)]
     struct Hooked;

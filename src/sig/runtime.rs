@@ -178,7 +178,7 @@ impl NameResolver for MetaDataImport {
     }
 }
 
-impl crate::wrap::Wrapper for MetaDataImport {
+impl crate::wrapper_support::Wrapper for MetaDataImport {
     // IID_IMetaDataImport, so that a runtime asked for it answers as for the real wrapper.
     const ROOT_IID: crate::GUID = crate::GUID::parse("7DAC8207-D3AE-4C75-9B67-92801A497D44");
     fn from_unknown(_: &crate::IUnknown) -> Result<Self> {
@@ -197,7 +197,7 @@ const _: () = {
     impl Names<'_> {
         fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
             // ofRead is 0 (the parameter's type differs between headers).
-            self.info.get_module_metadata::<MetaDataImport>(module, crate::wrap::zeroed())
+            self.info.get_module_metadata::<MetaDataImport>(module, crate::wrapper_support::zeroed())
         }
 
         /// The method's owner, name and decoded signature.

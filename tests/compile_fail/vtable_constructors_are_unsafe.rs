@@ -1,6 +1,6 @@
 //! Door 2: a vtable whose slots treat `this` as a `ComObject<C>`, installed in anything else, frees
 //! memory it does not own at the last `Release` (`ComPtr::from_ref` on it double-frees).
-use corprof::com::IUnknown_Vtbl;
+use corprof::imp::IUnknown_Vtbl;
 use corprof::interfaces::ICorProfilerCallback_Vtbl;
 use corprof::{CallbackClass, CorProfilerCallback};
 

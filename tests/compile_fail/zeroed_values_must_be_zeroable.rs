@@ -1,6 +1,6 @@
 //! Door 3: buffers, HCORENUM batches and out values start zeroed; a zeroed reference, `fn` pointer
 //! or fieldless enum is undefined behaviour.
-use corprof::wrap::{Buffer, CorEnum, zeroed};
+use corprof::imp::{Buffer, CorEnum, zeroed};
 
 #[derive(Clone, Copy)]
 enum Fieldless {

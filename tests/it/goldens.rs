@@ -7,7 +7,7 @@
 // One module per fixture with an `expected.rs` (`directions`, `calls`, …), found by build.rs.
 include!(concat!(env!("OUT_DIR"), "/golden_modules.rs"));
 
-use corprof::com::ComObject;
+use corprof::imp::ComObject;
 use corprof::{HResult, Interface, Out, WStr};
 use directions::callbacks::{CallbackClass, CorProfilerCallback};
 use directions::interfaces::{ICorProfilerCallback2, IHelperFixture};
@@ -172,7 +172,7 @@ mod outputs {
     use super::callback_outputs::callbacks::{Callback, CallbackClass, CorProfilerCallback};
     use super::callback_outputs::interfaces::ICorProfilerCallback;
     use super::callback_outputs::types::ULONG;
-    use corprof::com::ComObject;
+    use corprof::imp::ComObject;
     use corprof::{HResult, Interface, Out};
     use std::ptr::null_mut;
     use std::sync::Mutex;

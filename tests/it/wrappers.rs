@@ -12,7 +12,8 @@ mod calls {
 use calls::interfaces::*;
 use calls::types::*;
 use calls::wrappers::FixInfo;
-use corprof::com::{ComClass, ComObject, IUnknown, IUnknown_Vtbl};
+use corprof::IUnknown;
+use corprof::imp::{ComClass, ComObject, IUnknown_Vtbl};
 use corprof::{ComPtr, GUID, HRESULT, HResult};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

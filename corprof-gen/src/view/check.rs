@@ -206,7 +206,7 @@ mod tests {
             .exprs("none", "")
             .params("p", "a: u32, b: &[ClassID]")
             .stmts("s", "let w__ = wide(s); __safety__!(\"why\"); if a != b { return Err(E); }")
-            .generics("g", "<W__: crate::wrap::Wrapper>")
+            .generics("g", "<W__: crate::Wrapper>")
             .generics("no g", "")
             .where_clause("w", "where T: Zeroable, U: Zeroable")
             .where_clause("no w", "")

@@ -37,11 +37,11 @@ pub struct BindingsView {
 }
 
 pub struct ZeroableView {
-    /// `<Storage: ::corprof::wrap::Zeroable>` or empty.
+    /// `<Storage: ::corprof::imp::Zeroable>` or empty.
     pub generics: String,
     /// `__BindgenBitfieldUnit<Storage>` or `COR_PRF_CODE_INFO`.
     pub ty: String,
-    /// `where UINT_PTR: ::corprof::wrap::Zeroable, …`: rustc re-checks each field.
+    /// `where UINT_PTR: ::corprof::imp::Zeroable, …`: rustc re-checks each field.
     pub bounds: String,
 }
 
@@ -100,7 +100,7 @@ pub struct CallbackMethodView {
     pub thunk: String,
     /// `this__: *mut IFoo, a: *mut A, n: ULONG`
     pub thunk_params: String,
-    /// `root::params::raw::in_slice(a, n), …`
+    /// `root::imp::raw::in_slice(a, n), …`
     pub call_args: String,
     /// For `Initialize`/`InitializeForAttach`, the thunk parameter holding the runtime's Info
     /// object (the first interface parameter), whose gate the thunk opens; empty otherwise.
@@ -163,7 +163,7 @@ fn base_of(iface: &ApiInterface) -> String {
 }
 
 fn zeroable_view(root: &str, z: &crate::types::ZeroableType) -> ZeroableView {
-    let bound = format!("{root}::wrap::Zeroable");
+    let bound = format!("{root}::imp::Zeroable");
     let (generics, ty) = if z.params.is_empty() {
         (String::new(), z.name.clone())
     } else {
@@ -276,7 +276,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             Some(b) if api.interface(b).is_some_and(|bi| bi.is_callback) => {
                 format!("{}::new::<T>()", names::vtbl(b))
             }
-            _ => format!("{root}::com::{}::new::<CallbackClass<T>>()", names::vtbl("IUnknown")),
+            _ => format!("{root}::imp::{}::new::<CallbackClass<T>>()", names::vtbl("IUnknown")),
         };
         let vtbl = VtblCtorView { vtbl: names::vtbl(&iface.ir.name), base_ctor, slots };
         if let Some(d) = check::vtbl_ctor(&iface.ir.name, &vtbl) {
@@ -300,7 +300,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
-    let conv = format!("{root}::params::raw");
+    let conv = format!("{root}::imp::raw");
     Some(match kind {
         ParamKind::Length => return None,
         ParamKind::Value { ty } | ParamKind::Opaque { ty } => (ty.clone(), raw.to_string()),

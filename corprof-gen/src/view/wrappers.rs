@@ -284,7 +284,7 @@ struct Local {
 struct BufferUse {
     /// `szName__`
     name: String,
-    /// `::corprof::wrap::Buffer::<u16>::new()`
+    /// `::corprof::imp::Buffer::<u16>::new()`
     new: String,
     /// The local holding the needed count (`pchName__`).
     needed: String,
@@ -376,14 +376,14 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
             let w = format!("{}__", l.m.params[i].ir.name);
             let conv = if len.is_some() { "wide_counted" } else { "wide" };
             let (param, ptr, count) = if *optional {
-                l.setup.push(format!("let {w} = {rust}.map({root}::wrap::{conv});"));
+                l.setup.push(format!("let {w} = {rust}.map({root}::imp::{conv});"));
                 (
                     format!("{rust}: Option<&str>"),
                     format!("{w}.as_ref().map_or(::core::ptr::null(), |w| w.as_ptr()) as _"),
                     format!("{w}.as_ref().map_or(0, |w| w.len()) as _"),
                 )
             } else {
-                l.setup.push(format!("let {w} = {root}::wrap::{conv}({rust});"));
+                l.setup.push(format!("let {w} = {root}::imp::{conv}({rust});"));
                 (format!("{rust}: &str"), format!("{w}.as_ptr() as _"), format!("{w}.len() as _"))
             };
             if let Some(len) = len {
@@ -404,7 +404,7 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     let c_name = l.m.params[i].ir.name.as_str();
     match kind {
         CallKind::Out { ty } => {
-            let v = l.local(c_name, ty, &format!("{root}::wrap::zeroed()"));
+            let v = l.local(c_name, ty, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
             l.output(c_name, ty.clone(), v);
         }
@@ -414,7 +414,7 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             l.output(c_name, "bool".to_string(), format!("{v} != 0"));
         }
         CallKind::OutFlags { ty, raw } => {
-            let v = l.local(c_name, raw, &format!("{root}::wrap::zeroed()"));
+            let v = l.local(c_name, raw, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
             l.output(c_name, ty.clone(), format!("{ty}({v} as _)"));
         }
@@ -422,7 +422,7 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             let v = l.local(c_name, &format!("*mut {iface}"), "::core::ptr::null_mut()");
             l.args[i] = format!("&mut {v}");
             let (ty, value) = match family.as_deref().map(names::wrapper_name) {
-                Some(w) => (w.clone(), format!("unsafe {{ {root}::wrap::wrap_out::<{w}>({v}.cast()) }}?")),
+                Some(w) => (w.clone(), format!("unsafe {{ {root}::imp::wrap_out::<{w}>({v}.cast()) }}?")),
                 None => (
                     format!("{root}::ComPtr<{iface}>"),
                     format!("unsafe {{ {root}::ComPtr::from_raw({v}) }}.ok_or({root}::HResult::E_POINTER)?"),
@@ -432,11 +432,11 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             l.output(c_name, ty, value);
         }
         CallKind::OutIid { iid } => {
-            l.generics = format!("<W__: {root}::wrap::Wrapper>");
+            l.generics = format!("<W__: {root}::Wrapper>");
             let v = l.local(c_name, "*mut ::core::ffi::c_void", "::core::ptr::null_mut()");
             l.args[i] = format!("(&mut {v}) as *mut *mut ::core::ffi::c_void as _");
             l.set_arg(iid, "&W__::ROOT_IID as *const GUID as _".to_string());
-            let value = take_over(l, &v, format!("unsafe {{ {root}::wrap::wrap_out::<W__>({v}.cast()) }}?"));
+            let value = take_over(l, &v, format!("unsafe {{ {root}::imp::wrap_out::<W__>({v}.cast()) }}?"));
             l.output(c_name, "W__".to_string(), value);
         }
         _ => unreachable!("lower_output takes single outputs only"),
@@ -479,7 +479,7 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     l.set_arg(len, format!("&mut {n}"));
     l.buffers.push(BufferUse {
         name: b.clone(),
-        new: format!("{root}::wrap::Buffer::<{elem}>::new()"),
+        new: format!("{root}::imp::Buffer::<{elem}>::new()"),
         needed: n.clone(),
     });
     let is_text = matches!(kind, CallKind::OutString { .. });
@@ -585,7 +585,7 @@ fn method_view(
         }
     }
     if m.suspends {
-        l.setup.insert(0, format!("{root}::suspend::refuse_on_suspending_thread()?;"));
+        l.setup.insert(0, format!("{root}::imp::refuse_on_suspending_thread()?;"));
     }
     if let WrapperRule::Unsafe(why) = &m.wrapper {
         l.safety.insert(0, format!("- {}", why.trim()));
@@ -631,7 +631,7 @@ fn method_view(
         doc_lines: super::docs::doc_lines(m.docs.as_ref()),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
-        ret_ty: if l.is_enum { format!("{root}::wrap::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
+        ret_ty: if l.is_enum { format!("{root}::imp::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
         setup: l.setup,
         finish: l.finish,
         locals: l.locals.iter().map(|v| v.decl.clone()).collect(),

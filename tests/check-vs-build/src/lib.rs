@@ -14,5 +14,5 @@ pub struct Probe;
 impl CorProfilerCallback for Probe {}
 
 /// The vtable the runtime would receive, built at compile time.
-pub const VTBL: &<CallbackClass<Probe> as corprof::com::ComClass>::Vtbl =
-    <CallbackClass<Probe> as corprof::com::ComClass>::VTBL;
+pub const VTBL: &<CallbackClass<Probe> as corprof::imp::ComClass>::Vtbl =
+    <CallbackClass<Probe> as corprof::imp::ComClass>::VTBL;

@@ -2,8 +2,8 @@
 //! unchanged generator, QueryInterface answers the new IIDs, and Callback13's methods are reached
 //! through the vtable as the runtime would call them.
 
-use corprof::com::{ComObject, IUnknown};
 use corprof::{HResult, Interface, Out, WStr};
+use corprof::{IUnknown, imp::ComObject};
 use future_header::interfaces::*;
 use future_header::types::*;
 use future_header::wrappers::ProfilerInfo;

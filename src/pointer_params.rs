@@ -53,6 +53,7 @@ impl<'a> Out<'a, bool> {
 pub struct WStr<'a>(&'a [u16]);
 
 impl<'a> WStr<'a> {
+    /// Text over `units`, without a terminator.
     pub fn from_units(units: &'a [u16]) -> Self {
         WStr(units)
     }
@@ -72,6 +73,7 @@ impl<'a> WStr<'a> {
         }
     }
 
+    /// The UTF-16 code units, without a terminator.
     pub fn units(&self) -> &'a [u16] {
         self.0
     }
@@ -97,6 +99,7 @@ impl fmt::Debug for WStr<'_> {
 
 /// A raw pointer of either mutability (MIDL arrays arrive as `*mut` even when read-only).
 pub trait RawPtr<T>: Copy {
+    /// The pointer as `*const T`.
     fn as_const(self) -> *const T;
 }
 
@@ -134,6 +137,7 @@ pub mod raw {
         }
     }
 
+    /// `Option<&T>`: `None` for null.
     #[inline(always)]
     pub unsafe fn in_opt<'a, T>(p: impl RawPtr<T>) -> Option<&'a T> {
         // SAFETY: as for `in_ref`.
@@ -164,6 +168,7 @@ pub mod raw {
         }
     }
 
+    /// As [`in_wstr`], `None` for null.
     #[inline(always)]
     pub unsafe fn in_wstr_opt<'a, L: TryInto<usize>>(p: impl RawPtr<u16>, len: Option<L>) -> Option<WStr<'a>> {
         let p = p.as_const();
@@ -179,6 +184,7 @@ pub mod raw {
         })
     }
 
+    /// `Out<T>` over a `T *` (`E_POINTER` if null).
     #[inline(always)]
     pub unsafe fn out<'a, T: Copy>(p: *mut T) -> Result<Out<'a, T>> {
         // SAFETY: `p` is not null, and the caller vouches it is valid for a write for `'a`.
@@ -192,6 +198,7 @@ pub mod raw {
         if p.is_null() { null_pointer() } else { Ok(unsafe { Out::from_bool_ptr(p) }) }
     }
 
+    /// `&mut T` for a `[ref]` pointer (`E_POINTER` if null).
     #[inline(always)]
     pub unsafe fn ref_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
         // SAFETY: the caller's contract: `p` is null or valid for reads and writes for `'a`, not aliased.
@@ -208,6 +215,7 @@ pub mod raw {
         Err(HResult::E_POINTER)
     }
 
+    /// `Option<&mut T>`: `None` for null.
     #[inline(always)]
     pub unsafe fn ref_opt<'a, T>(p: *mut T) -> Option<&'a mut T> {
         // SAFETY: as for `ref_mut`.

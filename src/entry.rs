@@ -72,8 +72,11 @@ fn failed(this: *mut c_void, name: &str, hr: HResult) -> HRESULT {
 
 /// What `export_profiler!` fills in: the profiler type, its CLSID and how to make one.
 pub trait ProfilerFactory: 'static {
+    /// The profiler type the factory makes.
     type Profiler: CorProfilerCallback;
+    /// The CLSID the runtime asks for (`CORECLR_PROFILER`).
     const CLSID: GUID;
+    /// Makes one profiler object, when the runtime asks for an instance.
     fn create() -> Self::Profiler;
 }
 
@@ -81,12 +84,16 @@ pub trait ProfilerFactory: 'static {
 #[repr(C)]
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct IClassFactory_Vtbl {
+    /// `IUnknown`'s three slots.
     pub base__: IUnknown_Vtbl,
+    /// `IClassFactory::CreateInstance`.
     pub CreateInstance:
         unsafe extern "system" fn(*mut IUnknown, *mut IUnknown, *const GUID, *mut *mut c_void) -> HRESULT,
+    /// `IClassFactory::LockServer`.
     pub LockServer: unsafe extern "system" fn(*mut IUnknown, i32) -> HRESULT,
 }
 
+/// `IID_IClassFactory`, what the runtime asks `DllGetClassObject` for.
 pub const IID_ICLASSFACTORY: GUID = GUID::from_u128(0x00000001_0000_0000_C000_000000000046);
 
 /// The class factory object the runtime gets from `DllGetClassObject`.
@@ -218,7 +225,7 @@ macro_rules! export_profiler {
     (@export $ty:ty, $clsid:expr, $ctor:expr) => {
         const _: () = {
             struct Factory__;
-            impl $crate::glue::ProfilerFactory for Factory__ {
+            impl $crate::imp::ProfilerFactory for Factory__ {
                 type Profiler = $ty;
                 const CLSID: $crate::GUID = $clsid;
                 fn create() -> $ty {
@@ -233,7 +240,7 @@ macro_rules! export_profiler {
             ) -> $crate::HRESULT {
                 // SAFETY: the runtime calls DllGetClassObject with pointers as COM's contract has
                 // them, which is what `dll_get_class_object` requires.
-                unsafe { $crate::glue::dll_get_class_object::<Factory__>(rclsid, riid, ppv) }
+                unsafe { $crate::imp::dll_get_class_object::<Factory__>(rclsid, riid, ppv) }
             }
         };
     };

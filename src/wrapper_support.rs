@@ -143,6 +143,7 @@ impl Negotiated {
         Err(HResult::E_NOINTERFACE)
     }
 
+    /// The negotiated version: 1 for the family's oldest interface.
     pub fn version(&self) -> u32 {
         self.version
     }
@@ -192,7 +193,9 @@ impl Negotiated {
 /// `Family`'s wrapper must negotiate over its family's IIDs oldest first, with `Self` at position
 /// `VERSION` (1 = oldest), and every interface of the family must extend the previous one.
 pub unsafe trait FamilyMember: Interface {
+    /// The wrapper of the family this interface belongs to.
     type Family;
+    /// Its position in the family, 1 for the oldest.
     const VERSION: u32;
 }
 
@@ -213,6 +216,7 @@ pub struct Buffer<T> {
 }
 
 impl<T: Zeroable> Buffer<T> {
+    /// An empty buffer (capacity 0).
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Buffer { data: Vec::new() }
@@ -223,14 +227,17 @@ impl<T: Zeroable> Buffer<T> {
         if self.data.is_empty() { std::ptr::null_mut() } else { self.data.as_mut_ptr() }
     }
 
+    /// How many elements fit.
     pub fn cap(&self) -> usize {
         self.data.len()
     }
 
+    /// Whether `needed` elements fit.
     pub fn fits(&self, needed: usize) -> bool {
         needed <= self.data.len()
     }
 
+    /// Grows to `needed` zeroed elements.
     pub fn grow(&mut self, needed: usize) {
         self.data.resize(needed, zeroed());
     }
@@ -321,6 +328,7 @@ pub struct CorEnum<'a, T> {
 const BATCH: usize = 64;
 
 impl<'a, T: Zeroable> CorEnum<'a, T> {
+    /// An enumeration that calls `fill` for each batch and `close` once at the end.
     pub fn new(
         fill: impl FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a,
         close: impl FnMut(HCORENUM) + 'a,

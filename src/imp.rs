@@ -1,0 +1,21 @@
+//! The plumbing generated code and [`export_profiler!`](crate::export_profiler) reach by path,
+//! gathered in one hidden module (the shape of windows-core's `imp`).
+//!
+//! Generated bindings (this crate's, and those of crates that generate their own with
+//! `root: "::corprof"`, like tests/future-header) name the runtime support they call as
+//! `{root}::imp::…` and nothing else below the crate root, so the modules behind it can move
+//! without a template change. No profiler should call it: what a profiler needs is re-exported at
+//! the root, and the rest are unsafe contracts between generator and runtime (dispatch, vtable
+//! construction, out-pointer conversions, buffers).
+
+pub use crate::com::{ComClass, ComObject, IUnknown_Vtbl};
+pub use crate::entry::{
+    IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory, dispatch, dispatch_initialize, dll_get_class_object,
+    new_profiler_object,
+};
+pub use crate::pointer_params::raw;
+pub use crate::suspend::refuse_on_suspending_thread;
+pub use crate::wrapper_support::{
+    Buffer, CorEnum, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted, wrap_out,
+    zeroed,
+};
