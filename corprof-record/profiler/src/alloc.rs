@@ -24,6 +24,7 @@
 //! At the end, [`AllocMode::profile`] names what was recorded.
 
 use crate::alloc_tick::AllocationTick;
+use crate::frames::{self, Frame};
 use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID, ObjectID};
 use corprof::{FrameContext, ProfilerInfo, Result};
 use corprof_record::profile::{Profile, Unit};
@@ -64,15 +65,8 @@ impl Sampling {
     }
 }
 
-/// One frame of a recorded stack: a managed function, or a run of native frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Site {
-    Managed(FunctionID),
-    Native,
-}
-
 /// A recorded stack: its frames leaf first (as the walk gives them) and the allocated class.
-type Key = (Vec<Site>, ClassID);
+type Key = (Vec<Frame>, ClassID);
 
 /// What the callbacks collect; named only when [`AllocMode::profile`] is asked for.
 #[derive(Default)]
@@ -149,7 +143,7 @@ impl AllocMode {
         self.recorded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn record(&self, info: &ProfilerInfo, sites: Vec<Site>, class: ClassID, weight: f64) {
+    fn record(&self, info: &ProfilerInfo, sites: Vec<Frame>, class: ClassID, weight: f64) {
         // Names are looked up outside the lock (the runtime may take its own locks) for the IDs
         // not yet known, then stored.
         let (new_functions, new_class) = {
@@ -157,7 +151,7 @@ impl AllocMode {
             let functions: Vec<FunctionID> = sites
                 .iter()
                 .filter_map(|s| match s {
-                    Site::Managed(f) if !r.functions.contains_key(f) => Some(*f),
+                    Some(f) if !r.functions.contains_key(f) => Some(*f),
                     _ => None,
                 })
                 .collect();
@@ -189,14 +183,9 @@ impl AllocMode {
         let r = self.lock();
         let mut profile = Profile::new(Unit::Bytes);
         for ((sites, class), bytes) in &r.bytes {
-            let mut frames: Vec<String> = sites
-                .iter()
-                .rev()
-                .map(|site| match site {
-                    Site::Managed(f) => r.functions.get(f).cloned().unwrap_or_else(|| "[unknown]".to_string()),
-                    Site::Native => "[native]".to_string(),
-                })
-                .collect();
+            let mut frames: Vec<String> =
+                frames::folded(sites, |f| r.functions.get(&f).cloned().unwrap_or_else(|| "[unknown]".to_string()))
+                    .collect();
             let class = r.classes.get(class).map_or("[unknown]", String::as_str);
             frames.push(format!("[alloc {class}]"));
             profile.add(&frames, bytes.round() as u64, 0);
@@ -208,20 +197,12 @@ impl AllocMode {
     }
 }
 
-/// Adds `site` to a stack being built leaf first: one `[native]` per run of native frames, as the
-/// folded formats write it.
-fn push_site(sites: &mut Vec<Site>, site: Site) {
-    if !(site == Site::Native && sites.last() == Some(&Site::Native)) {
-        sites.push(site);
-    }
-}
-
 /// This thread's stack, leaf first, at most [`MAX_FRAMES`] frames; empty when the runtime
 /// refuses the walk (CORPROF_E_STACKSNAPSHOT_UNSAFE: the bytes still count, on no stack).
-fn walk_this_thread(info: &ProfilerInfo) -> Vec<Site> {
+fn walk_this_thread(info: &ProfilerInfo) -> Vec<Frame> {
     let mut sites = Vec::new();
     let walked = info.do_stack_snapshot_with(FrameContext::Without, |frame| {
-        push_site(&mut sites, frame.function_id().map_or(Site::Native, Site::Managed));
+        frames::push(&mut sites, frame.function_id());
         if sites.len() < MAX_FRAMES { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
     });
     if walked.is_err() {

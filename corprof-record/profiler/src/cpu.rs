@@ -8,6 +8,7 @@
 //! counts by the CPU time it used since the last tick (its per-thread CPU clock), in whole ticks,
 //! the remainder carried to the next tick so nothing is lost to rounding.
 
+use crate::frames::{self, Frame};
 use crate::pauses::Pauses;
 use crate::{Clock, Context, Recording, Started, write_atomically};
 use corprof::names::FunctionNames;
@@ -103,7 +104,7 @@ struct Sampler {
 struct Walked {
     os_id: u32,
     name: Option<String>,
-    frames: Option<Vec<Option<FunctionID>>>,
+    frames: Option<Vec<Frame>>,
     /// cpu clock: the thread's CPU time, read while it was stopped where `frames` caught it.
     cpu_ns: Option<u64>,
 }
@@ -178,9 +179,9 @@ impl Sampler {
         let threads = suspension.threads().ok()?;
         let mut walked = Vec::new();
         for thread in threads {
-            let mut frames: Vec<Option<FunctionID>> = Vec::new();
+            let mut frames: Vec<Frame> = Vec::new();
             let result = suspension.walk(thread, FrameContext::Without, |frame| {
-                push_frame(&mut frames, frame.function_id());
+                frames::push(&mut frames, frame.function_id());
                 if frames.len() >= MAX_DEPTH { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
             });
             let os_id = suspension.os_thread_id(thread).unwrap_or(0);
@@ -193,23 +194,12 @@ impl Sampler {
     }
 
     /// `[thread <name>]` then the frames, outermost first.
-    fn stack(&self, thread: &Walked, frames: &[Option<FunctionID>], names: &mut Names) -> Vec<String> {
+    fn stack(&self, thread: &Walked, frames: &[Frame], names: &mut Names) -> Vec<String> {
         let root = match &thread.name {
             Some(name) => format!("[thread {name}]"),
             None => format!("[thread {}]", thread.os_id),
         };
-        let frames = frames.iter().rev().map(|f| match f {
-            Some(function) => names.name(*function),
-            None => "[native]".to_string(),
-        });
-        std::iter::once(root).chain(frames).collect()
-    }
-}
-
-/// Adds a frame (`None`: native) to a walk, a run of native frames being one `[native]`.
-fn push_frame(frames: &mut Vec<Option<FunctionID>>, function: Option<FunctionID>) {
-    if function.is_some() || frames.last() != Some(&None) {
-        frames.push(function);
+        std::iter::once(root).chain(frames::folded(frames, |function| names.name(function))).collect()
     }
 }
 
@@ -298,17 +288,6 @@ mod tests {
         while thread_cpu_ns(me).unwrap() - start < 30_000_000 {
             assert!(wall.elapsed() < Duration::from_secs(10), "the CPU clock does not move");
         }
-    }
-
-    #[test]
-    fn a_run_of_native_frames_is_one() {
-        // SAFETY: these IDs are only compared, never given to the runtime.
-        let f = |n: usize| Some(unsafe { FunctionID::from_raw(n as _) });
-        let mut frames = Vec::new();
-        for frame in [None, None, f(1), None, None, None, f(2), f(3), None] {
-            push_frame(&mut frames, frame);
-        }
-        assert_eq!(frames, vec![None, f(1), None, f(2), f(3), None]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod alloc;
 pub mod alloc_tick;
 pub mod calls;
 mod cpu;
+mod frames;
 pub mod heap;
 mod modes;
 pub mod pauses;
