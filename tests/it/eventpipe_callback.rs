@@ -6,42 +6,19 @@
 //! conformance scenario (tests/conformance_eventpipe.rs).
 #![cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 
+use crate::fake_info;
 use corprof::eventpipe::{MAX_CALLBACK_PROVIDERS, Provider, ProviderEnabled};
 use corprof::interfaces::{ICorProfilerInfo14_Vtbl, ICorProfilerInfo15, ICorProfilerInfo15_Vtbl};
 use corprof::types::{COR_PRF_FILTER_DATA, EVENTPIPE_PROVIDER, EventPipeProviderCallback, WCHAR};
-use corprof::{GUID, HRESULT, HResult, IUnknown, Interface, ProfilerInfo};
+use corprof::{HRESULT, HResult, Interface, ProfilerInfo};
 use std::ffi::c_void;
-use std::mem::{offset_of, size_of};
+use std::mem::offset_of;
 use std::sync::{Arc, Mutex};
 
-/// A fake Info14 object: its vtable (every slot not set below answers E_NOTIMPL) and the
-/// callbacks the "runtime" was given, by provider name.
-#[repr(C)]
+/// What the fake runtime keeps: the callbacks it was given, by provider name.
+#[derive(Default)]
 struct FakeInfo {
-    vtbl: *const usize,
     callbacks: Mutex<Vec<(String, EventPipeProviderCallback)>>,
-}
-
-fn this<'a>(p: *mut c_void) -> &'a FakeInfo {
-    // SAFETY: every slot of the fake's vtable is called with the fake itself.
-    unsafe { &*p.cast::<FakeInfo>() }
-}
-
-unsafe extern "system" fn unexpected() -> HRESULT {
-    HResult::E_NOTIMPL.0
-}
-unsafe extern "system" fn query_interface(p: *mut c_void, riid: *const GUID, out: *mut *mut c_void) -> HRESULT {
-    // SAFETY: the negotiation passes a valid IID and out pointer.
-    let (iid, out) = unsafe { (*riid, &mut *out) };
-    if iid == ICorProfilerInfo15::IID {
-        *out = std::ptr::null_mut();
-        return HResult::E_NOINTERFACE.0;
-    }
-    *out = p;
-    0
-}
-unsafe extern "system" fn add_ref(_: *mut c_void) -> u32 {
-    1
 }
 
 /// The filter data a session with `key=value;mode=fast` passes.
@@ -71,7 +48,7 @@ unsafe extern "system" fn create_provider2(
     if name == "Refused" {
         return HResult::E_INVALIDARG.0;
     }
-    let mut callbacks = this(p).callbacks.lock().unwrap();
+    let mut callbacks = fake_info::state::<FakeInfo>(p).callbacks.lock().unwrap();
     callbacks.push((name, callback));
     let handle = callbacks.len();
     drop(callbacks);
@@ -81,19 +58,14 @@ unsafe extern "system" fn create_provider2(
     0
 }
 
+/// A fake Info14 runtime (it refuses Info15) whose EventPipeCreateProvider2 is `create_provider2`.
 fn fake() -> (&'static FakeInfo, ProfilerInfo) {
-    let words = size_of::<ICorProfilerInfo15_Vtbl>() / size_of::<usize>();
-    let mut vtbl = vec![unexpected as *const () as usize; words];
-    vtbl[0] = query_interface as *const () as usize;
-    vtbl[1] = add_ref as *const () as usize;
-    vtbl[2] = add_ref as *const () as usize; // Release
-    let slot = offset_of!(ICorProfilerInfo14_Vtbl, EventPipeCreateProvider2) / size_of::<usize>();
-    vtbl[slot] = create_provider2 as *const () as usize;
-    let vtbl: &'static [usize] = Vec::leak(vtbl);
-    let obj: &'static FakeInfo = Box::leak(Box::new(FakeInfo { vtbl: vtbl.as_ptr(), callbacks: Mutex::default() }));
-    // SAFETY: the fake starts with its vtable pointer, as every COM object; it lives forever.
-    let unknown = unsafe { &*(obj as *const FakeInfo).cast::<IUnknown>() };
-    (obj, ProfilerInfo::from_unknown(unknown).unwrap())
+    let create = offset_of!(ICorProfilerInfo14_Vtbl, EventPipeCreateProvider2);
+    fake_info::fake::<ICorProfilerInfo15_Vtbl, _>(
+        FakeInfo::default(),
+        Some(ICorProfilerInfo15::IID),
+        &[(create, create_provider2 as *const () as usize)],
+    )
 }
 
 fn line(e: &ProviderEnabled<'_>) -> String {

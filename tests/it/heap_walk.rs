@@ -5,11 +5,12 @@
 //! runtimes' answers are in tests/conformance.rs (`gcheapenumeration`).
 #![cfg(corprof_iface = "ICorProfilerInfo15")]
 
+use crate::fake_info;
 use corprof::interfaces::{ICorProfilerInfo10_Vtbl, ICorProfilerInfo15, ICorProfilerInfo15_Vtbl};
 use corprof::types::{ObjectCallback, ObjectID};
-use corprof::{GUID, HRESULT, HResult, IUnknown, Interface, ProfilerInfo};
+use corprof::{HRESULT, HResult, Interface, ProfilerInfo};
 use std::ffi::c_void;
-use std::mem::{offset_of, size_of};
+use std::mem::offset_of;
 use std::ops::ControlFlow;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -19,11 +20,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const OBJECTS: [usize; 3] = [0x1000, 0x2000, 0x3000];
 
-/// A fake Info object: its vtable (every slot not set below answers E_NOTIMPL) and what it saw.
-#[repr(C)]
+/// What the fake runtime saw.
+#[derive(Default)]
 struct FakeInfo {
-    vtbl: *const usize,
-    has_info15: bool,
     /// Objects handed to the callback, and the callback's answers.
     handed: AtomicUsize,
     stopped_at: AtomicUsize,
@@ -32,26 +31,9 @@ struct FakeInfo {
 }
 
 fn this<'a>(p: *mut c_void) -> &'a FakeInfo {
-    // SAFETY: every slot of the fake's vtable is called with the fake itself.
-    unsafe { &*p.cast::<FakeInfo>() }
+    fake_info::state::<FakeInfo>(p)
 }
 
-unsafe extern "system" fn unexpected() -> HRESULT {
-    HResult::E_NOTIMPL.0
-}
-unsafe extern "system" fn query_interface(p: *mut c_void, riid: *const GUID, out: *mut *mut c_void) -> HRESULT {
-    // SAFETY: the negotiation passes a valid IID and out pointer.
-    let (iid, out) = unsafe { (*riid, &mut *out) };
-    if iid == ICorProfilerInfo15::IID && !this(p).has_info15 {
-        *out = std::ptr::null_mut();
-        return HResult::E_NOINTERFACE.0;
-    }
-    *out = p;
-    0
-}
-unsafe extern "system" fn add_ref(_: *mut c_void) -> u32 {
-    1
-}
 unsafe extern "system" fn suspend(p: *mut c_void) -> HRESULT {
     this(p).suspends.fetch_add(1, SeqCst);
     0
@@ -75,30 +57,17 @@ unsafe extern "system" fn enumerate(p: *mut c_void, callback: ObjectCallback, st
     0
 }
 
-/// A leaked fake (the wrapper's Release is a no-op here) and a `ProfilerInfo` negotiated over it.
+/// A fake runtime with Info15 (or, `has_info15` false, stopping at Info14 as CoreCLR 8.0.4 does)
+/// whose SuspendRuntime, ResumeRuntime and EnumerateGCHeapObjects count what they are asked.
 fn fake(has_info15: bool) -> (&'static FakeInfo, ProfilerInfo) {
-    let words = size_of::<ICorProfilerInfo15_Vtbl>() / size_of::<usize>();
-    let mut vtbl = vec![unexpected as *const () as usize; words];
-    let slot = |offset: usize| offset / size_of::<usize>();
-    vtbl[0] = query_interface as *const () as usize;
-    vtbl[1] = add_ref as *const () as usize;
-    vtbl[2] = add_ref as *const () as usize; // Release
     let info10 = offset_of!(ICorProfilerInfo15_Vtbl, base__.base__.base__.base__.base__);
-    vtbl[slot(info10 + offset_of!(ICorProfilerInfo10_Vtbl, SuspendRuntime))] = suspend as *const () as usize;
-    vtbl[slot(info10 + offset_of!(ICorProfilerInfo10_Vtbl, ResumeRuntime))] = resume as *const () as usize;
-    vtbl[slot(offset_of!(ICorProfilerInfo15_Vtbl, EnumerateGCHeapObjects))] = enumerate as *const () as usize;
-    let vtbl: &'static [usize] = Vec::leak(vtbl);
-    let obj: &'static FakeInfo = Box::leak(Box::new(FakeInfo {
-        vtbl: vtbl.as_ptr(),
-        has_info15,
-        handed: AtomicUsize::new(0),
-        stopped_at: AtomicUsize::new(0),
-        suspends: AtomicUsize::new(0),
-        resumes: AtomicUsize::new(0),
-    }));
-    // SAFETY: the fake starts with its vtable pointer, as every COM object; it lives forever.
-    let unknown = unsafe { &*(obj as *const FakeInfo).cast::<IUnknown>() };
-    (obj, ProfilerInfo::from_unknown(unknown).unwrap())
+    let slots = [
+        (info10 + offset_of!(ICorProfilerInfo10_Vtbl, SuspendRuntime), suspend as *const () as usize),
+        (info10 + offset_of!(ICorProfilerInfo10_Vtbl, ResumeRuntime), resume as *const () as usize),
+        (offset_of!(ICorProfilerInfo15_Vtbl, EnumerateGCHeapObjects), enumerate as *const () as usize),
+    ];
+    let refused = (!has_info15).then_some(ICorProfilerInfo15::IID);
+    fake_info::fake::<ICorProfilerInfo15_Vtbl, _>(FakeInfo::default(), refused, &slots)
 }
 
 fn raws(ids: &[ObjectID]) -> Vec<usize> {
