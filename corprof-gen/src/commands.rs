@@ -45,7 +45,7 @@ pub fn expand(cfg: &Config) -> Result<Output, Errors> {
 
 /// The headers `ann` lists, parsed from `include_dirs`.
 fn parse(include_dirs: &[PathBuf], ann: &Annotations) -> Result<ir::Header, Errors> {
-    crate::parse(include_dirs, ann).map(|(header, _)| header)
+    crate::parse(include_dirs, &ann.headers).map(|(header, _)| header)
 }
 
 /// Every annotation folder named, merged; a missing one is an error, as in the build.

@@ -93,9 +93,9 @@ pub fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders
     list.find(dirs)
 }
 
-/// Parses the headers `ann` lists, found in `include_dirs`.
-pub fn parse(include_dirs: &[PathBuf], ann: &Annotations) -> Result<(ir::Header, EntryHeaders), Errors> {
-    let entry = entry_headers(include_dirs, &ann.headers)?;
+/// Parses the headers `list` names, found in `include_dirs`.
+pub fn parse(include_dirs: &[PathBuf], list: &HeaderList) -> Result<(ir::Header, EntryHeaders), Errors> {
+    let entry = entry_headers(include_dirs, list)?;
     let header = extract::parse_header(&canonical(include_dirs), &entry.includes)?;
     Ok((header, entry))
 }
@@ -111,8 +111,17 @@ struct Loaded {
 
 /// The annotations first: they say which headers to parse.
 fn load_all(cfg: &Config) -> Result<Loaded, Errors> {
-    let ann = Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root)?;
-    let (header, entry) = parse(&cfg.include_dirs, &ann)?;
+    let ann = Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
+    let header = match &ann {
+        Ok(ann) => parse(&cfg.include_dirs, &ann.headers),
+        // Entries broken elsewhere: the list alone still says what to parse, so header problems
+        // are reported with the annotations' (a broken or missing list is among those already).
+        Err(_) => match HeaderList::load(&cfg.annotations_dirs, &cfg.display_root) {
+            Ok(Some(list)) => parse(&cfg.include_dirs, &list),
+            _ => Err(Errors::default()),
+        },
+    };
+    let ((header, entry), ann) = diag::both(header, ann)?;
     let (api, warnings) = resolve::resolve(&header, &ann)?;
     Ok(Loaded { api, header, ann, warnings, entry })
 }

@@ -21,7 +21,7 @@ fn header() -> ir::Header {
         "this test needs ../shared/clr-headers/runtime-main beside the repository"
     );
     let ann = Annotations::load_dirs(&[annotations()], &annotations()).unwrap();
-    corprof_gen::parse(&[dir.canonicalize().unwrap()], &ann).unwrap().0
+    corprof_gen::parse(&[dir.canonicalize().unwrap()], &ann.headers).unwrap().0
 }
 
 /// corprof's own annotation folder, for its header list.
