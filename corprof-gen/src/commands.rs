@@ -72,6 +72,9 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
             .note("the file is left as it was")
             .into()
     };
+    if path.file_name().is_some_and(|n| n == crate::annotations::headers::HEADERS_FILE) {
+        return Err(refuse("it is the list of headers to parse, not an annotation file".into()));
+    }
     let canonical = |p: &Path| p.canonicalize().ok();
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let in_folders = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))

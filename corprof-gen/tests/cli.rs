@@ -595,6 +595,28 @@ fn bootstrap_refuses_a_dangling_symbolic_link() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
+/// `--write` onto the header list is refused: drafts are no headers, and the list is left as it
+/// was (it is no annotation file; the folder's loading skips it as one).
+#[test]
+fn bootstrap_refuses_to_write_into_the_header_list() {
+    let tmp = temp("list");
+    let ann = callbacks_folder(&tmp);
+    let list = ann.join("headers.yaml");
+    let before = std::fs::read(&list).unwrap();
+    let o = bootstrap(&ann, &list);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: refusing to write drafts into {}: it is the list of headers to parse, not an annotation file\n  \
+             = note: the file is left as it was\n\nerror: aborting due to 1 previous error\n",
+            list.display()
+        )
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read(&list).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 /// `--write` onto a file with another hard link rewrites the one file both names share.
 #[test]
 fn bootstrap_keeps_a_hard_link_one_file() {
