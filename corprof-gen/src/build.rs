@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 pub const OUTPUT_FILE: &str = "corprof_bindings.rs";
 
 /// Where the header folders come from: `CORPROF_INCLUDE_DIR` (one folder, or a `:`-separated
-/// search path), else `headers/` beside the crate (what scripts/fetch-headers fills).
+/// search path), else `headers/` beside the crate (what scripts/fetch-headers fills; the
+/// annotations' header list says which files must be in it).
 pub fn include_dirs(manifest_dir: &Path) -> Result<Vec<PathBuf>, Errors> {
     if let Some(value) = std::env::var_os(INCLUDE_DIR_VAR) {
         let dirs = std::env::split_paths(&value)
@@ -19,7 +20,7 @@ pub fn include_dirs(manifest_dir: &Path) -> Result<Vec<PathBuf>, Errors> {
         return Ok(dirs);
     }
     let fetched = manifest_dir.join("headers");
-    if fetched.join("corprof.h").is_file() {
+    if fetched.is_dir() {
         return Ok(vec![fetched]);
     }
     Err(crate::diag::Diagnostic::error(format!("{INCLUDE_DIR_VAR} is not set: corprof needs a folder holding corprof.h"))
@@ -29,18 +30,8 @@ pub fn include_dirs(manifest_dir: &Path) -> Result<Vec<PathBuf>, Errors> {
         .into())
 }
 
-/// corprof.h, preceded by cor.h (the metadata interfaces) when a folder has it.
-pub fn entry_headers(include_dirs: &[PathBuf]) -> Vec<String> {
-    let mut headers = Vec::new();
-    if include_dirs.iter().any(|d| d.join("cor.h").is_file()) {
-        headers.push("cor.h".to_string());
-    }
-    headers.push("corprof.h".to_string());
-    headers
-}
-
-/// Runs the generator for the crate being built (the corprof crate: its `annotations/`, the
-/// headers from `CORPROF_INCLUDE_DIR`); on failure prints every error and exits 1.
+/// Runs the generator for the crate being built (the corprof crate: its `annotations/`, which
+/// list the headers to read from `CORPROF_INCLUDE_DIR`); on failure prints every error and exits 1.
 pub fn run() {
     report(default_config().and_then(|cfg| run_config(&cfg)));
 }
@@ -70,7 +61,6 @@ pub fn default_config() -> Result<Config, Errors> {
     }
     let include_dirs = include_dirs(&manifest_dir)?;
     Ok(Config {
-        headers: entry_headers(&include_dirs),
         include_dirs,
         annotations_dirs: vec![manifest_dir.join("annotations")],
         display_root: manifest_dir,

@@ -4,7 +4,7 @@
 
 use crate::annotations::Annotations;
 use crate::diag::{self, Diagnostic, Errors, Level};
-use crate::{Config, bootstrap, build::entry_headers, infer, ir};
+use crate::{Config, bootstrap, infer, ir};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -43,13 +43,9 @@ pub fn expand(cfg: &Config) -> Result<Output, Errors> {
     Ok(Output { stdout: g.code, messages })
 }
 
-pub fn parse(include_dirs: &[PathBuf]) -> Result<ir::Header, Errors> {
-    let headers = entry_headers(include_dirs);
-    for h in &headers {
-        crate::check_include_dirs(include_dirs, h)?;
-    }
-    let dirs: Vec<PathBuf> = include_dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect();
-    crate::extract::parse_header(&dirs, &headers)
+/// The headers `ann` lists, parsed from `include_dirs`.
+fn parse(include_dirs: &[PathBuf], ann: &Annotations) -> Result<ir::Header, Errors> {
+    crate::parse(include_dirs, &ann.headers).map(|(header, _)| header)
 }
 
 /// Every annotation folder named, merged; a missing one is an error, as in the build.
@@ -76,6 +72,9 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
             .note("the file is left as it was")
             .into()
     };
+    if path.file_name().is_some_and(|n| n == crate::annotations::headers::HEADERS_FILE) {
+        return Err(refuse("it is the list of headers to parse, not an annotation file".into()));
+    }
     let canonical = |p: &Path| p.canonicalize().ok();
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let in_folders = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
@@ -179,11 +178,11 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), (std::io::Error, bool
 /// `write` file when given (see [`crate::bootstrap::place`]) and the rest onto stdout.
 pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result<Output, Errors> {
     let mut out = Output::default();
-    let header = parse(&cfg.include_dirs);
-    let named = header.as_ref().map_or(Ok(()), |h| bootstrap::check_interfaces(h, extra));
     let target = write.map(|w| read_target(w, &cfg.annotations_dirs)).transpose();
-    let inputs = diag::both(load_annotations(&cfg.annotations_dirs), diag::both(target, named));
-    let (header, (ann, (target, ()))) = diag::both(header, inputs)?;
+    // The annotations first: they list the headers to parse.
+    let (ann, target) = diag::both(load_annotations(&cfg.annotations_dirs), target)?;
+    let header = parse(&cfg.include_dirs, &ann)?;
+    bootstrap::check_interfaces(&header, extra)?;
     let mut written = vec![&ann];
     written.extend(target.as_ref().filter(|t| !t.in_folders).map(|t| &t.ann));
     let all = bootstrap::drafts(&header, &written, extra);
@@ -218,7 +217,9 @@ pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result
 /// methods, types, constants), and the annotations the new header needs; the format is
 /// [`crate::diff`]'s.
 pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<Output, Errors> {
-    let (old_h, (new_h, ann)) = diag::both(parse(old), diag::both(parse(new), load_annotations(annotations)))?;
+    // The annotations first: they list the headers to parse, the same for both folders.
+    let ann = load_annotations(annotations)?;
+    let (old_h, new_h) = diag::both(parse(old, &ann), parse(new, &ann))?;
     let mut out = crate::diff::changes(&old_h, &new_h);
     let needed = bootstrap::drafts(&new_h, &[&ann], &[]);
     let count: usize = needed.iter().flat_map(|d| d.methods.iter().map(|(_, ps)| ps.len())).sum();

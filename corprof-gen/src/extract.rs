@@ -46,13 +46,11 @@ pub fn clang_args(include_dirs: &[PathBuf], cplusplus: bool) -> Vec<String> {
 /// The name of the in-memory header that includes every entry header.
 pub const UMBRELLA: &str = "corprof_umbrella.h";
 
-/// The in-memory header that includes `headers` in order. Without cor.h, the metadata typedefs
-/// corprof.h leaves to it (`mdToken`, `ASSEMBLYMETADATA`, …) come from the prelude's fallback.
+/// The in-memory header that includes `headers` in order: the entry headers found, and in the
+/// place of an optional one that is absent its stand-in from the prelude (annotations/headers.yaml
+/// says which: the metadata typedefs corprof.h leaves to cor.h, for a header set without it).
 pub fn umbrella(headers: &[String]) -> String {
     let mut text = String::from("/* corprof umbrella: the entry headers, in order. */\n");
-    if !headers.iter().any(|h| h == "cor.h") {
-        text.push_str("#include \"corprof_mdtypes.h\"\n");
-    }
     for h in headers {
         text.push_str(&format!("#include \"{h}\"\n"));
     }

@@ -1,4 +1,5 @@
-//! corprof-gen: corprof.h + annotation YAML → Rust bindings.
+//! corprof-gen: the runtime's headers (annotations/headers.yaml says which) + annotation YAML →
+//! Rust bindings.
 //!
 //! The pipeline runs one way, one module per stage:
 //! `clang` (libclang wrappers) → `extract` (header → [`ir`]) → [`annotations`] (YAML → model) →
@@ -28,6 +29,8 @@ pub mod view;
 #[cfg(test)]
 mod stages;
 
+use annotations::Annotations;
+use annotations::headers::{EntryHeaders, HeaderList};
 use askama::Template;
 use diag::{Diagnostic, Errors};
 use std::path::{Path, PathBuf};
@@ -35,15 +38,14 @@ use std::path::{Path, PathBuf};
 /// The env var naming the folder that holds corprof.h.
 pub const INCLUDE_DIR_VAR: &str = "CORPROF_INCLUDE_DIR";
 
-/// What to generate from.
+/// What to generate from. Which headers to parse is input, as the annotations are: the
+/// `headers.yaml` of one of the annotation folders lists them ([`annotations::headers`]).
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The header folders, searched in order: the first holds the entry headers (or some of them),
     /// later ones serve the rest and `#include_next`.
     pub include_dirs: Vec<PathBuf>,
-    /// The entry headers' file names, parsed together in this order.
-    pub headers: Vec<String>,
-    /// The folders of annotation YAML files, merged.
+    /// The folders of annotation YAML files, merged; one of them lists the headers.
     pub annotations_dirs: Vec<PathBuf>,
     /// Paths in messages are shown relative to this folder.
     pub display_root: PathBuf,
@@ -63,73 +65,82 @@ pub struct Generated {
     pub cfgs: Vec<String>,
 }
 
-/// Checks that the header folder and header exist, naming the setting when they do not.
-pub fn check_include_dir(dir: &Path, header: &str) -> Result<PathBuf, Errors> {
-    if !dir.is_dir() {
-        return Err(Diagnostic::error(format!("header folder {} does not exist", dir.display()))
-            .help(format!("set {INCLUDE_DIR_VAR} to a folder holding {header}, or run scripts/fetch-headers"))
-            .into());
-    }
-    let path = dir.join(header);
-    if !path.is_file() {
-        return Err(Diagnostic::error(format!("no {header} in header folder {}", dir.display()))
-            .help(format!("set {INCLUDE_DIR_VAR} to a folder holding {header}, or run scripts/fetch-headers"))
-            .into());
-    }
-    Ok(path)
-}
-
 fn canonical(dirs: &[PathBuf]) -> Vec<PathBuf> {
     dirs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect()
 }
 
-/// Checks that `header` is in one of the folders (the first must exist) and that none of them is
-/// a file: `--include path/to/corprof.h` names the header where its folder belongs.
-pub fn check_include_dirs(dirs: &[PathBuf], header: &str) -> Result<PathBuf, Errors> {
+/// The headers of `list` in the header folders `dirs` (as given, so messages show the paths the
+/// user wrote). Before the list's own check (a required header no folder has is an error at its
+/// line): a folder that is a file (`--include path/to/corprof.h` names the header where its
+/// folder belongs), and a first folder that does not exist when the main header is nowhere.
+pub fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders, Errors> {
+    let main = list.main().map_or("the main header", |h| h.name.as_str());
     let mut errors = Errors::default();
     for file in dirs.iter().filter(|d| d.is_file()) {
         let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         errors.push(
-            Diagnostic::error(format!(
-                "header folder {} is a file: give the folder that holds {header}",
-                file.display()
-            ))
-            .help(format!("`--include {}` (or {INCLUDE_DIR_VAR}={0})", folder.display())),
+            Diagnostic::error(format!("header folder {} is a file: give the folder that holds {main}", file.display()))
+                .help(format!("`--include {}` (or {INCLUDE_DIR_VAR}={0})", folder.display())),
         );
     }
     errors.check()?;
     let first = dirs.first().cloned().unwrap_or_default();
-    match dirs.iter().find(|d| d.join(header).is_file()) {
-        Some(d) => Ok(d.join(header)),
-        None => check_include_dir(&first, header),
+    if !first.is_dir() && !dirs.iter().any(|d| d.join(main).is_file()) {
+        return Err(Diagnostic::error(format!("header folder {} does not exist", first.display()))
+            .help(format!("set {INCLUDE_DIR_VAR} to a folder holding {main}, or run scripts/fetch-headers"))
+            .into());
     }
+    list.find(dirs)
+}
+
+/// Parses the headers `list` names, found in `include_dirs`.
+pub fn parse(include_dirs: &[PathBuf], list: &HeaderList) -> Result<(ir::Header, EntryHeaders), Errors> {
+    let entry = entry_headers(include_dirs, list)?;
+    let header = extract::parse_header(&canonical(include_dirs), &entry.includes)?;
+    Ok((header, entry))
+}
+
+/// What [`load`] reads, with the headers it parsed.
+struct Loaded {
+    api: resolve::Api,
+    header: ir::Header,
+    ann: Annotations,
+    warnings: Errors,
+    entry: EntryHeaders,
+}
+
+/// The annotations first: they say which headers to parse.
+fn load_all(cfg: &Config) -> Result<Loaded, Errors> {
+    let ann = Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
+    let header = match &ann {
+        Ok(ann) => parse(&cfg.include_dirs, &ann.headers),
+        // Entries broken elsewhere: the list alone still says what to parse, so header problems
+        // are reported with the annotations' (a broken or missing list is among those already).
+        Err(_) => match HeaderList::load(&cfg.annotations_dirs, &cfg.display_root) {
+            Ok(Some(list)) => parse(&cfg.include_dirs, &list),
+            _ => Err(Errors::default()),
+        },
+    };
+    let ((header, entry), ann) = diag::both(header, ann)?;
+    let (api, warnings) = resolve::resolve(&header, &ann)?;
+    Ok(Loaded { api, header, ann, warnings, entry })
 }
 
 /// Parses the header and annotations and validates them together (the `check` of the CLI).
-pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, annotations::Annotations, Errors), Errors> {
-    // Checked as given, so messages show the paths the user wrote.
-    for h in &cfg.headers {
-        check_include_dirs(&cfg.include_dirs, h)?;
-    }
-    let include_dirs = canonical(&cfg.include_dirs);
-    let header = extract::parse_header(&include_dirs, &cfg.headers);
-    let ann = annotations::Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
-    // Report header and annotation problems together.
-    let (header, ann) = diag::both(header, ann)?;
-    let (api, warnings) = resolve::resolve(&header, &ann)?;
-    Ok((api, header, ann, warnings))
+pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, Annotations, Errors), Errors> {
+    load_all(cfg).map(|l| (l.api, l.header, l.ann, l.warnings))
 }
 
 /// Runs the whole pipeline.
 pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
-    let (api, header, ann, warnings) = load(cfg)?;
+    let Loaded { api, header, ann, warnings, entry } = load_all(cfg)?;
     let include_dirs = canonical(&cfg.include_dirs);
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
-    let types = types::generate(&include_dirs, &cfg.headers, &iface_names, &header)?;
+    let types = types::generate(&include_dirs, &entry.includes, &iface_names, &header)?;
     let view = view::build(&api, &cfg.root, types)?;
     let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     // After formatting: prettyplease keeps doc comments, not a file's leading `//` line.
-    let code = format!("{}\n\n{}", generated_line(&cfg.headers), format_rust(&text)?);
+    let code = format!("{}\n\n{}", generated_line(&entry.found), format_rust(&text)?);
     let mut inputs = header.files.clone();
     inputs.extend(ann.files.iter().cloned());
     let cfgs = capabilities::cfgs(&header, &ann);

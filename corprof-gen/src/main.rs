@@ -2,7 +2,7 @@
 //! generated Rust — the same pipeline `cargo build` runs.
 
 use clap::{Args, Parser, Subcommand};
-use corprof_gen::{Config, INCLUDE_DIR_VAR, build::entry_headers, commands};
+use corprof_gen::{Config, INCLUDE_DIR_VAR, commands};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,11 +16,11 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct Inputs {
-    /// Folder holding corprof.h (and cor.h), or a `:`-separated search path.
-    /// Default: $CORPROF_INCLUDE_DIR, else ./headers.
+    /// Folder holding the headers the annotations' headers.yaml lists (corprof.h, and cor.h), or
+    /// a `:`-separated search path. Default: $CORPROF_INCLUDE_DIR, else ./headers.
     #[arg(long)]
     include: Option<std::ffi::OsString>,
-    /// Folder of annotation YAML files (repeat to merge several).
+    /// Folder of annotation YAML files (repeat to merge several); one of them has headers.yaml.
     #[arg(long, default_values = ["annotations"])]
     annotations: Vec<PathBuf>,
 }
@@ -61,7 +61,6 @@ fn search_path(value: Option<std::ffi::OsString>) -> Vec<PathBuf> {
 fn config(inputs: &Inputs) -> Config {
     let include_dirs = search_path(inputs.include.clone());
     Config {
-        headers: entry_headers(&include_dirs),
         include_dirs,
         annotations_dirs: inputs.annotations.clone(),
         display_root: std::env::current_dir().unwrap_or_default(),

@@ -80,6 +80,7 @@ fn bootstrap_drafts_new_interfaces_and_never_rewrites_existing_entries() {
     let tmp = std::env::temp_dir().join(format!("corprof-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.join("ann")).unwrap();
+    header_list(&tmp.join("ann"));
     let existing = "ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: in\n";
     std::fs::write(tmp.join("ann/callbacks.yaml"), existing).unwrap();
     let run = || {
@@ -231,7 +232,9 @@ fn a_missing_libclang_is_an_error_with_an_install_hint() {
         for f in /usr/lib/x86_64-linux-gnu/libclang*.so*; do [ -f "$f" ] && mount --bind /dev/null "$f"; done
         exec "$0" check --include "$1"
     "#;
+    // In the repository, as gen_cmd(): its annotations say which headers to parse.
     let o = Command::new("unshare")
+        .current_dir(repo())
         .args(["-m", "sh", "-c", script, env!("CARGO_BIN_EXE_corprof-gen")])
         .arg(shared("runtime-main"))
         .env_remove("LIBCLANG_PATH")
@@ -254,10 +257,16 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
+/// Gives an annotation folder corprof's header list (every set of annotations needs one).
+fn header_list(folder: &Path) {
+    std::fs::copy(repo().join("annotations/headers.yaml"), folder.join("headers.yaml")).unwrap();
+}
+
 /// An annotation folder with one reviewed callback entry.
 fn callbacks_folder(tmp: &Path) -> PathBuf {
     let ann = tmp.join("ann");
     std::fs::create_dir_all(&ann).unwrap();
+    header_list(&ann);
     std::fs::write(ann.join("callbacks.yaml"), "ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: in\n")
         .unwrap();
     ann
@@ -451,6 +460,7 @@ fn a_huge_name_is_quoted_short() {
     // Keys longer than 1024 characters are written as explicit `? key` entries.
     let yaml = format!("ICorProfilerCallback:\n  Initialize:\n    pICorProfilerInfoUnk: in\n    ? {name}\n    : in\n");
     std::fs::write(tmp.join("big.yaml"), yaml).unwrap();
+    header_list(&tmp);
     let o = gen_cmd()
         .arg("check")
         .arg("--include")
@@ -553,7 +563,6 @@ fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
     // The build's path: the variable, through corprof_gen::build::include_dirs and load.
     let cfg = corprof_gen::Config {
         include_dirs: vec![file.clone()],
-        headers: vec!["corprof.h".into()],
         annotations_dirs: vec![repo().join("annotations")],
         display_root: repo(),
         root: "::corprof".into(),
@@ -583,6 +592,28 @@ fn bootstrap_refuses_a_dangling_symbolic_link() {
     assert_eq!(o.status.code(), Some(1));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
     assert!(!tmp.join("gone").exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `--write` onto the header list is refused: drafts are no headers, and the list is left as it
+/// was (it is no annotation file; the folder's loading skips it as one).
+#[test]
+fn bootstrap_refuses_to_write_into_the_header_list() {
+    let tmp = temp("list");
+    let ann = callbacks_folder(&tmp);
+    let list = ann.join("headers.yaml");
+    let before = std::fs::read(&list).unwrap();
+    let o = bootstrap(&ann, &list);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: refusing to write drafts into {}: it is the list of headers to parse, not an annotation file\n  \
+             = note: the file is left as it was\n\nerror: aborting due to 1 previous error\n",
+            list.display()
+        )
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read(&list).unwrap(), before);
     let _ = std::fs::remove_dir_all(&tmp);
 }
 

@@ -1,7 +1,8 @@
 //! Golden tests: each folder of tests/fixtures holds `input.h` and `annotations.yaml`, and either
-//! `expected.rs` (the generated code) or `expected.err` (the diagnostics). The build script makes
-//! one test per folder (`fixture_<name>`). Run with `CORPROF_BLESS=1` to rewrite the expectations
-//! after an intended change.
+//! `expected.rs` (the generated code) or `expected.err` (the diagnostics). The headers parsed are
+//! the folder's own `headers.yaml`, else tests/fixtures/headers.yaml (its `input.h`). The build
+//! script makes one test per folder (`fixture_<name>`). Run with `CORPROF_BLESS=1` to rewrite the
+//! expectations after an intended change.
 
 use corprof_gen::{Config, generate};
 use std::path::{Path, PathBuf};
@@ -13,16 +14,22 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn run(dir: &Path) -> (String, bool) {
+    let fixtures = fixture("");
+    let mut annotations_dirs = vec![dir.to_path_buf()];
+    if !dir.join("headers.yaml").is_file() {
+        annotations_dirs.push(fixtures.clone());
+    }
     let cfg = Config {
         include_dirs: vec![dir.to_path_buf()],
-        headers: vec!["input.h".to_string()],
-        annotations_dirs: vec![dir.to_path_buf()],
+        annotations_dirs,
         display_root: dir.to_path_buf(),
         root: "::corprof".to_string(),
     };
-    // Absolute paths differ per machine: show the fixture folder as `$FIXTURE`.
-    let shown = dir.display().to_string();
-    let stable = |text: String| text.replace(&shown, "$FIXTURE");
+    // Absolute paths differ per machine: show the fixture folder as `$FIXTURE`, and the folder of
+    // the fixtures (their shared headers.yaml) as `$FIXTURES`.
+    let (shown, all) = (dir.display().to_string(), fixtures.display().to_string());
+    let all = all.trim_end_matches('/').to_string();
+    let stable = |text: String| text.replace(&shown, "$FIXTURE").replace(&all, "$FIXTURES");
     match generate(&cfg) {
         Ok(g) => {
             let warnings: String =

@@ -4,8 +4,7 @@
 //! scripts/big-annotations, not by the test command).
 
 use corprof_gen::annotations::Annotations;
-use corprof_gen::build::entry_headers;
-use corprof_gen::{extract, ir, resolve};
+use corprof_gen::{ir, resolve};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -21,14 +20,21 @@ fn header() -> ir::Header {
         dir.join("corprof.h").is_file(),
         "this test needs ../shared/clr-headers/runtime-main beside the repository"
     );
-    let dirs = vec![dir.canonicalize().unwrap()];
-    extract::parse_header(&dirs, &entry_headers(&dirs)).unwrap()
+    let ann = Annotations::load_dirs(&[annotations()], &annotations()).unwrap();
+    corprof_gen::parse(&[dir.canonicalize().unwrap()], &ann.headers).unwrap().0
 }
 
+/// corprof's own annotation folder, for its header list.
+fn annotations() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../annotations")
+}
+
+/// A fresh annotation folder, with corprof's header list (an annotation folder needs one).
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("corprof-scale-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(annotations().join("headers.yaml"), dir.join("headers.yaml")).unwrap();
     dir
 }
 

@@ -1,10 +1,12 @@
 //! Annotation YAML → a typed model with YAML positions. Takes the `annotations/` folder (every
-//! `*.yaml` in it, in name order, and the docs table of its `docs/`) and gives [`Annotations`]:
-//! interface → method → parameter → [`ParamSpec`], each entry carrying the file:line:col it was
-//! written at, and the [`docs::DocsTable`]. Only `yaml` touches the
+//! `*.yaml` in it, in name order, its `headers.yaml` and the docs table of its `docs/`) and gives
+//! [`Annotations`]: interface → method → parameter → [`ParamSpec`], each entry carrying the
+//! file:line:col it was written at, the [`headers::HeaderList`] (which headers to parse) and the
+//! [`docs::DocsTable`]. Only `yaml` touches the
 //! YAML library, so a maintained fork of serde_yaml can replace it in one place.
 
 pub mod docs;
+pub mod headers;
 pub(crate) mod outline;
 mod yaml;
 
@@ -195,6 +197,9 @@ pub struct Annotations {
     pub interfaces: Vec<InterfaceAnn>,
     /// The docs table of the folders' `docs/` (empty for a folder without one).
     pub docs: docs::DocsTable,
+    /// The headers to parse, from the one `headers.yaml` of the folders (empty for annotations
+    /// parsed from one file).
+    pub headers: headers::HeaderList,
     /// The files read, for `cargo:rerun-if-changed`.
     pub files: Vec<String>,
 }
@@ -204,7 +209,8 @@ impl Annotations {
         self.interfaces.iter().find(|i| i.name == name)
     }
 
-    /// Loads every `*.yaml`/`*.yml` in `dir`; `display_root` is how paths are shown in messages.
+    /// Loads every `*.yaml`/`*.yml` in `dir` but the header list ([`headers::HEADERS_FILE`]);
+    /// `display_root` is how paths are shown in messages.
     pub fn load_dir(dir: &Path, display_root: &Path) -> Result<Annotations, Errors> {
         let mut errors = Errors::default();
         let entries = match std::fs::read_dir(dir) {
@@ -221,6 +227,7 @@ impl Annotations {
         let mut paths: Vec<_> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+            .filter(|p| p.file_name().is_none_or(|n| n != headers::HEADERS_FILE))
             .collect();
         paths.sort();
         let (mut files, mut read) = (Vec::new(), Vec::new());
@@ -251,7 +258,8 @@ impl Annotations {
         Ok(all)
     }
 
-    /// Loads and merges several folders (a missing folder is an error).
+    /// Loads and merges several folders (a missing folder is an error), with the header list
+    /// of the one holding `headers.yaml` (none, or two, is an error).
     pub fn load_dirs(dirs: &[PathBuf], display_root: &Path) -> Result<Annotations, Errors> {
         let mut errors = Errors::default();
         let mut folders = Vec::new();
@@ -267,6 +275,17 @@ impl Annotations {
                 all.files.extend(table.files.iter().cloned());
                 all.docs = table;
             }
+            Err(e) => errors.extend(e),
+        }
+        match headers::HeaderList::load(dirs, display_root) {
+            Ok(Some(list)) => {
+                all.files.push(list.path.clone());
+                all.headers = list;
+            }
+            // Said only when every folder was read: a missing one may be the folder meant to
+            // hold the list, and its own error says so.
+            Ok(None) if dirs.iter().all(|d| d.is_dir()) => errors.push(headers::HeaderList::missing(dirs)),
+            Ok(None) => {}
             Err(e) => errors.extend(e),
         }
         errors.check()?;

@@ -391,3 +391,75 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
     errors.check()?;
     Ok(out)
 }
+
+/// The header list (`headers.yaml`; see [`super::headers`]): header name → `required`, `why`,
+/// optional `stand_in`, in the file's order.
+pub(super) fn parse_headers(file: &str, text: &str) -> Result<super::headers::HeaderList, Errors> {
+    use super::headers::{EntryHeader, HeaderList, HeaderSpec};
+    let root: Value = match serde_yaml::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Err(syntax_error(file, text, &e).into()),
+    };
+    let outline = Outline::scan(text);
+    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let mut errors = Errors::default();
+    let mut list = HeaderList::default();
+    let example = "write `<header>: { required: true, why: \"<why the generator reads it>\" }`";
+    for (key, spec) in mapping_of(root, &pos(&[]), "file", &mut errors) {
+        let Some(name) = key_str(&key, &pos(&[]), &mut errors) else { continue };
+        let loc = pos(&[&name]);
+        // The name goes into `#include "…"` as written.
+        if name.trim().is_empty() || name.contains(['"', '\\', '\n', '\r']) {
+            errors.push(
+                Diagnostic::error(format!("`{name}` is not a header file name"))
+                    .at(loc)
+                    .help("name the file as `#include \"…\"` would, e.g. `corprof.h`"),
+            );
+            continue;
+        }
+        let spec = match serde_yaml::from_value::<HeaderSpec>(spec) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let msg = e.to_string();
+                // "unknown field `requird`, expected one of …": shown at the key itself.
+                let d = Diagnostic::error(format!("invalid entry for header `{name}`: {msg}"));
+                errors.push(match msg.strip_prefix("unknown field `").and_then(|rest| rest.split('`').next()) {
+                    Some(field) => d.at(pos(&[&name, field])),
+                    None => d.at(loc).help(example),
+                });
+                continue;
+            }
+        };
+        if spec.why.trim().is_empty() {
+            errors.push(
+                Diagnostic::error(format!("`{name}` has no `why`"))
+                    .at(pos(&[&name, "why"]))
+                    .help("say why the generator reads this header (and what is lost without an optional one)"),
+            );
+        }
+        if spec.required && spec.stand_in.is_some() {
+            errors.push(
+                Diagnostic::error(format!("`{name}` is required, so nothing stands in for it"))
+                    .at(pos(&[&name, "stand_in"]))
+                    .help("remove `stand_in`, or make the header `required: false`"),
+            );
+        }
+        let why = spec.why.split_whitespace().collect::<Vec<_>>().join(" ");
+        list.entries.push(EntryHeader { name, required: spec.required, stand_in: spec.stand_in, why, loc });
+    }
+    errors.check()?;
+    match list.entries.last() {
+        None => Err(Diagnostic::error("the header list is empty: nothing says which headers to parse")
+            .at(pos(&[]))
+            .help(example)
+            .into()),
+        Some(main) if !main.required => Err(Diagnostic::error(format!(
+            "the last header, `{}`, is the main one and must be `required: true`",
+            main.name
+        ))
+        .at(main.loc.clone())
+        .note("the main header's interfaces all get the safe layer; a header set without it has nothing to bind")
+        .into()),
+        Some(_) => Ok(list),
+    }
+}
