@@ -51,6 +51,8 @@ fn check_accepts_exactly_what_builds() {
         let check = Command::new(&gen_bin)
             .current_dir(&case)
             .args(["check", "--include", ".", "--annotations", "."])
+            .arg("--annotations")
+            .arg(repo().join("tests/check-vs-build/headers"))
             .output()
             .unwrap();
         let build = cargo(&target)

@@ -1,4 +1,4 @@
-//! Generates bindings for one case folder (`corprof.h` + `annotations.yaml` + `headers.yaml`), named by
+//! Generates bindings for one case folder (`corprof.h` + `annotations.yaml`, parsed as `headers/headers.yaml` says), named by
 //! CORPROF_CHECK_CASE (default: `cases/ok`), exactly as a profiler crate's build would.
 use corprof_gen::{Config, build};
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ fn main() {
     let case = std::env::var_os("CORPROF_CHECK_CASE").map_or_else(|| here.join("cases/ok"), PathBuf::from);
     build::run_with(&Config {
         include_dirs: vec![case.clone()],
-        annotations_dirs: vec![case.clone()],
+        annotations_dirs: vec![case.clone(), here.join("headers")],
         display_root: case,
         root: "::corprof".to_string(),
     });
