@@ -1,14 +1,18 @@
 //! The annotation loader on arbitrary text: every input ends as annotations or as diagnostics,
-//! never as a panic. Text that loads also takes drafts (`corprof-gen bootstrap --write`) and
+//! never as a panic, read as interface entries and as a `headers.yaml` list. Text that loads also takes drafts (`corprof-gen bootstrap --write`) and
 //! still loads after.
 
 #![no_main]
 
+use corprof_gen::annotations::headers::HeaderList;
 use corprof_gen::annotations::{Annotations, Direction, ParamSpec};
 use corprof_gen::bootstrap::{Draft, place};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
+    if let Err(errors) = HeaderList::parse("headers.yaml", text) {
+        let _ = errors.to_string();
+    }
     let ann = match Annotations::parse("fuzz.yaml", text) {
         Ok(ann) => ann,
         Err(errors) => {
