@@ -554,7 +554,7 @@ def main():
     print("## 4. Reference counting under memcheck")
     print()
     print(
-        "`scripts/stress-valgrind` runs the stress tests of `tests/reliability.rs` under "
+        "`scripts/stress-valgrind` runs the stress tests of `tests/runtime/reliability.rs` under "
         "`valgrind --tool=memcheck --error-exitcode=1`: 16 threads doing `QueryInterface`/`AddRef`/`Release` "
         "through the raw vtable of one profiler object (the Rust one, then the C reference), and 150 rounds of "
         "16 threads racing for the last `Release`. The 48 \"possibly lost\" bytes are libtest's own "

@@ -196,7 +196,7 @@ impl<'info> Suspension<'info> {
     /// caller stopped in cooperative mode (in managed code) with `E_NOTIMPL`, as the Unix runtime
     /// does not read another thread's register context (`DoStackSnapshot`); others with
     /// `E_FAIL` or `CORPROF_E_STACKSNAPSHOT_UNMANAGED_CTX` (seen by the sampler in
-    /// `tests/stack.rs`, a few threads in each round).
+    /// `tests/runtime/stack.rs`, a few threads in each round).
     ///
     /// # Panics
     /// A panic in `visit` ends the walk and is raised again from this call once the runtime has

@@ -1,5 +1,5 @@
 /* reference.c: a CoreCLR profiler in plain C, the yardstick of corprof's benchmarks
- * (scripts/bench, BENCHMARKS.md) and of its reliability tests (tests/reliability.rs).
+ * (scripts/bench, BENCHMARKS.md) and of its reliability tests (tests/runtime/reliability.rs).
  *
  * It does exactly what the Rust examples/callback-counter does, written the way a C programmer
  * would: one COM object implementing ICorProfilerCallback 1-11 through one static vtable, an

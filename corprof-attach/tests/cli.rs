@@ -1,5 +1,5 @@
 //! The `corprof-attach` binary's failures, each with its exit status and its one line on stderr.
-//! (Attaching to real runtimes is tested in the workspace's tests/attach.rs.)
+//! (Attaching to real runtimes is tested in the workspace's tests/runtime/attach.rs.)
 
 use std::process::{Command, Output};
 

@@ -373,7 +373,7 @@ fn alloc_attaches_records_and_detaches_8() {
     let stacks = read_folded(&out);
     let _ = std::fs::remove_file(&out);
     // 100,000 objects of 1024 and 824 bytes: ~1000 and ~800 ticks (the bounds as in
-    // tests/record_alloc.rs).
+    // tests/runtime/record_alloc.rs).
     let p = "RecordAllocApp.Program::";
     for (leaf, truth) in [
         (format!("{p}Bytes;[alloc System.Byte[]]"), 102_400_000.0),

@@ -1,13 +1,16 @@
-//! Shared harness of the end-to-end tests: finds the built profilers, runs a C# test app
-//! (`scripts/dotnet-run`) in a real CoreCLR with a clean environment, and reads what it wrote.
-#![allow(dead_code)] // each test crate uses a part
+//! Shared harness of the tests that run CoreCLR (tests/runtime, and tests/tools' outside_crate):
+//! builds the profilers and tools they load (`cargo build -p`), runs a C# test app
+//! (`scripts/dotnet-run`, apps built by `scripts/setup`) in a real CoreCLR with a clean
+//! environment, and reads what it wrote; one lock keeps those runs one at a time.
+#![allow(dead_code)] // each test binary uses a part
 
 pub mod conformance;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 pub const PANIC_LINE_PREFIX: &str = "corprof: callback ";
@@ -41,69 +44,67 @@ pub fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The built profiler `lib<name>.so`; panics if it is missing or older than a source it was
-/// built from (per cargo's `lib<name>.d`), since the test would then check stale code.
-pub fn profiler_lib(name: &str) -> PathBuf {
-    let dir = profile_dir();
-    let lib = dir.join(format!("lib{name}.so"));
-    let built = std::fs::metadata(&lib).and_then(|m| m.modified()).unwrap_or_else(|e| {
-        panic!(
-            "{} is missing ({e}): run `cargo build --workspace` (same profile as the tests) \
-                 before `cargo test --test e2e`",
-            lib.display()
-        )
-    });
-    let dep_info = dir.join(format!("lib{name}.d"));
-    if let Ok(text) = std::fs::read_to_string(&dep_info) {
-        let root = repo_root();
-        // Generator inputs only reach the library through the generated file in OUT_DIR (itself
-        // a listed dependency, rewritten only when its content changes), so they are not
-        // compared directly: an unchanged output rightly leaves the library as it is.
-        let generator_inputs = ["corprof-gen", "templates", "annotations"].map(|d| root.join(d));
-        for dep in dep_info_sources(&text) {
-            if !dep.starts_with(&root) || generator_inputs.iter().any(|g| dep.starts_with(g)) {
-                continue;
-            }
-            // A source that is gone (moved to another crate, deleted) was not built from either.
-            let changed = std::fs::metadata(&dep).and_then(|m| m.modified());
-            if changed.as_ref().map_or(true, |t| *t > built) {
-                panic!(
-                    "{} is older than {}{}: run `cargo build --workspace` (same profile as the \
-                     tests) before `cargo test --test e2e`",
-                    lib.display(),
-                    dep.display(),
-                    if changed.is_err() { ", which no longer exists" } else { "" }
-                );
-            }
-        }
-    }
-    lib
+/// Serialises the tests that start CoreCLR. They share one test binary (tests/runtime), whose
+/// tests libtest runs on parallel threads; their timing checks (sample ratios, a 30 ms spin on
+/// its own path, exit races that must show a Drop) assume nothing else runs, as when each was a
+/// binary of its own that cargo ran one after another. Every test of tests/runtime takes it
+/// first (`runtime_lock_is_taken_first` checks). A test that failed while holding it poisons it:
+/// the next one goes on regardless.
+pub fn runtime_lock() -> MutexGuard<'static, ()> {
+    static RUNTIME: Mutex<()> = Mutex::new(());
+    RUNTIME.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The prerequisites listed in a Makefile-style dep-info file (`target: dep dep…`, spaces in
-/// paths escaped with a backslash).
-pub fn dep_info_sources(text: &str) -> Vec<PathBuf> {
-    let mut deps = Vec::new();
-    for line in text.lines() {
-        let Some(pos) = line.find(": ") else { continue };
-        let mut current = String::new();
-        let mut chars = line[pos + 2..].chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => current.extend(chars.next()),
-                ' ' => {
-                    if !current.is_empty() {
-                        deps.push(PathBuf::from(std::mem::take(&mut current)));
-                    }
-                }
-                _ => current.push(c),
-            }
-        }
-        if !current.is_empty() {
-            deps.push(PathBuf::from(current));
-        }
+/// The profiler `lib<name>.so` of this workspace, built first: the package is `name` with `-`
+/// for `_` (every profiler crate here is named so; see [`built`]).
+pub fn profiler_lib(name: &str) -> PathBuf {
+    let package = name.replace('_', "-");
+    built(&package, &["--lib"], &format!("lib{name}.so"))
+}
+
+/// The binary `name` of the workspace package `package` (`corprof-attach`), built first.
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    built(package, &["--bin", name], name)
+}
+
+/// `file` in the profile directory once `cargo build -p <package> <targets>` has run: the
+/// test binary's own cargo (`$CARGO`) and profile, into the same target directory (the `cargo
+/// test` that started this process holds no lock on it while tests run), with this process's
+/// environment (`CORPROF_INCLUDE_DIR`, `RUSTFLAGS`). Each package is built once per process; a
+/// failed build fails the test with the command and cargo's output. A test thus checks the code
+/// as it is now, whatever `cargo build` ran before, and `cargo test --test runtime <one>` alone
+/// works. (The build resolves features for this one package, so it keeps its own copy of
+/// corprof beside the one `cargo test --workspace` builds: cargo reuses both once built.)
+fn built(package: &str, targets: &[&str], file: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let dir = profile_dir();
+    let path = dir.join(file);
+    let key = format!("{package} {}", targets.join(" "));
+    // Held while cargo runs: a second test wanting the same package waits for this build.
+    let mut done = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if done.contains(&key) {
+        return path;
     }
-    deps
+    // `target/debug` is the `dev` profile's folder; any other profile's folder is its name.
+    let profile = match dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_string(),
+        Some(other) => other.to_string(),
+    };
+    let target_dir = dir.parent().expect("the target directory");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["build", "-p", package])
+        .args(targets)
+        .args(["--profile", &profile, "--target-dir"])
+        .arg(target_dir)
+        .current_dir(repo_root())
+        .stdin(Stdio::null());
+    let line = format!("{cmd:?}");
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {line}: {e}"));
+    assert!(out.status.success(), "{line} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(path.is_file(), "{line} made no {}: is {file} the name of a target of package {package}?", path.display());
+    done.insert(key);
+    path
 }
 
 /// A per-test directory in the temp directory (`corprof-<kind>-<pid>-<test>`), made empty

@@ -3,7 +3,7 @@
 //! calls it inside the create call and later: what the closure gets (enabled, level, keywords,
 //! filter pairs), one trampoline per provider (the runtime passes no context), a panic stopped
 //! before the runtime, and what is refused. The real runtime's calls are asserted by the eventpipe
-//! conformance scenario (tests/conformance_eventpipe.rs).
+//! conformance scenario (tests/runtime/conformance_eventpipe.rs).
 #![cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 
 use crate::fake_info;

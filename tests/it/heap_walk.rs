@@ -2,7 +2,7 @@
 //! every object in order, a stop, a panic caught before the runtime and raised again after it,
 //! the two ways in (under a `Suspension`, or the runtime suspending itself) and what each refuses,
 //! and `E_NOINTERFACE` from an object that stops at Info14 (as CoreCLR 8.0.4 does). The real
-//! runtimes' answers are in tests/conformance.rs (`gcheapenumeration`).
+//! runtimes' answers are in tests/runtime/conformance.rs (`gcheapenumeration`).
 #![cfg(corprof_iface = "ICorProfilerInfo15")]
 
 use crate::fake_info;

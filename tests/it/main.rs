@@ -1,9 +1,9 @@
-//! The header-level integration tests of the corprof crate, in one binary (one link instead of
-//! eight): what needs no runtime, exports no profiler symbol (`export_profiler!`'s
-//! `DllGetClassObject` may exist once per binary) and installs no process-wide state (an
-//! allocator, a panic hook, the quiet switch). The tests that start CoreCLR stay one binary each,
-//! so that cargo runs them one after another: timing checks (sample ratios, pauses) need the
-//! machine to themselves.
+//! The header-level integration tests of the corprof crate, in one binary: what needs no
+//! runtime, exports at most one profiler symbol (`export_profiler!`'s `DllGetClassObject` may
+//! exist once per binary: `shapes` has it) and installs no process-wide state (an allocator, a
+//! panic hook, the quiet switch). The tests that start CoreCLR are tests/runtime; those that
+//! install process-wide state or export another profiler are tests/inproc and
+//! tests/decoder_bounds.rs.
 
 mod capabilities;
 mod clsids;
@@ -14,5 +14,6 @@ mod fake_info;
 mod goldens;
 mod heap_walk;
 mod layout;
+mod shapes;
 mod typed;
 mod wrappers;

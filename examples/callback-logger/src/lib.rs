@@ -2,7 +2,7 @@
 //! version and writes one line per call, `<tid> <CallbackName> <arg> <arg> …`, to the file named
 //! by `CORPROF_LOG_OUT`.
 //!
-//! It is one half of the differential oracle (tests/oracle.rs): the other half is a logger written
+//! It is one half of the differential oracle (tests/runtime/oracle.rs): the other half is a logger written
 //! in plain C from the header (tests/oracle/), and the two must write the same lines for the same
 //! calls. So this logger prints exactly what corprof's generated thunks hand it, in the header's
 //! form: the arguments are the header's C parameters in declaration order, count parameters

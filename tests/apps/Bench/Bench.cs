@@ -1,5 +1,5 @@
 // Bench: a callback-heavy C# program for corprof's benchmarks (scripts/bench) and reliability
-// tests (tests/reliability.rs). Built by scripts/setup with mono's `mcs`, like Workload, and run
+// tests (tests/runtime/reliability.rs). Built by scripts/setup with mono's `mcs`, like Workload, and run
 // on CoreCLR 3.1 and 8 through Bench.runtimeconfig.json.
 //
 // Usage: Bench [scale]    (1 <= scale <= 100000, default 1)

@@ -1,4 +1,4 @@
-// The app of tests/call_tree.rs: a known call tree (a loop, a helper called from two places,
+// The app of tests/runtime/call_tree.rs: a known call tree (a loop, a helper called from two places,
 // recursion, and an exception unwinding out of three methods), so that examples/call-tree's counts
 // and folded stacks can be checked exactly.
 using System;

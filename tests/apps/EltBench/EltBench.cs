@@ -1,4 +1,4 @@
-// The EltBench app (scripts/bench-elt, tests/elt_reference.rs): N calls of a small method that
+// The EltBench app (scripts/bench-elt, tests/runtime/elt_reference.rs): N calls of a small method that
 // is never inlined, so a profiler's enter/leave hooks run exactly N times for it.
 //
 //   EltBench <N>            prints "EltBench <N> checksum <sum of Leaf(i) for i < N>"

@@ -1,4 +1,4 @@
-// The app of tests/heap.rs's handle scenario (tests/heap-profiler creates the handles).
+// The app of tests/runtime/heap.rs's handle scenario (tests/heap-profiler creates the handles).
 //
 // One instance each of WeakTarget, StrongTarget and PinnedTarget is allocated among fillers;
 // the profiler wraps them in a weak, a strong and a pinned handle as they are allocated. The app

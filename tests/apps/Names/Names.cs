@@ -1,4 +1,4 @@
-// The Names test app (tests/names.rs, tests/names-profiler): known generic frames and named
+// The Names test app (tests/runtime/names.rs, tests/names-profiler): known generic frames and named
 // threads for corprof's names and threads modules.
 //
 // Probe.Fire(tag) throws and catches a ProbeException; the profiler walks the stack in its

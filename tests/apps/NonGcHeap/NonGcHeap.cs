@@ -1,4 +1,4 @@
-// The app of tests/heap.rs's non-GC heap scenario: three string literals (which .NET 8
+// The app of tests/runtime/heap.rs's non-GC heap scenario: three string literals (which .NET 8
 // allocates on its non-GC "frozen" heap), then one induced GC, after which tests/heap-profiler
 // looks for the literals among the runtime's non-GC objects.
 using System;

@@ -1,4 +1,4 @@
-// The app of tests/record_alloc.rs: allocates known numbers of objects of known types from known
+// The app of tests/runtime/record_alloc.rs: allocates known numbers of objects of known types from known
 // methods, so that the alloc mode's bytes per stack can be checked (exactly in exact mode, within
 // sampling error in sampled mode). Arguments: how many objects of each kind (default 1000), and
 // `wait`: print `ready <pid>`, wait for a line on stdin before allocating (an attach comes in

@@ -1,4 +1,4 @@
-// The app of tests/record_calls.rs: a known call tree (a loop, a helper called from two places,
+// The app of tests/runtime/record_calls.rs: a known call tree (a loop, a helper called from two places,
 // recursion, a second thread, and an exception that unwinds through two hooked frames to a
 // catcher), so the calls mode's counts per call path can be checked exactly. Prints on stderr how
 // long each Spin call took by the app's own Stopwatch (µs), to check the times against.

@@ -1,4 +1,4 @@
-// The app of tests/rejit.rs and examples/rejit-swap: it calls Greeting, asks the profiler to
+// The app of tests/runtime/rejit.rs and examples/rejit-swap: it calls Greeting, asks the profiler to
 // swap it (a P/Invoke into the profiler's own library, found on LD_LIBRARY_PATH), calls it
 // again, asks for the revert, and calls it once more. Each call prints what Greeting returned.
 using System;

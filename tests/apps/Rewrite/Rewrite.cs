@@ -1,4 +1,4 @@
-// The app of tests/rewrite.rs: tests/rewrite-profiler rewrites two of its methods when they are
+// The app of tests/runtime/rewrite.rs: tests/rewrite-profiler rewrites two of its methods when they are
 // JIT-compiled. `Answer` returns 41 as written and 42 as rewritten; `Work` (a loop around a
 // try/catch) gets a call to Console.WriteLine inserted before its first instruction, and its
 // results prove that the original loop and handler still run: Work(7) = 1402, Work(3) = 101.

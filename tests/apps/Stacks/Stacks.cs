@@ -1,4 +1,4 @@
-// The Stacks test app (tests/stack.rs, tests/stack-profiler): a known call chain for stack walks.
+// The Stacks test app (tests/runtime/stack.rs, tests/stack-profiler): a known call chain for stack walks.
 //
 // A thread named by its method, Sleeper, first calls Marker.SleeperReady (whose JIT compilation
 // tells the profiler that thread's ID), then blocks until Main is done with the chain. Main then

@@ -1,4 +1,4 @@
-// The app of tests/attach.rs: a process a profiler attaches to while it runs.
+// The app of tests/runtime/attach.rs: a process a profiler attaches to while it runs.
 //
 //   Waiter <dir> <phases>
 //

@@ -1,4 +1,4 @@
-//! attach-profiler: the test profiler of tests/attach.rs. It writes its lifetime, one line per
+//! attach-profiler: the test profiler of tests/runtime/attach.rs. It writes its lifetime, one line per
 //! event, to a log file the moment each happens (the process may end without a word more):
 //!
 //! - `Initialize` (loaded at launch; the log is `ATTACHPROF_LOG`) or `InitializeForAttach <data>`

@@ -1,4 +1,4 @@
-//! gate-profiler: the test profiler of tests/gate.rs. Its threads hold clones of `ProfilerInfo`
+//! gate-profiler: the test profiler of tests/runtime/gate.rs. Its threads hold clones of `ProfilerInfo`
 //! and keep calling it after the runtime has let go of its Info object; with corprof's gate they
 //! get `CORPROF_E_PROFILER_DETACHING`, without it they reach freed memory. What it does is set by
 //! `GATEPROF_MODE`; it writes one line per event to `GATEPROF_LOG`, the moment each happens:

@@ -1,4 +1,4 @@
-//! A test profiler for `tests/heap.rs`: ICorProfilerInfo13 handles and the ICorProfilerInfo14
+//! A test profiler for `tests/runtime/heap.rs`: ICorProfilerInfo13 handles and the ICorProfilerInfo14
 //! non-GC heap in a real runtime. `CORPROF_HEAP_SCENARIO` picks the scenario (`handles`, with
 //! the Handles app, or `nongc`, with the NonGcHeap app); at Shutdown the profiler writes one line
 //! per fact to the file in `CORPROF_HEAP_OUT`.

@@ -1,4 +1,4 @@
-//! A test profiler for `tests/names.rs`: corprof's [`FunctionNames`] and [`ThreadNames`] in a
+//! A test profiler for `tests/runtime/names.rs`: corprof's [`FunctionNames`] and [`ThreadNames`] in a
 //! real runtime, on the Names app. Writes one line per fact to the file in `CORPROF_NAMES_OUT`
 //! at Shutdown.
 //!

@@ -1,4 +1,4 @@
-//! A test profiler for `tests/probe.rs`: when the Tracer app's `Main` is about to be JIT-compiled,
+//! A test profiler for `tests/runtime/probe.rs`: when the Tracer app's `Main` is about to be JIT-compiled,
 //! it exercises the safe calling side against the real runtime — a `String` result, result
 //! structs, the ICorProfilerModuleEnum iterator, HCORENUM iterators over metadata, S_FALSE
 //! answers — and writes

@@ -1,4 +1,4 @@
-//! A test profiler for `tests/rewrite.rs`: rewrites two methods of the Rewrite app when they are
+//! A test profiler for `tests/runtime/rewrite.rs`: rewrites two methods of the Rewrite app when they are
 //! JIT-compiled, with the safe calls of `corprof::rewrite` and no `unsafe`:
 //!
 //! - `RewriteApp.Program::Answer` (`return 41;`) gets the body `ldc.i4 42; ret`;

@@ -1,4 +1,4 @@
-//! A test profiler for `tests/stack.rs`: walks stacks through corprof's closure API while the
+//! A test profiler for `tests/runtime/stack.rs`: walks stacks through corprof's closure API while the
 //! Stacks app runs, and writes one line per fact to the file in `CORPROF_STACK_OUT`.
 //!
 //! When `StacksApp.Marker::SleeperReady` is about to be JIT-compiled it remembers that thread (the

@@ -1,7 +1,7 @@
 //! What every conformance-scenario profiler (tests/conformance/<scenario>/) shares: the
 //! negotiated `ProfilerInfo`, names of classes and functions as `Namespace.Type` and
 //! `Namespace.Type::Method`, and the fact lines the scenario writes at Shutdown to the file in
-//! `CORPROF_CONF_OUT` for tests/conformance.rs to compare.
+//! `CORPROF_CONF_OUT` for tests/runtime/conformance.rs to compare.
 
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID};
 use corprof::{HResult, IUnknown, MetaDataImport, ProfilerInfo, Result};

@@ -1,5 +1,5 @@
 // OracleApp: drives every profiler callback CoreCLR raises on Linux, for the differential oracle
-// (tests/oracle.rs), which loads the Rust and the C callback logger into this process and compares
+// (tests/runtime/oracle.rs), which loads the Rust and the C callback logger into this process and compares
 // what they wrote. What it does, in order:
 //   - threads: two named worker threads (one renamed while running, one name not ASCII);
 //   - transitions: P/Invokes into libc (getpid) and a reverse P/Invoke (qsort calling a delegate);

@@ -4,9 +4,7 @@
 //! own target directory (kept in `target/outside-crate/` so that later runs only rebuild what
 //! changed). The library it makes is then loaded by CoreCLR 8.0.4 and must log JIT compilations.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

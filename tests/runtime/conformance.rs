@@ -7,10 +7,8 @@
 //! `ConformanceRow`, as other tests do for their scenarios); `scripts/conformance-report` turns
 //! those records into CONFORMANCE.md.
 
-mod common;
-
-use common::conformance::*;
-use common::*;
+use crate::common::conformance::*;
+use crate::common::*;
 
 const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
 const THREADS: Scenario =
@@ -64,6 +62,7 @@ fn gc_common(generations: &str) -> Vec<String> {
 /// roots (`src/tests/profiler/gc/gc.cs`).
 #[test]
 fn gc_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let mut expected = gc_common("0,1,2,3,4");
     expected.extend([
         "large byte array reported: true".to_string(),
@@ -79,6 +78,7 @@ fn gc_on_coreclr_8() {
 /// 3.1.23 predates the high allocation events: with no allocation event asked for, none comes.
 #[test]
 fn gc_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let mut expected = gc_common("0,1,2,3");
     expected.push("allocations reported without the high mask: 0".to_string());
     check(&GC, "3", &expected.iter().map(String::as_str).collect::<Vec<_>>());
@@ -186,11 +186,13 @@ const EXCEPTION_SEQUENCE: &[&str] = &[
 
 #[test]
 fn exceptions_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check(&EXCEPTIONS, "8", EXCEPTION_SEQUENCE);
 }
 
 #[test]
 fn exceptions_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check(&EXCEPTIONS, "3", EXCEPTION_SEQUENCE);
 }
 
@@ -203,11 +205,13 @@ const THREADS_FACTS: &[&str] = &[
 
 #[test]
 fn threads_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check(&THREADS, "8", THREADS_FACTS);
 }
 
 #[test]
 fn threads_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check(&THREADS, "3", THREADS_FACTS);
 }
 
@@ -245,6 +249,7 @@ fn loading_facts(
 
 #[test]
 fn loading_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check_counted(&LOADING, "8", |counted| {
         loading_facts(counted, "assembly unloads: started 1, finished 1", Some("assembly unloaded: ConfLoading x1"))
     });
@@ -254,6 +259,7 @@ fn loading_on_coreclr_8() {
 /// AssemblyUnloadStarted (observed on every run; 8.0.4 reports both).
 #[test]
 fn loading_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check_counted(&LOADING, "3", |counted| loading_facts(counted, "assembly unloads: started 0, finished 1", None));
 }
 
@@ -295,6 +301,7 @@ const NO_CONCURRENT_GC: (&str, &str) = ("COMPlus_gcConcurrent", "0");
 
 #[test]
 fn statics_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check_with(&STATICS, "8", &statics_facts(true), &[NO_CONCURRENT_GC]);
 }
 
@@ -304,6 +311,7 @@ fn statics_on_coreclr_8() {
 /// classes alone, and a run that does not is asserted to die by a signal.
 #[test]
 fn statics_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(STATICS.name, "3", "").not_applicable(
         "3.1.23 crashes (SIGSEGV) in GetAppDomainStaticAddress for a collectible module's class at GarbageCollectionFinished, its context alive (reworked in .NET 5, dotnet/runtime#34677): the walks skip collectible modules, and the crash is asserted",
     );
@@ -335,11 +343,13 @@ fn transitions(runtime: &'static str) {
 
 #[test]
 fn transitions_on_coreclr_8() {
+    let _runtime = runtime_lock();
     transitions("8");
 }
 
 #[test]
 fn transitions_on_coreclr_3() {
+    let _runtime = runtime_lock();
     transitions("3");
 }
 
@@ -358,11 +368,13 @@ const NO_TIERING: &[(&str, &str)] = &[("DOTNET_TieredCompilation", "0"), ("COMPl
 
 #[test]
 fn inlining_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check_with(&INLINING, "8", INLINING_FACTS, NO_TIERING);
 }
 
 #[test]
 fn inlining_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check_with(&INLINING, "3", INLINING_FACTS, NO_TIERING);
 }
 
@@ -395,6 +407,7 @@ fn notification(runtime: &'static str, peer: Option<&[&str]>) {
 
 #[test]
 fn notification_on_coreclr_8() {
+    let _runtime = runtime_lock();
     notification(
         "8",
         Some(&[
@@ -410,6 +423,7 @@ fn notification_on_coreclr_8() {
 /// Notification profilers came with .NET 7: 3.1.23 ignores the setting and never loads the peer.
 #[test]
 fn notification_on_coreclr_3() {
+    let _runtime = runtime_lock();
     notification("3", None);
 }
 
@@ -434,12 +448,14 @@ fn gcbasic_facts(generations: &str, reserved_within_filler: bool) -> Vec<String>
 
 #[test]
 fn gcbasic_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let facts = gcbasic_facts("0,1,2,3,4", false);
     check(&GCBASIC, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
 #[test]
 fn gcbasic_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let facts = gcbasic_facts("0,1,2,3", true);
     check(&GCBASIC, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
@@ -458,12 +474,14 @@ const ALLOCBYCLASS_FACTS: &[&str] = &[
 /// share the scenario's output file.
 #[test]
 fn allocbyclass_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check(&ALLOCBYCLASS, "8", ALLOCBYCLASS_FACTS);
     allocbyclass_skip("8");
 }
 
 #[test]
 fn allocbyclass_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check(&ALLOCBYCLASS, "3", ALLOCBYCLASS_FACTS);
     allocbyclass_skip("3");
 }
@@ -505,11 +523,13 @@ const CLASSUNLOAD_FACTS: &[&str] = &[
 
 #[test]
 fn classunload_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check(&CLASSUNLOAD, "8", CLASSUNLOAD_FACTS);
 }
 
 #[test]
 fn classunload_on_coreclr_3() {
+    let _runtime = runtime_lock();
     check(&CLASSUNLOAD, "3", CLASSUNLOAD_FACTS);
 }
 
@@ -529,6 +549,7 @@ fn dispenser_facts(at_started: &str) -> Vec<String> {
 
 #[test]
 fn dispenser_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let facts = dispenser_facts("{\"CORPROF_E_DATAINCOMPLETE (0x80131351)\"}");
     check(&DISPENSER, "8", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
@@ -537,6 +558,7 @@ fn dispenser_on_coreclr_8() {
 /// the profiler does not ask there, so nothing failed.
 #[test]
 fn dispenser_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let facts = dispenser_facts("{}");
     check(&DISPENSER, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
@@ -624,11 +646,13 @@ fn dynamicoptimization(runtime: &'static str) {
 
 #[test]
 fn dynamicoptimization_on_coreclr_8() {
+    let _runtime = runtime_lock();
     dynamicoptimization("8");
 }
 
 #[test]
 fn dynamicoptimization_on_coreclr_3() {
+    let _runtime = runtime_lock();
     dynamicoptimization("3");
 }
 
@@ -668,6 +692,7 @@ fn elttransitions(runtime: &'static str, expected: &[&str]) {
 
 #[test]
 fn elttransitions_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let expected =
         [ELTTRANSITIONS_THROUGH_DELEGATE, ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY, &["leave Program::Main"]].concat();
     elttransitions("8", &expected);
@@ -676,6 +701,7 @@ fn elttransitions_on_coreclr_8() {
 /// `[UnmanagedCallersOnly]` came with .NET 5: on 3.1.23 the app calls back through the delegate only.
 #[test]
 fn elttransitions_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let expected = [ELTTRANSITIONS_THROUGH_DELEGATE, &["leave Program::Main"]].concat();
     elttransitions("3", &expected);
 }
@@ -745,6 +771,7 @@ const ELTSLOWPATH_LEAVE: &[(&str, bool)] = &[
 
 #[test]
 fn eltslowpath_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(ELTSLOWPATH.name, "8", "");
     run_scenario(&ELTSLOWPATH, "8", ELTSLOWPATH_ENTER, &[("CORPROF_CONF_ELT", "enter")]);
     let leave: Vec<&str> = ELTSLOWPATH_LEAVE.iter().map(|(line, _)| *line).collect();
@@ -759,6 +786,7 @@ fn eltslowpath_on_coreclr_8() {
 /// memory, and primitives, read right.
 #[test]
 fn eltslowpath_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(ELTSLOWPATH.name, "3", "").not_applicable(
         "3.1.23's slow-path stubs predate dotnet/runtime#39550 (.NET 5): reading the arguments clobbers the \
          floating-point ones (the app gets four wrong results), and structs returned in floating-point \
@@ -848,11 +876,13 @@ fn rejitinlining(runtime: &'static str) {
 
 #[test]
 fn rejitinlining_on_coreclr_8() {
+    let _runtime = runtime_lock();
     rejitinlining("8");
 }
 
 #[test]
 fn rejitinlining_on_coreclr_3() {
+    let _runtime = runtime_lock();
     rejitinlining("3");
 }
 
@@ -886,10 +916,12 @@ fn gcheapenumeration(runtime: &'static str, info14: &str, negotiated: &str) {
 
 #[test]
 fn gcheapenumeration_on_coreclr_8() {
+    let _runtime = runtime_lock();
     gcheapenumeration("8", "S_OK (0x00000000)", "ICorProfilerInfo14");
 }
 
 #[test]
 fn gcheapenumeration_on_coreclr_3() {
+    let _runtime = runtime_lock();
     gcheapenumeration("3", "E_NOINTERFACE (0x80004002)", "ICorProfilerInfo11");
 }

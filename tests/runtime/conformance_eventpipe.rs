@@ -3,10 +3,8 @@
 //! with `corprof::eventpipe`, and a provider with a callback (EventPipeCreateProvider2) hears the
 //! session enable and disable it. .NET 5 brought the EventPipe profiler API: 3.1.23 declines.
 
-mod common;
-
-use common::conformance::*;
-use common::*;
+use crate::common::conformance::*;
+use crate::common::*;
 
 const EVENTPIPE: Scenario =
     Scenario { name: "eventpipe", app: "ConfEventPipe", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20" };
@@ -17,6 +15,7 @@ const EVENTPIPE: Scenario =
 /// exactly the Probes written with count 7 and 8, decoded by its own reader (see ConfEventPipe.cs).
 #[test]
 fn eventpipe_on_coreclr_8() {
+    let _runtime = runtime_lock();
     check(
         &EVENTPIPE,
         "8",
@@ -64,6 +63,7 @@ fn eventpipe_on_coreclr_8() {
 /// delivered.
 #[test]
 fn eventpipe_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(EVENTPIPE.name, "3", "").not_applicable(
         "no ICorProfilerInfo12: event_pipe_start_session and event_pipe_create_provider answer E_NOINTERFACE",
     );

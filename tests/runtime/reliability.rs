@@ -10,12 +10,9 @@
 //!   run the same app on CoreCLR 8 and 3, and their totals agree for every callback whose count
 //!   is deterministic run to run.
 //!
-//! Needs `cargo build --workspace` (the counter `.so`, same profile as the tests), `scripts/setup`
-//! (runtimes, apps) and a C compiler.
+//! Needs `scripts/setup` (runtimes, apps) and a C compiler; the harness builds the counter.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use corprof::{CALLBACK_IIDS, CorProfilerCallback, GUID, HRESULT, HResult, IUnknown, Interface};
 use std::collections::BTreeMap;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -162,6 +159,7 @@ fn hammer(obj: Shared, rounds: usize) {
 
 #[test]
 fn reference_counts_stay_exact_under_16_threads() {
+    let _runtime = runtime_lock();
     let drops = Arc::new(AtomicUsize::new(0));
     let obj = Shared(corprof::imp::new_profiler_object(DropCounted { drops: drops.clone() }));
     hammer(obj, 150_000);
@@ -175,6 +173,7 @@ fn reference_counts_stay_exact_under_16_threads() {
 
 #[test]
 fn the_last_release_frees_exactly_once_when_threads_race_for_it() {
+    let _runtime = runtime_lock();
     const ROUNDS: usize = 150;
     let drops = Arc::new(AtomicUsize::new(0));
     let zeros = AtomicUsize::new(0);
@@ -287,6 +286,7 @@ fn create_reference_object(iid: &GUID) -> Shared {
 
 #[test]
 fn the_c_reference_answers_the_same_iids_and_survives_the_same_stress() {
+    let _runtime = runtime_lock();
     for iid in answered_iids() {
         let obj = create_reference_object(&iid);
         assert_eq!(obj.release(), 0, "CreateInstance({iid}) hands out exactly one reference");
@@ -370,11 +370,13 @@ fn both_profilers_agree(runtime: &'static str, app: &str, args: &[&str], excepti
 /// The Workload's 5 exceptions (scale 1), 4 threads, 3 GCs.
 #[test]
 fn workload_totals_match_the_c_reference_on_coreclr_8() {
+    let _runtime = runtime_lock();
     both_profilers_agree("8", "Workload", &[], 5);
 }
 
 #[test]
 fn workload_totals_match_the_c_reference_on_coreclr_3() {
+    let _runtime = runtime_lock();
     both_profilers_agree("3", "Workload", &[], 5);
 }
 
@@ -382,17 +384,20 @@ fn workload_totals_match_the_c_reference_on_coreclr_3() {
 /// throwing 5 while the others do: exception callbacks from several threads at once.
 #[test]
 fn bench_totals_match_the_c_reference_on_coreclr_8() {
+    let _runtime = runtime_lock();
     both_profilers_agree("8", "Bench", &["5"], 1100);
 }
 
 #[test]
 fn bench_totals_match_the_c_reference_on_coreclr_3() {
+    let _runtime = runtime_lock();
     both_profilers_agree("3", "Bench", &["5"], 1100);
 }
 
 /// Keeps `DETERMINISTIC` honest: every name is a callback of the header.
 #[test]
 fn the_deterministic_callbacks_exist() {
+    let _runtime = runtime_lock();
     let unknown: Vec<&&str> =
         DETERMINISTIC.iter().filter(|name| !corprof::Callback::ALL.iter().any(|c| c.name() == **name)).collect();
     assert!(unknown.is_empty(), "not callbacks of this header: {unknown:?}");

@@ -5,9 +5,7 @@
 //! thread is refused with E_NOTIMPL on Linux unless the profiler holds the runtime suspended,
 //! which its guard ends on every way out: a return, a `?`, a panic in a walk's closure.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const STACK_CLSID: &str = "3C5A7E91-2B4D-4F60-8A17-9E0B6C2D4F58";
 
@@ -55,6 +53,7 @@ fn stacks(runtime: &'static str, test: &str, context_size: usize) {
 
 #[test]
 fn stack_walks_on_coreclr_8() {
+    let _runtime = runtime_lock();
     // 8.0's CONTEXT carries the extended (AVX-512) register state; the size is the runtime's
     // sizeof(CONTEXT), fixed when it was built (not the CPU's).
     stacks("8", "stack_walks_on_coreclr_8", 3104);
@@ -62,6 +61,7 @@ fn stack_walks_on_coreclr_8() {
 
 #[test]
 fn stack_walks_on_coreclr_3() {
+    let _runtime = runtime_lock();
     stacks("3", "stack_walks_on_coreclr_3", 1232);
 }
 
@@ -93,11 +93,13 @@ fn panic_under_suspension(runtime: &'static str, test: &str) {
 
 #[test]
 fn panic_under_suspension_on_coreclr_8() {
+    let _runtime = runtime_lock();
     panic_under_suspension("8", "panic_under_suspension_on_coreclr_8");
 }
 
 #[test]
 fn panic_under_suspension_on_coreclr_3() {
+    let _runtime = runtime_lock();
     panic_under_suspension("3", "panic_under_suspension_on_coreclr_3");
 }
 
@@ -136,10 +138,12 @@ fn sampler(runtime: &'static str, test: &str) {
 
 #[test]
 fn sampler_on_coreclr_8() {
+    let _runtime = runtime_lock();
     sampler("8", "sampler_on_coreclr_8");
 }
 
 #[test]
 fn sampler_on_coreclr_3() {
+    let _runtime = runtime_lock();
     sampler("3", "sampler_on_coreclr_3");
 }

@@ -16,9 +16,9 @@
 //!
 //! Needs python3 and a C compiler (`cc`, or `$CC`), and `bash scripts/setup` for the app.
 
-mod common;
-
-use common::{RUN_TIMEOUT, Run, app_command, profile_dir, profiler_lib, repo_root, run_app_with_args};
+use crate::common::{
+    RUN_TIMEOUT, Run, app_command, profile_dir, profiler_lib, repo_root, run_app_with_args, runtime_lock, workspace_bin,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -432,8 +432,7 @@ fn run_attached(args: &[&str], env: &[(&str, &str)]) -> Run {
     while Instant::now() < deadline {
         match lines_rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) if line == "waiting for attach" => {
-                let tool = profile_dir().join("corprof-attach");
-                assert!(tool.exists(), "{} is missing: run `cargo build --workspace` first", tool.display());
+                let tool = workspace_bin("corprof-attach", "corprof-attach");
                 let out = Command::new(tool)
                     .args(["--pid", &pid.to_string(), "--clsid", &format!("{{{C_CLSID}}}"), "--profiler"])
                     .arg(c_logger())
@@ -521,36 +520,43 @@ fn assert_same_per_thread(config: &Config) {
 
 #[test]
 fn oracle_tee_all_callbacks_match_line_for_line() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&TEE_ALL);
 }
 
 #[test]
 fn oracle_tee_allocations_and_transitions_match_line_for_line() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&TEE_ALLOCATIONS);
 }
 
 #[test]
 fn oracle_tee_rejit_matches_line_for_line() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&TEE_REJIT);
 }
 
 #[test]
 fn oracle_tee_attach_matches_line_for_line() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&TEE_ATTACH);
 }
 
 #[test]
 fn oracle_tee_detach_matches_line_for_line() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&TEE_DETACH);
 }
 
 #[test]
 fn oracle_c_main_rust_notification_match_per_thread() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&NOTIFIED_RUST);
 }
 
 #[test]
 fn oracle_rust_main_c_notification_match_per_thread() {
+    let _runtime = runtime_lock();
     assert_same_per_thread(&NOTIFIED_C);
 }
 
@@ -559,6 +565,7 @@ fn oracle_rust_main_c_notification_match_per_thread() {
 /// knows, in the same order.
 #[test]
 fn oracle_every_raisable_callback_is_raised() {
+    let _runtime = runtime_lock();
     let header: Vec<&str> = corprof::Callback::ALL.iter().map(|c| c.name()).collect();
     let c_slots = c_logger_callbacks();
     assert_eq!(

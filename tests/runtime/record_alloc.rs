@@ -6,10 +6,8 @@
 //! `byte[1000]` = 8 (header) + 8 (method table) + 8 (length, padded) + 1000 = 1024;
 //! `long[100]` = 24 + 800 = 824; `Node { long A, B; object Next; }` = 16 + 24 = 40.
 
-mod common;
-mod record_support;
-
-use record_support::Profile;
+use crate::common::runtime_lock;
+use crate::record_support::{self, Profile};
 
 const P: &str = "RecordAllocApp.Program::";
 
@@ -84,20 +82,24 @@ fn sampled(runtime: &'static str, test: &str) {
 
 #[test]
 fn alloc_exact_on_coreclr_8() {
+    let _runtime = runtime_lock();
     exact("8", "alloc_exact_on_coreclr_8");
 }
 
 #[test]
 fn alloc_exact_on_coreclr_3() {
+    let _runtime = runtime_lock();
     exact("3", "alloc_exact_on_coreclr_3");
 }
 
 #[test]
 fn alloc_sampled_on_coreclr_8() {
+    let _runtime = runtime_lock();
     sampled("8", "alloc_sampled_on_coreclr_8");
 }
 
 #[test]
 fn alloc_sampled_on_coreclr_3() {
+    let _runtime = runtime_lock();
     sampled("3", "alloc_sampled_on_coreclr_3");
 }

@@ -5,9 +5,7 @@
 //! tailcall; the unhooked mode sees none; the app's result is unchanged. The benchmark's Rust
 //! profiler (bench/elt-rust, on corprof's hooks) must report exactly the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 const ELT_CLSID: &str = "7D4E2A9C-1B3F-4C58-A6E0-5F2D8B9C3E71";
@@ -66,6 +64,7 @@ fn run_profiler(runtime: &'static str, mode: &str, clsid: &str, lib: &Path) {
 
 #[test]
 fn elt_reference_counts_exactly_on_coreclr_8() {
+    let _runtime = runtime_lock();
     for mode in ["fast", "slow", "unhooked"] {
         run_mode("8", mode);
     }
@@ -73,6 +72,7 @@ fn elt_reference_counts_exactly_on_coreclr_8() {
 
 #[test]
 fn elt_reference_counts_exactly_on_coreclr_3() {
+    let _runtime = runtime_lock();
     for mode in ["fast", "slow", "unhooked"] {
         run_mode("3", mode);
     }
@@ -80,6 +80,7 @@ fn elt_reference_counts_exactly_on_coreclr_3() {
 
 #[test]
 fn the_rust_bench_profiler_counts_the_same_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let lib = profiler_lib("elt_bench");
     for mode in ["fast", "slow", "unhooked"] {
         run_profiler("8", mode, RUST_CLSID, &lib);
@@ -88,6 +89,7 @@ fn the_rust_bench_profiler_counts_the_same_on_coreclr_8() {
 
 #[test]
 fn the_rust_bench_profiler_counts_the_same_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let lib = profiler_lib("elt_bench");
     for mode in ["fast", "slow", "unhooked"] {
         run_profiler("3", mode, RUST_CLSID, &lib);

@@ -2,13 +2,11 @@
 //!
 //! Each test starts the Waiter app (tests/apps/Waiter) with no profiler, waits for its `ready`
 //! file, runs `corprof-attach`, and lets the app go on phase by phase through `go<n>` files. The
-//! profilers are examples/callback-counter and tests/attach-profiler, which logs its lifetime;
-//! `cargo build --workspace` must have built them and `corprof-attach` first. Every wait is
-//! bounded; a timeout fails the test with the app's stderr.
+//! profilers are examples/callback-counter and tests/attach-profiler, which logs its lifetime
+//! (the harness builds them and `corprof-attach`). Every wait is bounded; a timeout fails the
+//! test with the app's stderr.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -157,11 +155,9 @@ impl Finished {
     }
 }
 
-/// The built `corprof-attach` binary (`cargo build --workspace` makes it).
+/// The `corprof-attach` binary, built first.
 fn attach_tool() -> PathBuf {
-    let tool = profile_dir().join("corprof-attach");
-    assert!(tool.exists(), "{} is missing: run `cargo build --workspace` first", tool.display());
-    tool
+    workspace_bin("corprof-attach", "corprof-attach")
 }
 
 /// Runs `corprof-attach` against the app.
@@ -248,11 +244,13 @@ fn counter_attaches(runtime: &'static str, test: &str) {
 
 #[test]
 fn counter_attaches_on_coreclr_8() {
+    let _runtime = runtime_lock();
     counter_attaches("8", "counter_attaches_on_coreclr_8");
 }
 
 #[test]
 fn counter_attaches_on_coreclr_3() {
+    let _runtime = runtime_lock();
     counter_attaches("3", "counter_attaches_on_coreclr_3");
 }
 
@@ -301,11 +299,13 @@ fn attach_then_detach(runtime: &'static str, test: &str) {
 
 #[test]
 fn attach_then_detach_on_coreclr_8() {
+    let _runtime = runtime_lock();
     attach_then_detach("8", "attach_then_detach_on_coreclr_8");
 }
 
 #[test]
 fn attach_then_detach_on_coreclr_3() {
+    let _runtime = runtime_lock();
     attach_then_detach("3", "attach_then_detach_on_coreclr_3");
 }
 
@@ -353,11 +353,13 @@ fn lifetime_to_shutdown(runtime: &'static str, test: &str) {
 
 #[test]
 fn lifetime_to_shutdown_on_coreclr_8() {
+    let _runtime = runtime_lock();
     lifetime_to_shutdown("8", "lifetime_to_shutdown_on_coreclr_8");
 }
 
 #[test]
 fn lifetime_to_shutdown_on_coreclr_3() {
+    let _runtime = runtime_lock();
     lifetime_to_shutdown("3", "lifetime_to_shutdown_on_coreclr_3");
 }
 
@@ -396,11 +398,13 @@ fn a_failed_attach_is_named(runtime: &'static str, test: &str) {
 
 #[test]
 fn a_failed_attach_is_named_on_coreclr_8() {
+    let _runtime = runtime_lock();
     a_failed_attach_is_named("8", "a_failed_attach_is_named_on_coreclr_8");
 }
 
 #[test]
 fn a_failed_attach_is_named_on_coreclr_3() {
+    let _runtime = runtime_lock();
     a_failed_attach_is_named("3", "a_failed_attach_is_named_on_coreclr_3");
 }
 
@@ -443,10 +447,12 @@ fn inlining_flags_after_attach(runtime: &'static str, test: &str) {
 
 #[test]
 fn inlining_flags_after_attach_on_coreclr_8() {
+    let _runtime = runtime_lock();
     inlining_flags_after_attach("8", "inlining_flags_after_attach_on_coreclr_8");
 }
 
 #[test]
 fn inlining_flags_after_attach_on_coreclr_3() {
+    let _runtime = runtime_lock();
     inlining_flags_after_attach("3", "inlining_flags_after_attach_on_coreclr_3");
 }

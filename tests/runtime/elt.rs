@@ -5,9 +5,7 @@
 //! filter, exact `ARGS` lines, a panic in each hook kind caught with the app intact, and hooks
 //! that trash every volatile register (tests/elt-clobber) invisible to the app.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 
 const ELT_CLSID: &str = "D1E5A2C7-6B3F-4E81-9C0D-7A2B4E6F8135";
@@ -181,21 +179,25 @@ fn counts_and_output(runtime: &'static str, test: &str, mode: &str) {
 
 #[test]
 fn fast_hooks_count_exactly_on_coreclr_8() {
+    let _runtime = runtime_lock();
     counts_and_output("8", "fast_8", "fast");
 }
 
 #[test]
 fn fast_hooks_count_exactly_on_coreclr_3() {
+    let _runtime = runtime_lock();
     counts_and_output("3", "fast_3", "fast");
 }
 
 #[test]
 fn info_hooks_count_and_read_arguments_on_coreclr_8() {
+    let _runtime = runtime_lock();
     counts_and_output("8", "info_8", "info");
 }
 
 #[test]
 fn info_hooks_count_and_read_arguments_on_coreclr_3() {
+    let _runtime = runtime_lock();
     counts_and_output("3", "info_3", "info");
 }
 
@@ -217,12 +219,14 @@ fn filtered(runtime: &'static str, test: &str, mode: &str) {
 
 #[test]
 fn the_mapper_hooks_only_filtered_methods_on_coreclr_8() {
+    let _runtime = runtime_lock();
     filtered("8", "filter_8_fast", "fast");
     filtered("8", "filter_8_info", "info");
 }
 
 #[test]
 fn the_mapper_hooks_only_filtered_methods_on_coreclr_3() {
+    let _runtime = runtime_lock();
     filtered("3", "filter_3_fast", "fast");
     filtered("3", "filter_3_info", "info");
 }
@@ -256,12 +260,14 @@ fn panics(runtime: &'static str, mode: &str) {
 
 #[test]
 fn panics_in_hooks_are_caught_on_coreclr_8() {
+    let _runtime = runtime_lock();
     panics("8", "fast");
     panics("8", "info");
 }
 
 #[test]
 fn panics_in_hooks_are_caught_on_coreclr_3() {
+    let _runtime = runtime_lock();
     panics("3", "fast");
     panics("3", "info");
 }
@@ -291,10 +297,12 @@ fn clobbered(runtime: &'static str) {
 
 #[test]
 fn hooks_that_trash_every_register_leave_the_app_intact_on_coreclr_8() {
+    let _runtime = runtime_lock();
     clobbered("8");
 }
 
 #[test]
 fn hooks_that_trash_every_register_leave_the_app_intact_on_coreclr_3() {
+    let _runtime = runtime_lock();
     clobbered("3");
 }

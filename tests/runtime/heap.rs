@@ -2,9 +2,7 @@
 //! (tests/heap-profiler with the Handles and NonGcHeap apps). CoreCLR 8.0.4 implements both;
 //! 3.1.23 has neither interface, and every call answers E_NOINTERFACE.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const HANDLES: &str = "`src/tests/profiler/handles/handles.cs`, ICorProfilerInfo13: weak, strong and pinned handles across five compacting GCs (the pinned target never moves, the weak one reads null once unreferenced), DestroyHandle on each";
 const NON_GC: &str = "`src/tests/profiler/gc/nongcheap.cs`, ICorProfilerInfo14: the app's frozen string literals among EnumerateNonGCObjects, inside GetNonGCHeapBounds, GetObjectGeneration answering CORPROF_E_NOT_GC_OBJECT";
@@ -28,6 +26,7 @@ fn heap(runtime: &'static str, scenario: &str, app: &str, test: &str) -> Vec<Str
 /// two targets afterwards read null after the next GC: DestroyHandle released them.
 #[test]
 fn handles_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("handles", "8", HANDLES);
     let lines = heap("8", "handles", "Handles", "handles_on_coreclr_8");
     let alive = "strong alive HandlesApp.StrongTarget (moved), pinned alive HandlesApp.PinnedTarget (same address)";
@@ -52,6 +51,7 @@ fn handles_on_coreclr_8() {
 /// still run and move objects).
 #[test]
 fn handles_on_coreclr_3_answer_e_nointerface() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("handles", "3", HANDLES)
         .not_applicable("no ICorProfilerInfo13: create_handle answers E_NOINTERFACE");
     let lines = heap("3", "handles", "Handles", "handles_on_coreclr_3");
@@ -70,6 +70,7 @@ fn handles_on_coreclr_3_answer_e_nointerface() {
 /// and GetObjectGeneration on one fails with CORPROF_E_NOT_GC_OBJECT, as the runtime documents.
 #[test]
 fn non_gc_heap_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("non-gc-heap", "8", NON_GC);
     let lines = heap("8", "nongc", "NonGcHeap", "non_gc_heap_on_coreclr_8");
     let expected = [
@@ -87,6 +88,7 @@ fn non_gc_heap_on_coreclr_8() {
 /// CoreCLR 3.1.23 has no ICorProfilerInfo14: both methods answer E_NOINTERFACE.
 #[test]
 fn non_gc_heap_on_coreclr_3_answers_e_nointerface() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("non-gc-heap", "3", NON_GC)
         .not_applicable("no ICorProfilerInfo14: both methods answer E_NOINTERFACE");
     let lines = heap("3", "nongc", "NonGcHeap", "non_gc_heap_on_coreclr_3");

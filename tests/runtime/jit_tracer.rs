@@ -2,9 +2,7 @@
 //! their metadata names (namespace, nested type, generic arity), and the ICorProfilerInfo
 //! version the runtime negotiated is the one each runtime has.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 
 const TRACER_CLSID: &str = "A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C";
@@ -40,11 +38,13 @@ fn trace(runtime: &'static str, test: &str, info: &str) {
 
 #[test]
 fn jit_tracer_on_coreclr_8() {
+    let _runtime = runtime_lock();
     trace("8", "jit_tracer_on_coreclr_8", "# info ICorProfilerInfo14 (version 14)");
 }
 
 #[test]
 fn jit_tracer_on_coreclr_3() {
+    let _runtime = runtime_lock();
     trace("3", "jit_tracer_on_coreclr_3", "# info ICorProfilerInfo11 (version 11)");
 }
 
@@ -133,6 +133,7 @@ fn expected(lines: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn jit_tracer_signatures_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("signature-names", "8", SIGNATURE_NAMES);
     let info = "# info ICorProfilerInfo14 (version 14)";
     let (methods, classes) = shop_lines("8", "signatures_8", "1", info);
@@ -145,6 +146,7 @@ fn jit_tracer_signatures_on_coreclr_8() {
 
 #[test]
 fn jit_tracer_signatures_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("signature-names", "3", SIGNATURE_NAMES);
     let info = "# info ICorProfilerInfo11 (version 11)";
     let (methods, classes) = shop_lines("3", "signatures_3", "1", info);

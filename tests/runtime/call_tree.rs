@@ -3,9 +3,7 @@
 //! every method's inclusive time is its exclusive time plus its callees' (exactly, in
 //! nanoseconds), and a recursive method's is counted once.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 
 const CALL_TREE_CLSID: &str = "4F2A6C81-3D5E-4B97-8A10-6E2C9D7B5F34";
@@ -117,6 +115,7 @@ fn by_time(runtime: &'static str, test: &str) {
 
 #[test]
 fn call_tree_counts_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(
         "call-tree",
         "8",
@@ -128,6 +127,7 @@ fn call_tree_counts_on_coreclr_8() {
 
 #[test]
 fn call_tree_counts_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("call-tree", "3", "");
     by_calls("3", "call_tree_counts_on_coreclr_3");
     by_time("3", "call_tree_time_on_coreclr_3");

@@ -1,15 +1,13 @@
 //! Conformance scenarios driven through the runtime's diagnostics IPC (`corprof-attach`): a
 //! profiler loaded at startup through a diagnostic port (`reversestartup`), and several profiler
 //! objects of one library loaded at startup and attached, each detaching (`multiple`). Like
-//! tests/conformance.rs, each scenario is a folder `tests/conformance/<scenario>/` (a profiler
+//! tests/runtime/conformance.rs, each scenario is a folder `tests/conformance/<scenario>/` (a profiler
 //! crate and its C# app) and each test records its row in `target/conformance/`; here the test
-//! starts the app itself, since the tool must talk to it while it runs. `cargo build --workspace`
-//! must have built `corprof-attach` and the profilers first.
+//! starts the app itself, since the tool must talk to it while it runs (the harness builds
+//! `corprof-attach` and the profilers).
 
-mod common;
-
-use common::conformance::Scenario;
-use common::*;
+use crate::common::conformance::Scenario;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -20,11 +18,9 @@ const REVERSE_STARTUP: Scenario =
 /// How long the tool waits for the runtime, and the test for the app's socket.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The built `corprof-attach` binary.
+/// The `corprof-attach` binary, built first.
 fn attach_tool() -> PathBuf {
-    let tool = profile_dir().join("corprof-attach");
-    assert!(tool.exists(), "{} is missing: run `cargo build --workspace` first", tool.display());
-    tool
+    workspace_bin("corprof-attach", "corprof-attach")
 }
 
 fn text(bytes: &[u8]) -> &str {
@@ -192,6 +188,7 @@ fn assert_started(o: &Outcome, lib: &Path) {
 /// with S_OK all the same and loads nothing (SetEnvironmentVariable still applies).
 #[test]
 fn reversestartup_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(REVERSE_STARTUP.name, "8", "");
     let lib = profiler_lib("conformance_reversestartup");
 
@@ -230,6 +227,7 @@ fn reversestartup_on_coreclr_8() {
 /// refuses the commands.
 #[test]
 fn reversestartup_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(REVERSE_STARTUP.name, "3", "").not_applicable(
         "diagnostic ports and StartupProfiler came with .NET 5: 3.1.23 never connects to the port nor pauses, and its own socket answers SetEnvironmentVariable with CORDIAGIPC_E_UNKNOWN_COMMAND and StartupProfiler with CORDIAGIPC_E_BAD_ENCODING",
     );
@@ -398,6 +396,7 @@ fn detaching(loaded: &[&str]) -> Vec<String> {
 /// four attached, all detaching at the app's exception, then one more attached and detached.
 #[test]
 fn multiple_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(MULTIPLE.name, "8", "");
     let (answers, run, objects) = multiple("8", "multiple_8", AT_STARTUP + ATTACHED);
     assert_eq!(answers, vec![(Some(0), String::new()); ATTACHED + 1], "{}", run.describe());
@@ -412,6 +411,7 @@ fn multiple_on_coreclr_8() {
 /// is taken and detaches too.
 #[test]
 fn multiple_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new(MULTIPLE.name, "3", "").not_applicable(
         "notification profilers came with .NET 7: 3.1.23 loads none at startup and refuses a second attached profiler (CORPROF_E_PROFILER_ALREADY_ACTIVE); attach, detach and attach again work",
     );

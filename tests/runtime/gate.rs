@@ -1,5 +1,5 @@
 //! `ProfilerInfo` can never reach a freed runtime object (issue 18, item 3), in CoreCLR 8.0.4
-//! and 3.1.23. The profiler is tests/gate-profiler (built first: `cargo build -p gate-profiler`);
+//! and 3.1.23. The profiler is tests/gate-profiler (the harness builds it);
 //! its threads hold `ProfilerInfo` clones past a failed `Initialize`, a detach and `Shutdown`,
 //! where the runtime frees its Info object (and unloads the library after the first two). Each
 //! case must end with the app's exit code 0 and the threads told `CORPROF_E_PROFILER_DETACHING`;
@@ -7,9 +7,7 @@
 //! phase until the profiler's threads have said their part (at most 30 s; the run itself is
 //! killed after `RUN_TIMEOUT`, so a hang fails the test).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -105,11 +103,13 @@ fn failed_initialize_then_a_late_call(runtime: &'static str) {
 
 #[test]
 fn failed_initialize_then_a_late_call_net8() {
+    let _runtime = runtime_lock();
     failed_initialize_then_a_late_call("8");
 }
 
 #[test]
 fn failed_initialize_then_a_late_call_net3() {
+    let _runtime = runtime_lock();
     failed_initialize_then_a_late_call("3");
 }
 
@@ -122,11 +122,13 @@ fn looping_thread_during_detach(runtime: &'static str) {
 
 #[test]
 fn looping_thread_during_detach_net8() {
+    let _runtime = runtime_lock();
     looping_thread_during_detach("8");
 }
 
 #[test]
 fn looping_thread_during_detach_net3() {
+    let _runtime = runtime_lock();
     looping_thread_during_detach("3");
 }
 
@@ -139,10 +141,12 @@ fn a_call_after_shutdown(runtime: &'static str) {
 
 #[test]
 fn a_call_after_shutdown_net8() {
+    let _runtime = runtime_lock();
     a_call_after_shutdown("8");
 }
 
 #[test]
 fn a_call_after_shutdown_net3() {
+    let _runtime = runtime_lock();
     a_call_after_shutdown("3");
 }

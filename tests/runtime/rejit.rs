@@ -3,9 +3,7 @@
 //! the profiler's library) for a ReJIT, then the original again after asking for the revert;
 //! on CoreCLR 8.0.4 and 3.1.23.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const REJIT: &str = "`src/tests/profiler/rejit/rejit.cs`: RequestReJIT from a P/Invoke trigger, GetReJITParameters replacing a method's ldstr (DefineUserString) through ProfilerFunctionControl::set_il_body, ReJITCompilationStarted/Finished and no ReJITError; RequestRevert restores the original";
 
@@ -50,11 +48,13 @@ fn rejit(runtime: &'static str, test: &str) {
 
 #[test]
 fn rejit_on_coreclr_8() {
+    let _runtime = runtime_lock();
     rejit("8", "rejit_on_coreclr_8");
 }
 
 #[test]
 fn rejit_on_coreclr_3() {
+    let _runtime = runtime_lock();
     rejit("3", "rejit_on_coreclr_3");
 }
 
@@ -62,6 +62,7 @@ fn rejit_on_coreclr_3() {
 /// and the app goes on with the original code.
 #[test]
 fn rejit_of_a_missing_method_is_refused() {
+    let _runtime = runtime_lock();
     let extra = [("REJIT_SWAP_METHOD", "RejitSwapApp.Program::NoSuchMethod")];
     let (stdout, log) = rejit_swap("8", "rejit_of_a_missing_method_is_refused", &extra);
     let expected_stdout = [

@@ -2,9 +2,7 @@
 //! (System.Private.CoreLib among them) decodes and encodes back byte for byte, and every
 //! signature those bodies reference decodes and encodes back too.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const CLSID: &str = "5E1F0C3A-7B2D-4C89-A6E4-1D3F5B7C9E20";
 
@@ -42,6 +40,7 @@ fn line_of<'a>(lines: &'a [String], module: &str) -> &'a str {
 /// generic-instance and array TypeSpec parents, 1 locals signature, 1 TypeSpec, 2 MethodSpecs).
 #[test]
 fn il_roundtrip_on_coreclr_8() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("il-roundtrip", "8", WHAT);
     let lines = round_trip("8", "il_roundtrip_on_coreclr_8");
     assert_eq!(line_of(&lines, "System.Private.CoreLib.dll"), "System.Private.CoreLib.dll 31877 31877 49809");
@@ -53,6 +52,7 @@ fn il_roundtrip_on_coreclr_8() {
 
 #[test]
 fn il_roundtrip_on_coreclr_3() {
+    let _runtime = runtime_lock();
     let _row = ConformanceRow::new("il-roundtrip", "3", WHAT);
     let lines = round_trip("3", "il_roundtrip_on_coreclr_3");
     assert_eq!(line_of(&lines, "System.Private.CoreLib.dll"), "System.Private.CoreLib.dll 19586 19586 31873");

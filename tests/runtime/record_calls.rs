@@ -4,10 +4,8 @@
 //! exclusive time of a path is its own (a 30 ms spin is on the spinning path, not its caller's);
 //! the filter hooks only the methods whose name contains its text.
 
-mod common;
-mod record_support;
-
-use record_support::Profile;
+use crate::common::runtime_lock;
+use crate::record_support::{self, Profile};
 use std::collections::BTreeMap;
 
 const P: &str = "RecordCallsApp.Program::";
@@ -91,12 +89,14 @@ fn filtered(runtime: &'static str, test: &str) {
 
 #[test]
 fn calls_on_coreclr_8() {
+    let _runtime = runtime_lock();
     counts("8", "calls_on_coreclr_8");
     filtered("8", "calls_filtered_on_coreclr_8");
 }
 
 #[test]
 fn calls_on_coreclr_3() {
+    let _runtime = runtime_lock();
     counts("3", "calls_on_coreclr_3");
     filtered("3", "calls_filtered_on_coreclr_3");
 }

@@ -10,7 +10,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A target folder of its own: the `cargo test` running this holds the workspace's build lock.
+/// A target folder of its own: the generated profiler crates' builds stay apart from the
+/// workspace's (and from each other's runs).
 fn cargo(target: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
     c.current_dir(repo()).env("CARGO_TARGET_DIR", target);

@@ -6,9 +6,7 @@
 //! thread ids of two named threads (one named before it starts, one by itself), gone once the
 //! threads are destroyed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const NAMES_CLSID: &str = "D958D093-865F-4B9F-A915-C12E3BF41C48";
 
@@ -114,10 +112,12 @@ fn names(runtime: &'static str, test: &str) {
 
 #[test]
 fn names_and_threads_on_coreclr_8() {
+    let _runtime = runtime_lock();
     names("8", "names_and_threads_on_coreclr_8");
 }
 
 #[test]
 fn names_and_threads_on_coreclr_3() {
+    let _runtime = runtime_lock();
     names("3", "names_and_threads_on_coreclr_3");
 }

@@ -1,4 +1,4 @@
-//! What tests/record_alloc.rs and tests/record_calls.rs share: running an app under
+//! What record_alloc.rs and record_calls.rs share: running an app under
 //! corprof-record-profiler (the library `corprof record` loads) and reading back the profile it wrote.
 #![allow(dead_code)] // each test crate uses a part
 

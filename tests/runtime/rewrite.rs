@@ -2,9 +2,7 @@
 //! profiler reads two methods' IL when they are JIT-compiled and hands back edited bodies with
 //! `ProfilerInfo::set_il_body`, on CoreCLR 8.0.4 and 3.1.23.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const JIT_REWRITE: &str = "SetILFunctionBody at JITCompilationStarted through ProfilerInfo::set_il_body: a method's returned constant changed (41 to 42), and a Console.WriteLine call (DefineUserString, DefineTypeRefByName, DefineMemberRef) inserted before a loop around a try/catch whose results stay as written";
 
@@ -50,10 +48,12 @@ fn jit_rewrite(runtime: &'static str, test: &str) {
 
 #[test]
 fn jit_rewrite_on_coreclr_8() {
+    let _runtime = runtime_lock();
     jit_rewrite("8", "jit_rewrite_on_coreclr_8");
 }
 
 #[test]
 fn jit_rewrite_on_coreclr_3() {
+    let _runtime = runtime_lock();
     jit_rewrite("3", "jit_rewrite_on_coreclr_3");
 }

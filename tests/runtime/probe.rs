@@ -2,9 +2,7 @@
 //! buffer, result structs, the ICorProfilerModuleEnum iterator, and HCORENUM iterators over the
 //! app's metadata, on CoreCLR 8.0.4 and 3.1.23.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const PROBE_CLSID: &str = "5E1F0C3A-7B2D-4C8E-9A61-0D4F2B7E8C93";
 
@@ -32,11 +30,13 @@ fn probe(runtime: &'static str, test: &str, runtime_line: &str) {
 
 #[test]
 fn probe_on_coreclr_8() {
+    let _runtime = runtime_lock();
     probe("8", "probe_on_coreclr_8", "runtime 8.0 8.0.4");
 }
 
 #[test]
 fn probe_on_coreclr_3() {
+    let _runtime = runtime_lock();
     // CoreCLR 3.1 still reports the desktop-era version through GetRuntimeInformation.
     probe("3", "probe_on_coreclr_3", "runtime 4.0 v4.0.30319");
 }

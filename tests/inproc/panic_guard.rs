@@ -28,8 +28,10 @@ fn in_child(test: &str, env: &[(&str, &str)]) -> Option<Output> {
         return None;
     }
     let exe = std::env::current_exe().expect("cannot find the test executable");
+    // libtest names a test by its path in the binary: `panic_guard::<test>` in tests/inproc.
+    let name = module_path!().split_once("::").map_or(test.to_string(), |(_, path)| format!("{path}::{test}"));
     let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    cmd.args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"]);
     cmd.env(CHILD, "1").env("RUST_BACKTRACE", "0").env_remove("CORPROF_QUIET").env_remove("PANIC_GUARD_SET_QUIET");
     cmd.envs(env.iter().copied());
     Some(cmd.output().unwrap_or_else(|e| panic!("cannot run the child for {test}: {e}")))

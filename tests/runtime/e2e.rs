@@ -1,16 +1,12 @@
 //! End-to-end tests: the example profilers loaded into real CoreCLR runtimes (8.0.4 and 3.1.23)
 //! running the `tests/apps/Workload` app.
 //!
-//! Needs `scripts/setup` (runtimes and the app) and `cargo build --workspace` (the profiler
-//! `.so` files, built with the same profile as these tests). Every test runs the app once (well
-//! under a second) with its own output file, so the tests can run in parallel.
+//! Needs `scripts/setup` (runtimes and the app); the harness builds the profilers. Every test runs
+//! the app once (well under a second) with its own output file.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use corprof::HResult;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::SystemTime;
 
 /// `examples/callback-counter`.
@@ -109,11 +105,13 @@ fn counter(runtime: &'static str, test: &str) {
 
 #[test]
 fn counter_on_coreclr_8() {
+    let _runtime = runtime_lock();
     counter("8", "counter_on_coreclr_8");
 }
 
 #[test]
 fn counter_on_coreclr_3() {
+    let _runtime = runtime_lock();
     counter("3", "counter_on_coreclr_3");
 }
 
@@ -160,11 +158,13 @@ fn event_mask(runtime: &'static str, test: &str) {
 
 #[test]
 fn event_mask_on_coreclr_8() {
+    let _runtime = runtime_lock();
     event_mask("8", "event_mask_on_coreclr_8");
 }
 
 #[test]
 fn event_mask_on_coreclr_3() {
+    let _runtime = runtime_lock();
     event_mask("3", "event_mask_on_coreclr_3");
 }
 
@@ -213,11 +213,13 @@ fn panicking(runtime: &'static str, test: &str) {
 
 #[test]
 fn panicking_profiler_on_coreclr_8() {
+    let _runtime = runtime_lock();
     panicking("8", "panicking_profiler_on_coreclr_8");
 }
 
 #[test]
 fn panicking_profiler_on_coreclr_3() {
+    let _runtime = runtime_lock();
     panicking("3", "panicking_profiler_on_coreclr_3");
 }
 
@@ -250,11 +252,13 @@ fn init_failure(runtime: &'static str, test: &str) {
 
 #[test]
 fn init_failure_on_coreclr_8() {
+    let _runtime = runtime_lock();
     init_failure("8", "init_failure_on_coreclr_8");
 }
 
 #[test]
 fn init_failure_on_coreclr_3() {
+    let _runtime = runtime_lock();
     init_failure("3", "init_failure_on_coreclr_3");
 }
 
@@ -313,11 +317,13 @@ fn drop_panic_at_shutdown(runtime: &'static str, test: &str) {
 
 #[test]
 fn drop_panic_at_shutdown_on_coreclr_8() {
+    let _runtime = runtime_lock();
     drop_panic_at_shutdown("8", "drop_panic_at_shutdown_on_coreclr_8");
 }
 
 #[test]
 fn drop_panic_at_shutdown_on_coreclr_3() {
+    let _runtime = runtime_lock();
     drop_panic_at_shutdown("3", "drop_panic_at_shutdown_on_coreclr_3");
 }
 
@@ -347,11 +353,13 @@ fn init_failure_reported(runtime: &'static str) {
 
 #[test]
 fn init_failure_reported_on_coreclr_8() {
+    let _runtime = runtime_lock();
     init_failure_reported("8");
 }
 
 #[test]
 fn init_failure_reported_on_coreclr_3() {
+    let _runtime = runtime_lock();
     init_failure_reported("3");
 }
 
@@ -363,11 +371,13 @@ fn init_failure_quiet(runtime: &'static str) {
 
 #[test]
 fn init_failure_quiet_on_coreclr_8() {
+    let _runtime = runtime_lock();
     init_failure_quiet("8");
 }
 
 #[test]
 fn init_failure_quiet_on_coreclr_3() {
+    let _runtime = runtime_lock();
     init_failure_quiet("3");
 }
 
@@ -382,11 +392,13 @@ fn cancel_activation(runtime: &'static str) {
 
 #[test]
 fn cancel_activation_on_coreclr_8() {
+    let _runtime = runtime_lock();
     cancel_activation("8");
 }
 
 #[test]
 fn cancel_activation_on_coreclr_3() {
+    let _runtime = runtime_lock();
     cancel_activation("3");
 }
 
@@ -434,19 +446,14 @@ fn wrong_clsid(runtime: &'static str, test: &str) {
 
 #[test]
 fn wrong_clsid_on_coreclr_8() {
+    let _runtime = runtime_lock();
     wrong_clsid("8", "wrong_clsid_on_coreclr_8");
 }
 
 #[test]
 fn wrong_clsid_on_coreclr_3() {
+    let _runtime = runtime_lock();
     wrong_clsid("3", "wrong_clsid_on_coreclr_3");
-}
-
-#[test]
-fn dep_info_paths_are_split_and_unescaped() {
-    let deps = dep_info_sources("/t/libx.so: /a/b.rs /c\\ d/e.rs\n\n/t/libx.rlib: /f.rs\n");
-    let expected: Vec<PathBuf> = ["/a/b.rs", "/c d/e.rs", "/f.rs"].iter().map(PathBuf::from).collect();
-    assert_eq!(deps, expected);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -454,6 +461,7 @@ fn dep_info_paths_are_split_and_unescaped() {
 
 #[test]
 fn dotnet_run_takes_an_app_path() {
+    let _runtime = runtime_lock();
     let dll = repo_root().join("tests/apps/Workload/bin/Workload.dll");
     for runtime in ["8", "3"] {
         let run = run_app(runtime, dll.to_str().unwrap(), &[]);
