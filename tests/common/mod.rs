@@ -1,12 +1,12 @@
 //! Shared harness of the tests that run CoreCLR (tests/runtime, and tests/tools' outside_crate):
-//! builds the profilers and tools they load (`cargo build -p`), runs a C# test app
+//! builds the profilers and tools they load (the test command's workspace build), runs a C# test app
 //! (`scripts/dotnet-run`, apps built by `scripts/setup`) in a real CoreCLR with a clean
 //! environment, and reads what it wrote; one lock keeps those runs one at a time.
 #![allow(dead_code)] // each test binary uses a part
 
 pub mod conformance;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -55,55 +55,55 @@ pub fn runtime_lock() -> MutexGuard<'static, ()> {
     RUNTIME.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The profiler `lib<name>.so` of this workspace, built first: the package is `name` with `-`
-/// for `_` (every profiler crate here is named so; see [`built`]).
+/// The profiler `lib<name>.so` of this workspace, built first (see [`built`]).
 pub fn profiler_lib(name: &str) -> PathBuf {
-    let package = name.replace('_', "-");
-    built(&package, &["--lib"], &format!("lib{name}.so"))
+    built(&format!("lib{name}.so"))
 }
 
-/// The binary `name` of the workspace package `package` (`corprof-attach`), built first.
-pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    built(package, &["--bin", name], name)
+/// The binary `name` of this workspace (`corprof-attach`), built first (see [`built`]).
+pub fn workspace_bin(name: &str) -> PathBuf {
+    built(name)
 }
 
-/// `file` in the profile directory once `cargo build -p <package> <targets>` has run: the
-/// test binary's own cargo (`$CARGO`) and profile, into the same target directory (the `cargo
-/// test` that started this process holds no lock on it while tests run), with this process's
-/// environment (`CORPROF_INCLUDE_DIR`, `RUSTFLAGS`). Each package is built once per process; a
-/// failed build fails the test with the command and cargo's output. A test thus checks the code
-/// as it is now, whatever `cargo build` ran before, and `cargo test --test runtime <one>` alone
-/// works. (The build resolves features for this one package, so it keeps its own copy of
-/// corprof beside the one `cargo test --workspace` builds: cargo reuses both once built.)
-fn built(package: &str, targets: &[&str], file: &str) -> PathBuf {
-    static BUILT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// The build the harness runs before a test loads a profiler or runs a tool: scripts/test's own
+/// build step, word for word (`the_harness_builds_as_the_test_command_does` checks). The same
+/// command, so that the same features resolve: a narrower `cargo build -p <profiler>` resolves
+/// the build dependencies' features (syn, libc, ...) for that one package, which builds a second
+/// corprof and relinks every profiler each time the two builds alternate.
+pub const WORKSPACE_BUILD: [&str; 5] = ["build", "--workspace", "--all-targets", "--features", "corprof-gen/cli"];
+
+/// `file` in the profile directory once [`WORKSPACE_BUILD`] has run: the test binary's own cargo
+/// (`$CARGO`) and profile, into the same target directory (the `cargo test` that started this
+/// process holds no lock on it while tests run), with this process's environment
+/// (`CORPROF_INCLUDE_DIR`, `RUSTFLAGS`). It runs once per process (a no-op when scripts/test built
+/// first); a failed build fails the test with the command and cargo's output. A test thus checks
+/// the code as it is now, and `cargo test --test runtime <one>` alone works.
+fn built(file: &str) -> PathBuf {
+    static BUILT: Mutex<bool> = Mutex::new(false);
     let dir = profile_dir();
     let path = dir.join(file);
-    let key = format!("{package} {}", targets.join(" "));
-    // Held while cargo runs: a second test wanting the same package waits for this build.
+    // Held while cargo runs: a second test waits for this build.
     let mut done = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    if done.contains(&key) {
-        return path;
+    if !*done {
+        // `target/debug` is the `dev` profile's folder; any other profile's folder is its name.
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_string(),
+            Some(other) => other.to_string(),
+        };
+        let target_dir = dir.parent().expect("the target directory");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+        let mut cmd = Command::new(&cargo);
+        cmd.args(WORKSPACE_BUILD)
+            .args(["--profile", &profile, "--target-dir"])
+            .arg(target_dir)
+            .current_dir(repo_root())
+            .stdin(Stdio::null());
+        let line = format!("{cmd:?}");
+        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {line}: {e}"));
+        assert!(out.status.success(), "{line} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        *done = true;
     }
-    // `target/debug` is the `dev` profile's folder; any other profile's folder is its name.
-    let profile = match dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => "dev".to_string(),
-        Some(other) => other.to_string(),
-    };
-    let target_dir = dir.parent().expect("the target directory");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-    let mut cmd = Command::new(&cargo);
-    cmd.args(["build", "-p", package])
-        .args(targets)
-        .args(["--profile", &profile, "--target-dir"])
-        .arg(target_dir)
-        .current_dir(repo_root())
-        .stdin(Stdio::null());
-    let line = format!("{cmd:?}");
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {line}: {e}"));
-    assert!(out.status.success(), "{line} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    assert!(path.is_file(), "{line} made no {}: is {file} the name of a target of package {package}?", path.display());
-    done.insert(key);
+    assert!(path.is_file(), "the workspace build made no {}: is {file} a target of this workspace?", path.display());
     path
 }
 

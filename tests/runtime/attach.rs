@@ -157,7 +157,7 @@ impl Finished {
 
 /// The `corprof-attach` binary, built first.
 fn attach_tool() -> PathBuf {
-    workspace_bin("corprof-attach", "corprof-attach")
+    workspace_bin("corprof-attach")
 }
 
 /// Runs `corprof-attach` against the app.

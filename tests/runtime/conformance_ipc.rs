@@ -20,7 +20,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// The `corprof-attach` binary, built first.
 fn attach_tool() -> PathBuf {
-    workspace_bin("corprof-attach", "corprof-attach")
+    workspace_bin("corprof-attach")
 }
 
 fn text(bytes: &[u8]) -> &str {

@@ -1,8 +1,8 @@
 //! The tests that start CoreCLR (8.0.4 and 3.1.23), in one binary: each module loads a profiler
 //! crate of this workspace (examples/, tests/*-profiler, tests/conformance/*, corprof-record's
 //! profiler), or the C reference profilers of bench/, into a C# app of tests/apps (built by
-//! `scripts/setup`). The harness (`common`, shared with tests/tools) builds each profiler with
-//! `cargo build -p` before its first use, so `cargo test --test runtime <filter>` needs nothing
+//! `scripts/setup`). The harness (`common`, shared with tests/tools) runs the test command's
+//! workspace build (`common::WORKSPACE_BUILD`) before the first profiler is loaded, so `cargo test --test runtime <filter>` needs nothing
 //! built first.
 //!
 //! libtest runs these tests on parallel threads, but their timing checks need the machine to
@@ -73,4 +73,13 @@ fn runtime_lock_is_taken_first() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The harness builds with scripts/test's own build command, so that both resolve the same
+/// features and share one build of corprof (`common::WORKSPACE_BUILD`).
+#[test]
+fn the_harness_builds_as_the_test_command_does() {
+    let script = std::fs::read_to_string(common::repo_root().join("scripts/test")).expect("scripts/test");
+    let command = format!("cargo {}", common::WORKSPACE_BUILD.join(" "));
+    assert!(script.lines().any(|l| l.trim() == command), "scripts/test does not run `{command}`");
 }

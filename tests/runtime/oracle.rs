@@ -432,7 +432,7 @@ fn run_attached(args: &[&str], env: &[(&str, &str)]) -> Run {
     while Instant::now() < deadline {
         match lines_rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) if line == "waiting for attach" => {
-                let tool = workspace_bin("corprof-attach", "corprof-attach");
+                let tool = workspace_bin("corprof-attach");
                 let out = Command::new(tool)
                     .args(["--pid", &pid.to_string(), "--clsid", &format!("{{{C_CLSID}}}"), "--profiler"])
                     .arg(c_logger())
