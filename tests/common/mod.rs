@@ -78,6 +78,17 @@ pub const WORKSPACE_BUILD: [&str; 5] = ["build", "--workspace", "--all-targets",
 /// (`CORPROF_INCLUDE_DIR`, `RUSTFLAGS`). It runs once per process (a no-op when scripts/test built
 /// first); a failed build fails the test with the command and cargo's output. A test thus checks
 /// the code as it is now, and `cargo test --test runtime <one>` alone works.
+/// The prefixes of what cargo sets for a test process about its package and target.
+const CARGO_TEST_VARS: [&str; 7] = [
+    "CARGO_PKG_",
+    "CARGO_MANIFEST_",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+];
+
 fn built(file: &str) -> PathBuf {
     static BUILT: Mutex<bool> = Mutex::new(false);
     let dir = profile_dir();
@@ -93,6 +104,15 @@ fn built(file: &str) -> PathBuf {
         let target_dir = dir.parent().expect("the target directory");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
         let mut cmd = Command::new(&cargo);
+        // What cargo set for this test process describes this package, not the build: passed
+        // on, `OUT_DIR` would reach every rustc of a package without a build script (corprof-sig's
+        // `builds_without_a_build_script_or_dependencies` saw it) and change what they compile.
+        for (var, _) in std::env::vars_os() {
+            let name = var.to_string_lossy();
+            if name == "OUT_DIR" || CARGO_TEST_VARS.iter().any(|p| name.starts_with(p)) {
+                cmd.env_remove(&var);
+            }
+        }
         cmd.args(WORKSPACE_BUILD)
             .args(["--profile", &profile, "--target-dir"])
             .arg(target_dir)
