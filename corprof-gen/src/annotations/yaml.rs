@@ -11,12 +11,17 @@ use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::Value;
 
+/// The file's YAML value and the outline that places its keys (file:line:col), or the syntax
+/// error: how each of the three files (annotations, docs, header list) starts.
+fn read(file: &str, text: &str) -> Result<(Value, Outline), Errors> {
+    match serde_yaml::from_str(text) {
+        Ok(root) => Ok((root, Outline::scan(text))),
+        Err(e) => Err(syntax_error(file, text, &e).into()),
+    }
+}
+
 pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
-    let root: Value = match serde_yaml::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Err(syntax_error(file, text, &e).into()),
-    };
-    let outline = Outline::scan(text);
+    let (root, outline) = read(file, text)?;
     let pos = |path: &[&str]| at(file, outline.pos(path));
     let mut errors = Errors::default();
     let mut out = Annotations::default();
@@ -314,11 +319,7 @@ fn short(v: &Value) -> String {
 /// `doc`, `needs`, `errors`, `returns`.
 pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::MethodDocs>, Errors> {
     use super::docs::MethodDocs;
-    let root: Value = match serde_yaml::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Err(syntax_error(file, text, &e).into()),
-    };
-    let outline = Outline::scan(text);
+    let (root, outline) = read(file, text)?;
     let pos = |path: &[&str]| at(file, outline.pos(path));
     let mut errors = Errors::default();
     let mut out = Vec::new();
@@ -396,11 +397,7 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
 /// optional `stand_in`, in the file's order.
 pub(super) fn parse_headers(file: &str, text: &str) -> Result<super::headers::HeaderList, Errors> {
     use super::headers::{EntryHeader, HeaderList, HeaderSpec};
-    let root: Value = match serde_yaml::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Err(syntax_error(file, text, &e).into()),
-    };
-    let outline = Outline::scan(text);
+    let (root, outline) = read(file, text)?;
     let pos = |path: &[&str]| at(file, outline.pos(path));
     let mut errors = Errors::default();
     let mut list = HeaderList::default();
