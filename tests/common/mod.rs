@@ -307,7 +307,7 @@ pub fn app_command(runtime: &'static str, app: &str, args: &[&str], env: &[(&str
     for (key, _) in std::env::vars_os() {
         let k = key.to_string_lossy();
         let inherited_setting =
-            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_"].iter().any(|p| k.starts_with(p))
+            ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_", "ATTACHPROF_"].iter().any(|p| k.starts_with(p))
                 || k.starts_with("RUST_BACKTRACE")
                 || k == "RUST_LIB_BACKTRACE";
         if inherited_setting {

@@ -9,7 +9,7 @@
 use crate::common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -39,24 +39,8 @@ impl App {
     /// Starts `Waiter <dir> <phases>` on `runtime`, in an environment cleaned as
     /// `common::run_app` cleans it (so no profiler loads at launch), and waits for it to be ready.
     fn start(runtime: &'static str, dir: &TempDir, phases: u32) -> App {
-        let root = repo_root();
-        let mut cmd = Command::new(root.join("scripts/dotnet-run"));
-        cmd.args([runtime, "Waiter", dir.0.to_str().unwrap(), &phases.to_string()])
-            .current_dir(&root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (key, _) in std::env::vars_os() {
-            let k = key.to_string_lossy();
-            let inherited = ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_", "PANICKY_", "ATTACHPROF_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-                || k.starts_with("RUST_BACKTRACE")
-                || k == "RUST_LIB_BACKTRACE";
-            if inherited {
-                cmd.env_remove(&key);
-            }
-        }
+        let phases = phases.to_string();
+        let mut cmd = app_command(runtime, "Waiter", &[dir.0.to_str().unwrap(), &phases], &[]);
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"));
         let reader = |mut pipe: Box<dyn Read + Send>| {
             std::thread::spawn(move || {
