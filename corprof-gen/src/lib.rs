@@ -90,7 +90,7 @@ pub fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders
             .help(format!("set {INCLUDE_DIR_VAR} to a folder holding {main}, or run scripts/fetch-headers"))
             .into());
     }
-    list.find(dirs)
+    list.find(dirs, &extract::prelude_dir())
 }
 
 /// Parses the headers `list` names, found in `include_dirs`.

@@ -128,8 +128,9 @@ impl HeaderList {
 
     /// Each listed header in `include_dirs` (searched in order, as the parse searches them):
     /// what to parse, or an error at the list's line of each required header none of them has,
-    /// naming the folders searched.
-    pub fn find(&self, include_dirs: &[PathBuf]) -> Result<EntryHeaders, Errors> {
+    /// naming the folders searched, and of each stand-in needed that neither `prelude` (the
+    /// generator's prelude folder) nor a header folder has.
+    pub fn find(&self, include_dirs: &[PathBuf], prelude: &Path) -> Result<EntryHeaders, Errors> {
         let mut errors = Errors::default();
         let mut out = EntryHeaders::default();
         if self.entries.is_empty() {
@@ -153,7 +154,25 @@ impl HeaderList {
                         )),
                 );
             } else if let Some(stand_in) = &h.stand_in {
-                out.includes.push(stand_in.clone());
+                if prelude.join(stand_in).is_file() || include_dirs.iter().any(|d| d.join(stand_in).is_file()) {
+                    out.includes.push(stand_in.clone());
+                } else {
+                    errors.push(
+                        Diagnostic::error(format!(
+                            "no {stand_in}, the stand-in of {}, to include in its place",
+                            h.name
+                        ))
+                        .at(h.loc.clone())
+                        .note(format!("{} is absent from the header folders; searched for {stand_in}: {}", h.name, {
+                            let searched: Vec<String> = std::iter::once(prelude)
+                                .chain(include_dirs.iter().map(PathBuf::as_path))
+                                .map(|d| d.display().to_string())
+                                .collect();
+                            searched.join(", ")
+                        }))
+                        .help("name a header of the generator's prelude folder, or remove `stand_in`"),
+                    );
+                }
             }
         }
         errors.check()?;
@@ -178,6 +197,27 @@ corprof.h:
   required: true
   why: The API.
 ";
+
+    /// The generator's prelude folder, where the stand-ins are.
+    fn prelude() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("prelude")
+    }
+
+    #[test]
+    fn a_stand_in_no_folder_has_is_an_error_at_its_header() {
+        let list = HeaderList::parse("h.yaml", &LIST.replace("corprof_mdtypes.h", "nowhere.h")).unwrap();
+        let only_main = folder("stand-in", &[("corprof.h", "")]);
+        let err = list.find(std::slice::from_ref(&only_main), &prelude()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("error: no nowhere.h, the stand-in of cor.h, to include in its place\n  --> h.yaml:2:1"),
+            "{text}"
+        );
+        // The header itself present: its stand-in is not needed, so not looked for.
+        let both = folder("stand-in-unneeded", &[("corprof.h", ""), ("cor.h", "")]);
+        assert!(list.find(std::slice::from_ref(&both), &prelude()).is_ok());
+        let _ = (std::fs::remove_dir_all(&only_main), std::fs::remove_dir_all(&both));
+    }
 
     /// A fresh folder under the system temp dir holding `files` (name, text).
     fn folder(name: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -211,12 +251,12 @@ corprof.h:
     fn an_absent_optional_header_is_skipped_and_its_stand_in_included() {
         let list = HeaderList::parse("h.yaml", LIST).unwrap();
         let only_main = folder("optional", &[("corprof.h", "")]);
-        let found = list.find(std::slice::from_ref(&only_main)).unwrap();
+        let found = list.find(std::slice::from_ref(&only_main), &prelude()).unwrap();
         assert_eq!(found.found, ["corprof.h"]);
         assert_eq!(found.includes, ["corprof_mdtypes.h", "corprof.h"]);
         // Both present: both parsed, no stand-in.
         let both = folder("both", &[("corprof.h", ""), ("cor.h", "")]);
-        let found = list.find(&[only_main.clone(), both.clone()]).unwrap();
+        let found = list.find(&[only_main.clone(), both.clone()], &prelude()).unwrap();
         assert_eq!(
             (found.found, found.includes),
             (vec!["cor.h".to_string(), "corprof.h".into()], vec!["cor.h".to_string(), "corprof.h".into()])
@@ -227,7 +267,7 @@ corprof.h:
             "extra.h: { required: false, why: x }\ncorprof.h: { required: true, why: y }\n",
         )
         .unwrap();
-        assert_eq!(list.find(std::slice::from_ref(&only_main)).unwrap().includes, ["corprof.h"]);
+        assert_eq!(list.find(std::slice::from_ref(&only_main), &prelude()).unwrap().includes, ["corprof.h"]);
         let _ = (std::fs::remove_dir_all(&only_main), std::fs::remove_dir_all(&both));
     }
 
@@ -236,7 +276,7 @@ corprof.h:
         let list = HeaderList::parse("annotations/headers.yaml", LIST).unwrap();
         let empty = folder("required", &[]);
         let other = empty.join("nowhere");
-        let err = list.find(&[empty.clone(), other.clone()]).unwrap_err();
+        let err = list.find(&[empty.clone(), other.clone()], &prelude()).unwrap_err();
         assert_eq!(err.items.len(), 1, "{err}");
         assert_eq!(
             err.items[0].to_string(),
