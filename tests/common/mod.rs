@@ -1,7 +1,7 @@
 //! Shared harness of the tests that run CoreCLR (tests/runtime, and tests/tools' outside_crate):
 //! builds the profilers and tools they load (the test command's workspace build), runs a C# test app
 //! (`scripts/dotnet-run`, apps built by `scripts/setup`) in a real CoreCLR with a clean
-//! environment, and reads what it wrote; one lock keeps those runs one at a time.
+//! environment, and reads what it wrote; one lock keeps the files' runs apart.
 #![allow(dead_code)] // each test binary uses a part
 
 pub mod conformance;
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub const PANIC_LINE_PREFIX: &str = "corprof: callback ";
@@ -44,15 +44,45 @@ pub fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Serialises the tests that start CoreCLR. They share one test binary (tests/runtime), whose
-/// tests libtest runs on parallel threads; their timing checks (sample ratios, a 30 ms spin on
-/// its own path, exit races that must show a Drop) assume nothing else runs, as when each was a
-/// binary of its own that cargo ran one after another. Every test of tests/runtime takes it
-/// first (`runtime_lock_is_taken_first` checks). A test that failed while holding it poisons it:
-/// the next one goes on regardless.
-pub fn runtime_lock() -> MutexGuard<'static, ()> {
-    static RUNTIME: Mutex<()> = Mutex::new(());
-    RUNTIME.lock().unwrap_or_else(PoisonError::into_inner)
+/// Keeps the tests that start CoreCLR as they ran when each file of tests/runtime was a binary of
+/// its own, which cargo ran one after another: tests of one file run together (libtest's threads),
+/// tests of two files never do. Their timing checks (sample ratios, a 30 ms spin on its own path,
+/// exit races that must show a Drop) were written for that. The group is the caller's file
+/// (`#[track_caller]`); every test of tests/runtime takes the guard first
+/// (`runtime_lock_is_taken_first` checks), and a failing test gives it back as it unwinds.
+#[track_caller]
+pub fn runtime_lock() -> RuntimeGuard {
+    runtime_group(std::panic::Location::caller().file())
+}
+
+/// Waits until no test of another group than `file` runs, and enters `file`'s.
+pub fn runtime_group(file: &'static str) -> RuntimeGuard {
+    let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+    while running.0.is_some_and(|f| f != file) {
+        running = RUNNING_DONE.wait(running).unwrap_or_else(PoisonError::into_inner);
+    }
+    running.0 = Some(file);
+    running.1 += 1;
+    RuntimeGuard(())
+}
+
+/// The file whose tests run now, and how many of them.
+static RUNNING: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+/// Signalled when the last test of a file leaves.
+static RUNNING_DONE: Condvar = Condvar::new();
+
+/// A test of tests/runtime running; see [`runtime_lock`].
+pub struct RuntimeGuard(());
+
+impl Drop for RuntimeGuard {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        running.1 -= 1;
+        if running.1 == 0 {
+            running.0 = None;
+            RUNNING_DONE.notify_all();
+        }
+    }
 }
 
 /// The profiler `lib<name>.so` of this workspace, built first (see [`built`]).

@@ -2,12 +2,13 @@
 //! crate of this workspace (examples/, tests/*-profiler, tests/conformance/*, corprof-record's
 //! profiler), or the C reference profilers of bench/, into a C# app of tests/apps (built by
 //! `scripts/setup`). The harness (`common`, shared with tests/tools) runs the test command's
-//! workspace build (`common::WORKSPACE_BUILD`) before the first profiler is loaded, so `cargo test --test runtime <filter>` needs nothing
-//! built first.
+//! workspace build (`common::WORKSPACE_BUILD`) before the first profiler is loaded, so
+//! `cargo test --test runtime <filter>` needs nothing built first.
 //!
-//! libtest runs these tests on parallel threads, but their timing checks need the machine to
-//! themselves: every test takes [`common::runtime_lock`] first, which makes them run one at a
-//! time (`runtime_lock_is_taken_first` below keeps it so).
+//! libtest runs these tests on parallel threads, but their timing checks were written for one
+//! binary per file, which cargo ran one after another: every test takes [`common::runtime_lock`]
+//! first, so that tests of one file run together and tests of two files never do
+//! (`runtime_lock_is_taken_first` and `runtime_groups_exclude_each_other` below keep it so).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -82,4 +83,25 @@ fn the_harness_builds_as_the_test_command_does() {
     let script = std::fs::read_to_string(common::repo_root().join("scripts/test")).expect("scripts/test");
     let command = format!("cargo {}", common::WORKSPACE_BUILD.join(" "));
     assert!(script.lines().any(|l| l.trim() == command), "scripts/test does not run `{command}`");
+}
+
+/// Tests of one group (file) run together, two groups never: a test of another group waits
+/// until the last of the running group has left.
+#[test]
+fn runtime_groups_exclude_each_other() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let first = common::runtime_group("group a");
+    let (entered, entries) = mpsc::channel();
+    let other = std::thread::spawn(move || {
+        let _b = common::runtime_group("group b");
+        entered.send(()).unwrap();
+    });
+    let second = common::runtime_group("group a"); // the same group: at once
+    assert!(entries.recv_timeout(Duration::from_millis(200)).is_err(), "group b ran beside group a");
+    drop(first);
+    assert!(entries.recv_timeout(Duration::from_millis(200)).is_err(), "group b ran beside group a");
+    drop(second);
+    entries.recv_timeout(Duration::from_secs(10)).expect("group b never ran after group a left");
+    other.join().unwrap();
 }
