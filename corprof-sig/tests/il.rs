@@ -522,20 +522,9 @@ fn malformed_bodies_are_errors_with_offsets() {
     );
 }
 
-/// xorshift: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// A random valid body: random opcodes with sample operands, branches and switches to random
 /// instructions, a few clauses over random ranges, tiny or fat.

@@ -267,19 +267,12 @@ fn methods_print_as_people_read_them() {
     );
 }
 
-/// A small deterministic generator (xorshift), so no dependency is needed.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
+/// Random signature pieces, over the shared generator.
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
     /// A number spread over the compressed encodings' widths.
     fn number(&mut self) -> u32 {
         match self.below(3) {

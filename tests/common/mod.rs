@@ -108,6 +108,22 @@ pub const WORKSPACE_BUILD: [&str; 5] = ["build", "--workspace", "--all-targets",
 /// (`CORPROF_INCLUDE_DIR`, `RUSTFLAGS`). It runs once per process (a no-op when scripts/test built
 /// first); a failed build fails the test with the command and cargo's output. A test thus checks
 /// the code as it is now, and `cargo test --test runtime <one>` alone works.
+/// The cargo that runs this test (`$CARGO`), for a build of its own: without what cargo set for
+/// this test process about its package and target. Passed on, `OUT_DIR` would reach every rustc
+/// of a package without a build script (corprof-sig's `builds_without_a_build_script_or_dependencies`
+/// saw it) and change what they compile.
+pub fn cargo_command() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut cmd = Command::new(cargo);
+    for (var, _) in std::env::vars_os() {
+        let name = var.to_string_lossy();
+        if name == "OUT_DIR" || CARGO_TEST_VARS.iter().any(|p| name.starts_with(p)) {
+            cmd.env_remove(&var);
+        }
+    }
+    cmd
+}
+
 /// The prefixes of what cargo sets for a test process about its package and target.
 const CARGO_TEST_VARS: [&str; 7] = [
     "CARGO_PKG_",
@@ -132,17 +148,7 @@ fn built(file: &str) -> PathBuf {
             Some(other) => other.to_string(),
         };
         let target_dir = dir.parent().expect("the target directory");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-        let mut cmd = Command::new(&cargo);
-        // What cargo set for this test process describes this package, not the build: passed
-        // on, `OUT_DIR` would reach every rustc of a package without a build script (corprof-sig's
-        // `builds_without_a_build_script_or_dependencies` saw it) and change what they compile.
-        for (var, _) in std::env::vars_os() {
-            let name = var.to_string_lossy();
-            if name == "OUT_DIR" || CARGO_TEST_VARS.iter().any(|p| name.starts_with(p)) {
-                cmd.env_remove(&var);
-            }
-        }
+        let mut cmd = cargo_command();
         cmd.args(WORKSPACE_BUILD)
             .args(["--profile", &profile, "--target-dir"])
             .arg(target_dir)

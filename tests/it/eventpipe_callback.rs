@@ -48,7 +48,8 @@ unsafe extern "system" fn create_provider2(
     if name == "Refused" {
         return HResult::E_INVALIDARG.0;
     }
-    let mut callbacks = fake_info::state::<FakeInfo>(p).callbacks.lock().unwrap();
+    // SAFETY: this slot is set by `fake` over a `FakeInfo`, and called with that fake.
+    let mut callbacks = unsafe { fake_info::state::<FakeInfo>(p) }.callbacks.lock().unwrap();
     callbacks.push((name, callback));
     let handle = callbacks.len();
     drop(callbacks);

@@ -20,10 +20,13 @@ struct Fake<T> {
     state: T,
 }
 
-/// The state of the fake behind `this`, inside a slot the fake's vtable was made with.
-pub fn state<'a, T>(this: *mut c_void) -> &'a T {
-    // SAFETY: a fake's slots are set by `fake::<_, T>` and called with the fake itself, a
-    // `Fake<T>` that lives forever.
+/// The state of the fake behind `this`.
+///
+/// # Safety
+/// `this` must be a fake made by [`fake`] with state type `T` (what a slot of its vtable is
+/// called with); fakes live forever.
+pub unsafe fn state<'a, T>(this: *mut c_void) -> &'a T {
+    // SAFETY: the caller's contract: `this` is a live `Fake<T>`.
     unsafe { &(*this.cast::<Fake<T>>()).state }
 }
 

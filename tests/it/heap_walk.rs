@@ -30,27 +30,34 @@ struct FakeInfo {
     resumes: AtomicUsize,
 }
 
-fn this<'a>(p: *mut c_void) -> &'a FakeInfo {
-    fake_info::state::<FakeInfo>(p)
+/// # Safety
+/// `p` is what the fake's slots are called with: the fake `fake` made over a `FakeInfo`.
+unsafe fn this<'a>(p: *mut c_void) -> &'a FakeInfo {
+    // SAFETY: the caller's contract.
+    unsafe { fake_info::state::<FakeInfo>(p) }
 }
 
 unsafe extern "system" fn suspend(p: *mut c_void) -> HRESULT {
-    this(p).suspends.fetch_add(1, SeqCst);
+    // SAFETY: a slot of the fake, called with it.
+    unsafe { this(p) }.suspends.fetch_add(1, SeqCst);
     0
 }
 unsafe extern "system" fn resume(p: *mut c_void) -> HRESULT {
-    this(p).resumes.fetch_add(1, SeqCst);
+    // SAFETY: a slot of the fake, called with it.
+    unsafe { this(p) }.resumes.fetch_add(1, SeqCst);
     0
 }
 /// As the runtime's walk: each object in turn until the callback answers FALSE.
 unsafe extern "system" fn enumerate(p: *mut c_void, callback: ObjectCallback, state: *mut c_void) -> HRESULT {
     let Some(callback) = callback else { return HResult::E_INVALIDARG.0 };
+    // SAFETY: a slot of the fake, called with it.
+    let fake = unsafe { this(p) };
     for raw in OBJECTS {
-        this(p).handed.fetch_add(1, SeqCst);
+        fake.handed.fetch_add(1, SeqCst);
         // SAFETY: the object IDs are the fake heap's; `state` is the caller's.
         let go_on = unsafe { callback(ObjectID::from_raw(raw), state) };
         if go_on == 0 {
-            this(p).stopped_at.store(raw, SeqCst);
+            fake.stopped_at.store(raw, SeqCst);
             break;
         }
     }

@@ -13,7 +13,7 @@ fn repo() -> PathBuf {
 /// A target folder of its own: the generated profiler crates' builds stay apart from the
 /// workspace's (and from each other's runs).
 fn cargo(target: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO"));
+    let mut c = crate::common::cargo_command();
     c.current_dir(repo()).env("CARGO_TARGET_DIR", target);
     c
 }

@@ -55,7 +55,7 @@ fn write_if_changed(path: &Path, text: &str) {
 }
 
 fn cargo(dir: &Path) -> Command {
-    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut c = crate::common::cargo_command();
     c.current_dir(dir)
         .env("CARGO_TARGET_DIR", dir.join("target"))
         // Settings cargo gives this test that would leak into a user's build.
