@@ -16,6 +16,6 @@ pub use crate::entry::{
 pub use crate::pointer_params::raw;
 pub use crate::suspend::refuse_on_suspending_thread;
 pub use crate::wrapper_support::{
-    Buffer, CorEnum, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted, wrap_out,
-    zeroed,
+    Buffer, CorEnum, EnumOp, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted,
+    wrap_out, zeroed,
 };

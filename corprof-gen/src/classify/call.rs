@@ -179,6 +179,8 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
             }
             match &p.spec {
                 None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
+                // A handle the callee dereferences (`HCORENUM hEnum`): a raw pointer by value.
+                _ if p.ir.ty.is_opaque_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
                 None => match &p.ir.ty {
                     ty if ty.is_hresult() => CallKind::HResult,
                     ty @ CType::FnPtr { typedef, .. } => {

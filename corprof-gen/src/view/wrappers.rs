@@ -6,7 +6,7 @@ use super::names::{self, ident};
 use crate::classify::call::{
     CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded,
 };
-use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, iterator_next};
+use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, enum_controls, iterator_next};
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url, numbered};
 use std::collections::HashMap;
@@ -130,6 +130,11 @@ pub struct CallMethodView {
     pub enum_item: String,
     /// The family's interface holding `CloseEnum`, which `CorEnum` calls when done.
     pub close_iface: String,
+    /// The closing interface also counts the items (`CountEnum`), which `CorEnum::total` calls;
+    /// without it `CorEnum` gets `E_NOTIMPL`.
+    pub counts: bool,
+    /// The closing interface also moves the cursor (`ResetEnum`), which `CorEnum::reset` calls.
+    pub resets: bool,
 }
 
 pub fn wrappers_view(
@@ -188,7 +193,11 @@ pub fn wrappers_view(
                 }
                 if mv.is_enum {
                     match close {
-                        Some(ci) => mv.close_iface = ci.to_string(),
+                        Some(ci) => {
+                            let controls = enum_controls(&chain, ci);
+                            mv.close_iface = ci.to_string();
+                            (mv.counts, mv.resets) = (controls.count, controls.reset);
+                        }
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -649,6 +658,8 @@ fn method_view(
         generics: l.generics,
         safety: l.safety,
         close_iface: String::new(),
+        counts: false,
+        resets: false,
     };
     (view, result_view)
 }
