@@ -9,6 +9,7 @@
 //! construction, out-pointer conversions, buffers).
 
 pub use crate::com::{ComClass, ComObject, IUnknown_Vtbl};
+pub use crate::context::{refuse_in_hook, refuse_on_unknown_thread};
 pub use crate::entry::{
     IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory, dispatch, dispatch_initialize, dll_get_class_object,
     new_profiler_object,

@@ -50,8 +50,8 @@
 use super::runtime::Provider;
 use crate::types::{COR_PRF_FILTER_DATA, EventPipeProviderCallback, UINT8, UINT32, UINT64};
 use crate::{HResult, ProfilerInfo, Result};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -110,7 +110,8 @@ thread_local! {
 }
 
 /// Whether each slot's reentered call has been logged (once per slot, for the process).
-static REENTRY_LOGGED: [AtomicBool; MAX_CALLBACK_PROVIDERS] = [const { AtomicBool::new(false) }; MAX_CALLBACK_PROVIDERS];
+static REENTRY_LOGGED: [AtomicBool; MAX_CALLBACK_PROVIDERS] =
+    [const { AtomicBool::new(false) }; MAX_CALLBACK_PROVIDERS];
 
 /// Marks slot `SLOT` as running on this thread until dropped (a panic caught above included).
 struct Running<const SLOT: usize>;

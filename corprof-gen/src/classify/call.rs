@@ -127,6 +127,12 @@ pub fn is_free_threaded(family_root: &str) -> bool {
     family_root == "ICorProfilerInfo" || crate::resolve::is_metadata(family_root)
 }
 
+/// Whether a family's root interface can say if the calling thread is one the runtime knows
+/// (`ICorProfilerInfo::GetCurrentThreadID`, which `refuse_in: [unknown_thread]`'s guard calls).
+pub fn can_ask_thread(family_root: &str) -> bool {
+    family_root == "ICorProfilerInfo"
+}
+
 impl CallKind {
     pub fn is_output(&self) -> bool {
         matches!(

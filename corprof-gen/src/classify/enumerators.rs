@@ -113,6 +113,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         }
     }

@@ -231,6 +231,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         }
     }
@@ -488,6 +489,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
@@ -525,6 +527,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
@@ -550,6 +553,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
             params: vec![
                 param("hr", named("HRESULT"), None),

@@ -3,8 +3,9 @@
 
 use super::loc;
 use super::names::{self, ident};
+use crate::annotations::Context;
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded,
+    CallKind, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
 };
 use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, enum_controls, iterator_next};
 use crate::diag::Errors;
@@ -149,7 +150,7 @@ pub fn wrappers_view(
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = names::wrapper_name(family);
         let module = names::results_module(&name);
-        let cx = FamilyCx { root, wrapper: &name, module: &module, pointer_records };
+        let cx = FamilyCx { root, family, wrapper: &name, module: &module, pointer_records };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -176,6 +177,14 @@ pub fn wrappers_view(
                         errors.push(d);
                     }
                     iterator = Some(it);
+                    continue;
+                }
+                if m.refuse_in.contains(&Context::UnknownThread) && !can_ask_thread(family) {
+                    errors.push(crate::diag::Diagnostic::error(format!(
+                        "`refuse_in: [unknown_thread]` of {}::{}: the guard asks ICorProfilerInfo::GetCurrentThreadID, \
+                         which only ICorProfilerInfo's family has",
+                        iface.ir.name, m.ir.name
+                    )));
                     continue;
                 }
                 let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
@@ -536,9 +545,39 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
 }
 
 /// What every method of one family shares.
+/// `lines` with a paragraph saying where the wrapper refuses the call (`refuse_in`), so that the
+/// rustdoc of every such wrapper says it, from the one list the guards come from.
+fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
+    if refuse_in.is_empty() {
+        return lines;
+    }
+    lines.push(String::new());
+    lines.push("**Refused by corprof** (the runtime would take the call and crash):".to_string());
+    for context in refuse_in {
+        let item = match context {
+            Context::Hook => {
+                "- inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`: the call \
+                 may trigger a GC, and the hook's thread runs managed code with no frame."
+            }
+            Context::UnknownThread => {
+                "- on a thread the runtime has no Thread object for (one the profiler started), with \
+                 `CORPROF_E_NOT_MANAGED_THREAD`: the call loads types, which needs one."
+            }
+        };
+        let mut item = super::docs::wrap(item, super::docs::WIDTH);
+        for continued in item.iter_mut().skip(1) {
+            continued.insert_str(0, "  ");
+        }
+        lines.extend(item);
+    }
+    lines
+}
+
 struct FamilyCx<'a> {
     /// The runtime crate's path in generated code.
     root: &'a str,
+    /// The family's root interface (`ICorProfilerInfo`).
+    family: &'a str,
     /// `ProfilerInfo`
     wrapper: &'a str,
     /// `profiler_info`: where the result structs go.
@@ -555,7 +594,7 @@ fn method_view(
     kinds: &[CallKind],
     ret: &CallReturn,
 ) -> (CallMethodView, Option<ResultView>) {
-    let FamilyCx { root, wrapper, module, pointer_records } = *cx;
+    let FamilyCx { root, family, wrapper, module, pointer_records } = *cx;
     let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
     let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
     let rust_names = names::param_names(&c_names, &shown);
@@ -595,6 +634,14 @@ fn method_view(
     }
     if m.suspends {
         l.setup.insert(0, format!("{root}::imp::refuse_on_suspending_thread()?;"));
+    }
+    // Before anything reaches the runtime, cheapest first.
+    for context in m.refuse_in.iter().rev() {
+        let guard = match context {
+            Context::Hook => format!("{root}::imp::refuse_in_hook()?;"),
+            Context::UnknownThread => format!("{root}::imp::refuse_on_unknown_thread(self.get::<{family}>()?)?;"),
+        };
+        l.setup.insert(0, guard);
     }
     if let WrapperRule::Unsafe(why) = &m.wrapper {
         l.safety.insert(0, format!("- {}", why.trim()));
@@ -637,7 +684,7 @@ fn method_view(
         snake: names::wrapper_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
-        doc_lines: super::docs::doc_lines(m.docs.as_ref()),
+        doc_lines: with_refusals(super::docs::doc_lines(m.docs.as_ref()), &m.refuse_in),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
         ret_ty: if l.is_enum { format!("{root}::imp::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
@@ -795,6 +842,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let iface = ApiInterface {
