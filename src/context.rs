@@ -24,9 +24,7 @@
 //!   makes valid on such a thread itself (`force_gc` and `request_rejit` create the Thread
 //!   object) are left alone.
 
-use crate::interfaces::ICorProfilerInfo;
-use crate::types::ThreadID;
-use crate::{HResult, Result};
+use crate::{HRESULT, HResult, Result};
 use std::cell::Cell;
 
 /// Refuses, with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, a call that may trigger a GC when made
@@ -38,10 +36,11 @@ pub fn refuse_in_hook() -> Result<()> {
 }
 
 /// Refuses, with `CORPROF_E_NOT_MANAGED_THREAD`, a call that needs the runtime's Thread object of
-/// the calling thread when there is none (annotation `refuse_in: [unknown_thread]`), as `info`
-/// (`GetCurrentThreadID`) says. A thread once found known is not asked about again. Another
-/// failure of the question (`CORPROF_E_PROFILER_DETACHING`) is returned as is.
-pub fn refuse_on_unknown_thread(info: &ICorProfilerInfo) -> Result<()> {
+/// the calling thread when there is none (annotation `refuse_in: [unknown_thread]`), as `ask`
+/// says: the wrapper's `ICorProfilerInfo::GetCurrentThreadID`, whose HRESULT it returns. A
+/// thread once found known is not asked about again. Another failure of the question
+/// (`CORPROF_E_PROFILER_DETACHING`) is returned as is.
+pub fn refuse_on_unknown_thread(ask: impl FnOnce() -> HRESULT) -> Result<()> {
     thread_local! {
         /// The runtime has a Thread object for this thread (it keeps it until the thread ends).
         static KNOWN: Cell<bool> = const { Cell::new(false) };
@@ -49,11 +48,7 @@ pub fn refuse_on_unknown_thread(info: &ICorProfilerInfo) -> Result<()> {
     if KNOWN.with(Cell::get) {
         return Ok(());
     }
-    let mut id: ThreadID = crate::wrapper_support::zeroed();
-    // SAFETY: `info` is a live ICorProfilerInfo borrowed from a wrapper whose gate is entered;
-    // GetCurrentThreadID writes one ThreadID to the local it is given, and is callable anywhere.
-    let hr = HResult(unsafe { info.GetCurrentThreadID(&mut id) });
-    hr.ok()?;
+    HResult(ask()).ok()?;
     KNOWN.with(|k| k.set(true));
     Ok(())
 }

@@ -639,7 +639,15 @@ fn method_view(
     for context in m.refuse_in.iter().rev() {
         let guard = match context {
             Context::Hook => format!("{root}::imp::refuse_in_hook()?;"),
-            Context::UnknownThread => format!("{root}::imp::refuse_on_unknown_thread(self.get::<{family}>()?)?;"),
+            Context::UnknownThread => format!(
+                "let thread__ = self.get::<{family}>()?; \
+                 {root}::imp::refuse_on_unknown_thread(|| {{ \
+                     let mut id__ = {root}::imp::zeroed(); \
+                     __safety__!(\"`thread__` is this wrapper's own object, its gate entered; GetCurrentThreadID \
+                     writes one ThreadID to a local, and may be called on any thread.\"); \
+                     unsafe {{ thread__.GetCurrentThreadID(&mut id__) }} \
+                 }})?;"
+            ),
         };
         l.setup.insert(0, guard);
     }
