@@ -60,32 +60,35 @@ pub(crate) fn in_fast_hook() -> bool {
 }
 
 /// Marks this thread as inside a fast-mode hook until dropped (an unwind included): the one
-/// thread-local access of a hooked call, its address computed once for the increment and the
-/// decrement.
-pub(crate) struct InFastHook(*mut usize);
+/// thread-local access of a hooked call, three instructions on x86-64 Linux (the variable's
+/// offset read once, an increment and a decrement of the thread's counter through `%fs`).
+pub(crate) struct InFastHook {
+    place: mark::Place,
+    /// A raw pointer's auto traits: the mark belongs to the thread that made it.
+    _here: std::marker::PhantomData<*const ()>,
+}
 
 impl InFastHook {
     #[inline(always)]
     pub(crate) fn enter() -> InFastHook {
         let place = mark::place();
-        // SAFETY: `place` is this thread's own counter (see `mark`), which no other thread touches.
-        unsafe { *place += 1 };
-        InFastHook(place)
+        mark::increment(place);
+        InFastHook { place, _here: std::marker::PhantomData }
     }
 }
 
 impl Drop for InFastHook {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: the counter `enter` incremented, on this same thread (the guard is neither
-        // `Send` nor `Sync`: it holds a raw pointer).
-        unsafe { *self.0 -= 1 };
+        // The counter `enter` incremented, on this same thread (the guard is neither `Send` nor
+        // `Sync`).
+        mark::decrement(self.place);
     }
 }
 
 /// This thread's hook depth. On x86-64 Linux an initial-exec thread-local declared in assembly,
-/// as `info_gate`'s slot (a `thread_local!` in a `cdylib` calls `__tls_get_addr` on every
-/// access, which would cost about what a whole hooked call does).
+/// as `info_gate`'s slot, reached `%fs`-relative (a `thread_local!` in a `cdylib` calls
+/// `__tls_get_addr` on every access, about what a whole hooked call costs).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod mark {
     // Hidden, so that the profiler library does not export it.
@@ -99,27 +102,51 @@ mod mark {
         ".popsection",
     );
 
+    /// The variable's offset from the thread pointer (the same for every thread).
+    pub type Place = usize;
+
     #[inline(always)]
-    pub fn place() -> *mut usize {
-        let p: *mut usize;
-        // SAFETY: `%fs:0` holds the thread pointer (the x86-64 TLS ABI), and the GOT entry the
-        // GOTTPOFF relocation names holds the variable's offset from it, filled by the loader;
-        // the sum is this thread's 8-byte, 8-aligned variable declared above. Reads only.
+    pub fn place() -> Place {
+        let offset: usize;
+        // SAFETY: reads the GOT entry the GOTTPOFF relocation names, which the loader filled with
+        // the variable's offset from the thread pointer (the x86-64 TLS ABI). Reads only.
         unsafe {
             std::arch::asm!(
-                "mov {p}, qword ptr fs:[0]",
-                "add {p}, qword ptr [rip + corprof_in_fast_hook_v1@GOTTPOFF]",
-                p = out(reg) p,
+                "mov {o}, qword ptr [rip + corprof_in_fast_hook_v1@GOTTPOFF]",
+                o = out(reg) offset,
                 options(pure, readonly, nostack, preserves_flags),
             );
         }
-        p
+        offset
+    }
+
+    #[inline(always)]
+    pub fn increment(offset: Place) {
+        // SAFETY: `%fs:offset` is this thread's 8-byte variable declared above (`%fs` holds the
+        // thread pointer), live for the thread's life and touched by no other thread.
+        unsafe { std::arch::asm!("inc qword ptr fs:[{o}]", o = in(reg) offset, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn decrement(offset: Place) {
+        // SAFETY: as for `increment`.
+        unsafe { std::arch::asm!("dec qword ptr fs:[{o}]", o = in(reg) offset, options(nostack)) }
     }
 
     #[inline(always)]
     pub fn get() -> usize {
-        // SAFETY: `place` is this thread's own variable, live for the thread's life.
-        unsafe { *place() }
+        let offset = place();
+        let depth: usize;
+        // SAFETY: as for `increment`; reads only.
+        unsafe {
+            std::arch::asm!(
+                "mov {d}, qword ptr fs:[{o}]",
+                o = in(reg) offset,
+                d = out(reg) depth,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+        depth
     }
 }
 
@@ -132,9 +159,19 @@ mod mark {
         static DEPTH: Cell<usize> = const { Cell::new(0) };
     }
 
+    pub type Place = ();
+
     #[inline(always)]
-    pub fn place() -> *mut usize {
-        DEPTH.with(Cell::as_ptr)
+    pub fn place() -> Place {}
+
+    #[inline(always)]
+    pub fn increment((): Place) {
+        DEPTH.with(|d| d.set(d.get() + 1));
+    }
+
+    #[inline(always)]
+    pub fn decrement((): Place) {
+        DEPTH.with(|d| d.set(d.get() - 1));
     }
 
     #[inline(always)]
