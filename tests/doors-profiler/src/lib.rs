@@ -139,10 +139,11 @@ impl CorProfilerCallback for Doors {
         }
         let info = self.info()?;
         let is_app = info.get_module_info(module_id).is_ok_and(|m| m.name.ends_with("Workload.dll"));
-        if is_app && self.module_done.fetch_add(1, Ordering::Relaxed) == 0 {
-            if let Err(e) = self.module(info, module_id) {
-                say(format!("module {}", shown::<()>(Err(e))));
-            }
+        if is_app
+            && self.module_done.fetch_add(1, Ordering::Relaxed) == 0
+            && let Err(e) = self.module(info, module_id)
+        {
+            say(format!("module {}", shown::<()>(Err(e))));
         }
         Ok(())
     }
