@@ -544,7 +544,6 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
     }
 }
 
-/// What every method of one family shares.
 /// `lines` with a paragraph saying where the wrapper refuses the call (`refuse_in`), so that the
 /// rustdoc of every such wrapper says it, from the one list the guards come from.
 fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
@@ -573,6 +572,7 @@ fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
     lines
 }
 
+/// What every method of one family shares.
 struct FamilyCx<'a> {
     /// The runtime crate's path in generated code.
     root: &'a str,
