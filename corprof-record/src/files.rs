@@ -67,10 +67,15 @@ pub fn check_output(path: &Path) -> io::Result<()> {
             let folder = folder_of(path);
             match std::fs::metadata(folder) {
                 Ok(meta) if meta.is_dir() => Ok(()),
-                Ok(_) => Err(io::Error::other(format!("cannot write {}: {} is not a folder", path.display(), folder.display()))),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    Err(io::Error::new(e.kind(), format!("cannot write {}: no folder {}", path.display(), folder.display())))
-                }
+                Ok(_) => Err(io::Error::other(format!(
+                    "cannot write {}: {} is not a folder",
+                    path.display(),
+                    folder.display()
+                ))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot write {}: no folder {}", path.display(), folder.display()),
+                )),
                 Err(e) => Err(io::Error::new(
                     e.kind(),
                     format!("cannot write {}: the folder {}: {e}", path.display(), folder.display()),

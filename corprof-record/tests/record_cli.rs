@@ -355,7 +355,10 @@ fn an_output_that_is_not_a_regular_file_is_refused_before_the_app_starts() {
     ] {
         let before = kind(path);
         let run = record_to(path);
-        assert_one_line_error(&run, &format!("corprof: {} {what}: corprof record writes only regular files", path.display()));
+        assert_one_line_error(
+            &run,
+            &format!("corprof: {} {what}: corprof record writes only regular files", path.display()),
+        );
         assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
         assert_eq!(kind(path), before, "{} changed", path.display());
     }
@@ -399,7 +402,9 @@ fn non_utf8(runtime: &str) {
     let run = finish(command.spawn().unwrap());
     assert_eq!(
         run.stderr.lines().last(),
-        Some("corprof: the profiler did not start: CORPROF_RECORD_CPU_WALK=\"\\xFF\" is not UTF-8 text; nothing was recorded"),
+        Some(
+            "corprof: the profiler did not start: CORPROF_RECORD_CPU_WALK=\"\\xFF\" is not UTF-8 text; nothing was recorded"
+        ),
         "CoreCLR {runtime}: {}",
         run.stderr
     );

@@ -56,7 +56,8 @@ fn bad_interval(runtime: &'static str) {
         ("60001", format!("CORPROF_RECORD_INTERVAL_MS=\"60001\" is out of range: {range}")),
         ("abc", format!("CORPROF_RECORD_INTERVAL_MS=\"abc\" is not a number: {range}")),
     ] {
-        let (run, _) = record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", value)], &[]);
+        let (run, _) =
+            record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", value)], &[]);
         assert_refused(&run, &why);
         assert!(out.read().is_none(), "a recording with interval {value}");
         // The command reads why from `<OUT>.error`.
@@ -83,7 +84,8 @@ fn bad_intervals_are_refused_with_their_value_3() {
 /// short by Shutdown; a plain sleep held the app's exit for the rest of the minute.
 fn longest_interval(runtime: &'static str) {
     let out = TempFile::new(&format!("record-long-interval-{runtime}"));
-    let (run, took) = record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", "60000")], &[]);
+    let (run, took) =
+        record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", "60000")], &[]);
     assert_app_done(&run);
     assert!(took < Duration::from_secs(30), "the app took {took:?} to end: {}", run.describe());
     let text = out.read().unwrap_or_else(|| panic!("no recording: {}", run.describe()));
@@ -110,7 +112,8 @@ fn non_utf8(runtime: &'static str) {
     let out = TempFile::new(&format!("record-non-utf8-{runtime}"));
     let raw = |k: &[u8], v: &[u8]| (OsString::from_vec(k.to_vec()), OsString::from_vec(v.to_vec()));
     let unrelated = [raw(b"CORPROF_TEST_JUNK", b"\xff\xfe"), raw(b"JUNK_\xff", b"x")];
-    let (run, _) = record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", "5")], &unrelated);
+    let (run, _) =
+        record(runtime, &[("CORPROF_RECORD_OUT", out.path()), ("CORPROF_RECORD_INTERVAL_MS", "5")], &unrelated);
     assert_app_done(&run);
     assert!(run.stderr_lines("corprof").is_empty(), "{}", run.describe());
     let profile = Profile::parse(&out.read().unwrap_or_else(|| panic!("no recording: {}", run.describe())));

@@ -56,7 +56,9 @@ impl HeapSettings {
         let get = |key: &str| pairs.get(key).map(String::as_str);
         Ok(HeapSettings {
             out: get(settings::OUT).map(PathBuf::from),
-            at_ms: get(settings::AT_MS).map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE)).transpose()?,
+            at_ms: get(settings::AT_MS)
+                .map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE))
+                .transpose()?,
             on_signal: get(settings::SIGNAL) == Some("1"),
             max_objects: DEFAULT_MAX_OBJECTS,
             timing: get(TIMING) == Some("1"),
@@ -154,8 +156,7 @@ impl HeapMode {
         let started = Instant::now();
         match &*lock(&self.0.taken) {
             Some(Ok(snapshot)) => {
-                corprof_record::heap::write(snapshot, out)
-                    .map_err(|e| format!("the heap snapshot: {e}"))?;
+                corprof_record::heap::write(snapshot, out).map_err(|e| format!("the heap snapshot: {e}"))?;
                 say_time(&self.0.settings, &format!("write ({} objects)", snapshot.len()), started);
                 Ok(())
             }

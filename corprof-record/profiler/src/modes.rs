@@ -142,8 +142,9 @@ impl Recording for AllocRecording {
 /// heap: a snapshot of the object graph in one forced GC, at the end (of the app, or of an
 /// attach's duration) or at `AT_MS`/SIGUSR2. `COR_PRF_MONITOR_GC` is allowed after attach.
 pub(crate) fn heap(ctx: &Context<'_>) -> std::result::Result<Started, String> {
-    let at_ms =
-        setting(ctx, settings::AT_MS).map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE)).transpose()?;
+    let at_ms = setting(ctx, settings::AT_MS)
+        .map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE))
+        .transpose()?;
     let heap = HeapMode::new(HeapSettings {
         out: None, // the library writes the result (Recording::finish), not heap.rs at Shutdown
         at_ms,

@@ -3,8 +3,8 @@
 //! treemap (`html`).
 
 use corprof_record::formats::{self, Format, Options, pprof::Period};
-use corprof_record::{files, heap};
 use corprof_record::profile::Profile;
+use corprof_record::{files, heap};
 use std::io::Write;
 use std::path::Path;
 
