@@ -178,7 +178,8 @@ fn not_regular(runtime: &'static str) {
         let (run, _) = record(runtime, &[("CORPROF_RECORD_OUT", path.to_str().unwrap())], &[]);
         assert_refused(&run, &format!("{} {what}: corprof record writes only regular files", path.display()));
         assert_eq!(kind(path), before, "{} changed", path.display());
-        let _ = std::fs::remove_file(format!("{}.error", path.display()));
+        let error = format!("{}.error", path.display());
+        assert!(kind(Path::new(&error)).is_none(), "{error} was written beside a refused OUT");
     }
     assert!(kind(&fifo).is_some_and(|k| k.is_fifo()) && kind(&to_null).is_some_and(|k| k.is_symlink()));
     assert!(std::fs::metadata("/dev/null").is_ok_and(|m| m.file_type().is_char_device()), "/dev/null is gone");

@@ -231,14 +231,17 @@ impl Recorder {
         pairs: std::result::Result<HashMap<String, String>, String>,
         attached: bool,
     ) -> Result<()> {
-        // Where to say why the start failed: OUT as given (or, when the settings did not read,
-        // as the environment has it), if it is a path at all.
+        // Where to say why the start failed: beside OUT as given (or, when the settings did not
+        // read, as the environment has it), if it is a path that may be written at all — beside
+        // a refused one (`/dev/null`) nothing is written.
         let out = match &pairs {
             Ok(pairs) => pairs.get(settings::OUT).cloned(),
             Err(_) => std::env::var_os(settings::OUT).and_then(|v| v.into_string().ok()),
         };
-        if let Some(out) = out.filter(|out| settings::check(settings::OUT, out).is_ok()) {
-            let _ = self.result.out.set(PathBuf::from(out));
+        if let Some(out) = out.filter(|out| settings::check(settings::OUT, out).is_ok()).map(PathBuf::from)
+            && files::check_output(&out).is_ok()
+        {
+            let _ = self.result.out.set(out);
         }
         let settings = pairs.and_then(Settings::from_pairs).map_err(|why| self.refuse(&why))?;
         // Before anything runs: the recording would be lost at the end (or, for a device, the
