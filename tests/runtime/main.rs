@@ -31,6 +31,7 @@ mod oracle;
 mod probe;
 mod record_alloc;
 mod record_calls;
+mod record_settings;
 mod rejit;
 mod reliability;
 mod rewrite;
