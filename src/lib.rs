@@ -37,6 +37,7 @@
 
 mod callback_counts;
 mod com;
+mod deprecated;
 mod entry;
 pub mod eventpipe;
 mod guid;
