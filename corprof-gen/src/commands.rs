@@ -97,8 +97,8 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
         Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
-        Ok(_) => match std::fs::read(path).map(|bytes| Annotations::text(&shown, bytes)) {
-            Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+        Ok(_) => match crate::input::read(path, crate::input::YAML_CAP).map(|bytes| Annotations::text(&shown, bytes)) {
+            Err(why) => return Err(refuse(why)),
             Ok(Err(e)) => {
                 let mut errors = Errors::from(e);
                 errors.extend(refuse("it is not UTF-8 text".into()));

@@ -20,6 +20,29 @@ pub struct Diagnostic {
     pub at: Option<Loc>,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// One of a kind of warning the build prints as a single line with their number (each is
+    /// for `corprof-gen check`): a build output stays readable.
+    pub folded: Option<Fold>,
+}
+
+/// The kinds of warning a build folds ([`Diagnostic::folded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    /// A `[size_is]` count that no corprof.idl states (`resolve::unconfirmed`).
+    UnconfirmedCounts,
+}
+
+impl Fold {
+    /// What the build says after their number.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Fold::UnconfirmedCounts => {
+                "`len`/`cap` count(s) of `[size_is]` parameters unconfirmed: no corprof.idl in the header folders \
+                 states them (`corprof-gen check` lists each; a folder holding one, such as runtime-main, after the \
+                 header's in CORPROF_INCLUDE_DIR confirms those it declares)"
+            }
+        }
+    }
 }
 
 impl Diagnostic {
@@ -30,6 +53,7 @@ impl Diagnostic {
             at: None,
             notes: Vec::new(),
             help: None,
+            folded: None,
         }
     }
 
@@ -63,6 +87,12 @@ impl Diagnostic {
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(bound_quotes(help.into()));
+        self
+    }
+
+    /// Marks a warning the build folds with the others of its kind into one line ([`Self::folded`]).
+    pub fn folded(mut self, kind: Fold) -> Self {
+        self.folded = Some(kind);
         self
     }
 
