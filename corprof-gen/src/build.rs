@@ -44,7 +44,7 @@ pub fn run_with(cfg: &Config) {
 
 fn report(result: Result<(), Errors>) {
     if let Err(errors) = result {
-        let (errors, folded) = fold(errors);
+        let (errors, folded) = errors.fold();
         for d in errors.warnings() {
             warn(&d.to_string());
         }
@@ -52,23 +52,6 @@ fn report(result: Result<(), Errors>) {
         eprintln!("{errors}");
         std::process::exit(1);
     }
-}
-
-/// The diagnostics without the warnings of a folded kind ([`crate::diag::Diagnostic::folded`]),
-/// and how many of each kind there were.
-fn fold(errors: Errors) -> (Errors, Vec<(Fold, usize)>) {
-    let mut folded: Vec<(Fold, usize)> = Vec::new();
-    let mut kept = Errors::default();
-    for d in errors.items {
-        match d.folded.filter(|_| d.level == crate::diag::Level::Warning) {
-            None => kept.push(d),
-            Some(kind) => match folded.iter_mut().find(|(k, _)| *k == kind) {
-                Some((_, n)) => *n += 1,
-                None => folded.push((kind, 1)),
-            },
-        }
-    }
-    (kept, folded)
 }
 
 /// One line per folded kind: `51 …` (cargo puts `warning:` before it).
@@ -107,7 +90,7 @@ fn run_config(cfg: &Config) -> Result<(), Errors> {
     }
     // Notes (entries for interfaces this header lacks) are for `corprof-gen check`, not every build;
     // so are the single warnings of a folded kind, which the build counts in one line.
-    let (warnings, folded) = fold(Errors { items: generated.warnings.clone() });
+    let (warnings, folded) = Errors { items: generated.warnings.clone() }.fold();
     for w in warnings.items.iter().filter(|w| w.level == crate::diag::Level::Warning) {
         warn(&w.to_string());
     }
@@ -157,27 +140,5 @@ pub fn golden_modules(fixtures: &Path) {
 fn warn(text: &str) {
     for line in text.lines() {
         println!("cargo:warning={line}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diag::Diagnostic;
-
-    #[test]
-    fn folded_warnings_are_counted_and_the_rest_kept() {
-        let mut errors = Errors::default();
-        let alike = Fold::UnconfirmedCounts;
-        errors.push(Diagnostic::warning("one").folded(alike));
-        errors.push(Diagnostic::warning("whole"));
-        errors.push(Diagnostic::warning("two").folded(alike));
-        // Only warnings fold: an error or a note marked so is kept whole.
-        errors.push(Diagnostic::error("bad").folded(alike));
-        errors.push(Diagnostic::info("said").folded(alike));
-        let (kept, folded) = fold(errors);
-        let kept: Vec<&str> = kept.items.iter().map(|d| d.message.as_str()).collect();
-        assert_eq!(kept, ["whole", "bad", "said"]);
-        assert_eq!(folded, [(alike, 2)]);
     }
 }

@@ -39,7 +39,11 @@ pub fn check(cfg: &Config) -> Result<Output, Errors> {
 /// to list, as in a build.
 pub fn expand(cfg: &Config) -> Result<Output, Errors> {
     let g = crate::generate(cfg)?;
-    let messages = g.warnings.iter().filter(|d| d.level != Level::Note).map(|d| format!("{d}\n")).collect();
+    // As the build prints them: a folded kind is one line (`check` lists each).
+    let (warnings, folded) = Errors { items: g.warnings }.fold();
+    let mut messages: Vec<String> =
+        warnings.items.iter().filter(|d| d.level != Level::Note).map(|d| format!("{d}\n")).collect();
+    messages.extend(folded.into_iter().map(|(kind, n)| format!("warning: {n} {}\n", kind.summary())));
     Ok(Output { stdout: g.code, messages })
 }
 

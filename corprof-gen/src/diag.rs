@@ -149,6 +149,23 @@ impl Errors {
     pub fn extend(&mut self, other: Errors) {
         self.items.extend(other.items);
     }
+
+    /// The diagnostics without the warnings of a folded kind ([`Diagnostic::folded`]), and how
+    /// many of each kind there were: what a build (and `expand`) prints.
+    pub fn fold(self) -> (Errors, Vec<(Fold, usize)>) {
+        let mut folded: Vec<(Fold, usize)> = Vec::new();
+        let mut kept = Errors::default();
+        for d in self.items {
+            match d.folded.filter(|_| d.level == Level::Warning) {
+                None => kept.push(d),
+                Some(kind) => match folded.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, n)) => *n += 1,
+                    None => folded.push((kind, 1)),
+                },
+            }
+        }
+        (kept, folded)
+    }
 }
 
 impl From<Diagnostic> for Errors {
@@ -333,6 +350,22 @@ fn edit_distance(a: &[char], b: &[char], limit: usize, rows: &mut (Vec<usize>, V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folded_warnings_are_counted_and_the_rest_kept() {
+        let mut errors = Errors::default();
+        let alike = Fold::UnconfirmedCounts;
+        errors.push(Diagnostic::warning("one").folded(alike));
+        errors.push(Diagnostic::warning("whole"));
+        errors.push(Diagnostic::warning("two").folded(alike));
+        // Only warnings fold: an error or a note marked so is kept whole.
+        errors.push(Diagnostic::error("bad").folded(alike));
+        errors.push(Diagnostic::info("said").folded(alike));
+        let (kept, folded) = errors.fold();
+        let kept: Vec<&str> = kept.items.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(kept, ["whole", "bad", "said"]);
+        assert_eq!(folded, [(alike, 2)]);
+    }
 
     #[test]
     fn suggests_close_names_only() {
