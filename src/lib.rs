@@ -38,6 +38,7 @@
 mod callback_counts;
 mod com;
 mod context;
+mod deprecated;
 mod entry;
 pub mod eventpipe;
 mod guid;

@@ -1,7 +1,7 @@
 //! The build-script entry point: reads the settings from the environment, generates, writes
 //! into OUT_DIR when the content changed, and reports like rustc (never panics).
 
-use crate::diag::Errors;
+use crate::diag::{Errors, Fold};
 use crate::{Config, INCLUDE_DIR_VAR, generate, write_if_changed};
 use std::path::{Path, PathBuf};
 
@@ -44,11 +44,20 @@ pub fn run_with(cfg: &Config) {
 
 fn report(result: Result<(), Errors>) {
     if let Err(errors) = result {
+        let (errors, folded) = errors.fold();
         for d in errors.warnings() {
             warn(&d.to_string());
         }
+        warn_folded(&folded);
         eprintln!("{errors}");
         std::process::exit(1);
+    }
+}
+
+/// One line per folded kind: `51 …` (cargo puts `warning:` before it).
+fn warn_folded(folded: &[(Fold, usize)]) {
+    for (kind, n) in folded {
+        warn(&format!("{n} {}", kind.summary()));
     }
 }
 
@@ -79,10 +88,13 @@ fn run_config(cfg: &Config) -> Result<(), Errors> {
     for input in &generated.inputs {
         println!("cargo:rerun-if-changed={input}");
     }
-    // Notes (entries for interfaces this header lacks) are for `corprof-gen check`, not every build.
-    for w in generated.warnings.iter().filter(|w| w.level == crate::diag::Level::Warning) {
+    // Notes (entries for interfaces this header lacks) are for `corprof-gen check`, not every build;
+    // so are the single warnings of a folded kind, which the build counts in one line.
+    let (warnings, folded) = Errors { items: generated.warnings.clone() }.fold();
+    for w in warnings.items.iter().filter(|w| w.level == crate::diag::Level::Warning) {
         warn(&w.to_string());
     }
+    warn_folded(&folded);
     write_if_changed(&out_dir.join(OUTPUT_FILE), &generated.code)
         .map_err(|e| crate::diag::Diagnostic::error(format!("cannot write {OUTPUT_FILE} into OUT_DIR: {e}")))?;
     // What the header declares, for `#[cfg(corprof_iface = "…")]` in the crate being built.

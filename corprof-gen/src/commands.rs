@@ -39,7 +39,11 @@ pub fn check(cfg: &Config) -> Result<Output, Errors> {
 /// to list, as in a build.
 pub fn expand(cfg: &Config) -> Result<Output, Errors> {
     let g = crate::generate(cfg)?;
-    let messages = g.warnings.iter().filter(|d| d.level != Level::Note).map(|d| format!("{d}\n")).collect();
+    // As the build prints them: a folded kind is one line (`check` lists each).
+    let (warnings, folded) = Errors { items: g.warnings }.fold();
+    let mut messages: Vec<String> =
+        warnings.items.iter().filter(|d| d.level != Level::Note).map(|d| format!("{d}\n")).collect();
+    messages.extend(folded.into_iter().map(|(kind, n)| format!("warning: {n} {}\n", kind.summary())));
     Ok(Output { stdout: g.code, messages })
 }
 
@@ -97,8 +101,8 @@ fn read_target(path: &Path, folders: &[PathBuf]) -> Result<Target, Errors> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
         Ok(m) if !m.is_file() => return Err(refuse("it is not a regular file".into())),
-        Ok(_) => match std::fs::read(path).map(|bytes| Annotations::text(&shown, bytes)) {
-            Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+        Ok(_) => match crate::input::read(path, crate::input::YAML_CAP).map(|bytes| Annotations::text(&shown, bytes)) {
+            Err(why) => return Err(refuse(why)),
             Ok(Err(e)) => {
                 let mut errors = Errors::from(e);
                 errors.extend(refuse("it is not UTF-8 text".into()));

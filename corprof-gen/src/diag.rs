@@ -20,6 +20,29 @@ pub struct Diagnostic {
     pub at: Option<Loc>,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// One of a kind of warning the build prints as a single line with their number (each is
+    /// for `corprof-gen check`): a build output stays readable.
+    pub folded: Option<Fold>,
+}
+
+/// The kinds of warning a build folds ([`Diagnostic::folded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    /// A `[size_is]` count that no corprof.idl states (`resolve::unconfirmed`).
+    UnconfirmedCounts,
+}
+
+impl Fold {
+    /// What the build says after their number.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Fold::UnconfirmedCounts => {
+                "`len`/`cap` count(s) of `[size_is]` parameters unconfirmed: no corprof.idl in the header folders \
+                 states them (`corprof-gen check` lists each; a folder holding one, such as runtime-main, after the \
+                 header's in CORPROF_INCLUDE_DIR confirms those it declares)"
+            }
+        }
+    }
 }
 
 impl Diagnostic {
@@ -30,6 +53,7 @@ impl Diagnostic {
             at: None,
             notes: Vec::new(),
             help: None,
+            folded: None,
         }
     }
 
@@ -63,6 +87,12 @@ impl Diagnostic {
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(bound_quotes(help.into()));
+        self
+    }
+
+    /// Marks a warning the build folds with the others of its kind into one line ([`Self::folded`]).
+    pub fn folded(mut self, kind: Fold) -> Self {
+        self.folded = Some(kind);
         self
     }
 
@@ -118,6 +148,23 @@ impl Errors {
 
     pub fn extend(&mut self, other: Errors) {
         self.items.extend(other.items);
+    }
+
+    /// The diagnostics without the warnings of a folded kind ([`Diagnostic::folded`]), and how
+    /// many of each kind there were: what a build (and `expand`) prints.
+    pub fn fold(self) -> (Errors, Vec<(Fold, usize)>) {
+        let mut folded: Vec<(Fold, usize)> = Vec::new();
+        let mut kept = Errors::default();
+        for d in self.items {
+            match d.folded.filter(|_| d.level == Level::Warning) {
+                None => kept.push(d),
+                Some(kind) => match folded.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, n)) => *n += 1,
+                    None => folded.push((kind, 1)),
+                },
+            }
+        }
+        (kept, folded)
     }
 }
 
@@ -303,6 +350,22 @@ fn edit_distance(a: &[char], b: &[char], limit: usize, rows: &mut (Vec<usize>, V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folded_warnings_are_counted_and_the_rest_kept() {
+        let mut errors = Errors::default();
+        let alike = Fold::UnconfirmedCounts;
+        errors.push(Diagnostic::warning("one").folded(alike));
+        errors.push(Diagnostic::warning("whole"));
+        errors.push(Diagnostic::warning("two").folded(alike));
+        // Only warnings fold: an error or a note marked so is kept whole.
+        errors.push(Diagnostic::error("bad").folded(alike));
+        errors.push(Diagnostic::info("said").folded(alike));
+        let (kept, folded) = errors.fold();
+        let kept: Vec<&str> = kept.items.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(kept, ["whole", "bad", "said"]);
+        assert_eq!(folded, [(alike, 2)]);
+    }
 
     #[test]
     fn suggests_close_names_only() {

@@ -10,7 +10,9 @@
 use crate::clang::{self, Cursor, CursorKind, Type, TypeKind};
 use crate::diag::{Diagnostic, Errors};
 use crate::idl::{self, IdlParam};
-use crate::ir::{CType, EnumDecl, Header, IdType, Interface, Loc, Method, Param, id_typedef, is_flag_enum};
+use crate::ir::{
+    CType, EnumDecl, Header, IdType, Interface, Loc, Method, Param, id_typedef, is_flag_enum, not_a_count,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -148,10 +150,12 @@ fn idl_params(
     let mut out = HashMap::new();
     for h in headers {
         let name = Path::new(h).with_extension("idl");
-        let Some(path) = include_dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) else { continue };
-        let shown = relative_to(&path, include_dir);
-        let bytes =
-            std::fs::read(&path).map_err(|e| Errors::from(Diagnostic::error(format!("cannot read {shown}: {e}"))))?;
+        let Some(dir) = include_dirs.iter().find(|d| crate::input::exists(&d.join(&name))) else { continue };
+        let path = dir.join(&name);
+        // The folder's place, not the link's target: a link to /dev/urandom is shown where it is.
+        let shown = Path::new(&relative_to(dir, include_dir)).join(&name).display().to_string();
+        let bytes = crate::input::read(&path, crate::input::HEADER_CAP)
+            .map_err(|e| Errors::from(Diagnostic::error(format!("cannot read {shown}: {e}"))))?;
         files.push(path.display().to_string());
         let params = idl::parse(&shown, &bytes);
         for iface in interfaces {
@@ -253,7 +257,7 @@ impl<'tu> Walker<'_> {
     fn source(&mut self, file: &str) -> &[u8] {
         let Walker { sources, unreadable, include_dir, .. } = self;
         sources.entry(file.to_string()).or_insert_with(|| {
-            std::fs::read(file).unwrap_or_else(|e| {
+            crate::input::read(Path::new(file), crate::input::HEADER_CAP).unwrap_or_else(|e| {
                 let shown = relative_to(Path::new(file), include_dir);
                 unreadable.push(Diagnostic::error(format!("cannot read {shown} for its MIDL comments: {e}")));
                 Vec::new()
@@ -470,8 +474,9 @@ fn void_depth(t: Type<'_>) -> usize {
 
 /// A plain integer, or a pointer or reference to one, that can count elements: an integer after
 /// typedefs, but not one a typedef names as an ID or handle ([`id_typedef`]: `ClassID` is a
-/// `UINT_PTR` yet counts nothing, and the generated code gives it its own type), an enum, a bool
-/// or a pointer.
+/// `UINT_PTR` yet counts nothing, and the generated code gives it its own type) or as something
+/// else that is no count ([`not_a_count`]: `BOOL` is an `int`, `mdTypeDef` a `ULONG32`), a
+/// character, an enum, a bool or a pointer.
 fn counts(t: Type<'_>) -> bool {
     match t.kind() {
         TypeKind::Pointer | TypeKind::Reference => plain_integer(t.pointee()),
@@ -482,15 +487,18 @@ fn counts(t: Type<'_>) -> bool {
     }
 }
 
-/// An integer after typedefs, none of which names an ID or handle.
+/// An integer (not a character) after typedefs, none of which names an ID, a handle or another
+/// thing that counts nothing. The names are the rule: C sees only the `int` under `BOOL`.
 fn plain_integer(t: Type<'_>) -> bool {
     match t.kind() {
         TypeKind::Elaborated => plain_integer(t.named()),
         TypeKind::Typedef => {
-            let under = t.declaration().typedef_underlying();
-            id_typedef(&t.typedef_name(), &under.spelling(), void_depth(under)).is_none() && plain_integer(under)
+            let (name, under) = (t.typedef_name(), t.declaration().typedef_underlying());
+            not_a_count(&name).is_none()
+                && id_typedef(&name, &under.spelling(), void_depth(under)).is_none()
+                && plain_integer(under)
         }
-        _ => t.canonical().is_integer(),
+        _ => t.canonical().is_integer() && !t.canonical().is_character(),
     }
 }
 

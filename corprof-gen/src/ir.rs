@@ -114,8 +114,9 @@ pub struct Param {
     pub sal: Vec<String>,
     /// Declared with array syntax (`ObjectID ids[]`), a hint that it is counted.
     pub declared_array: bool,
-    /// The value, or for a pointer what it points to, is a C integer after typedefs: it can be
-    /// an element count (`ULONG`, `ULONG *`), unlike an enum or a struct.
+    /// The value, or for a pointer what it points to, is a C integer after typedefs that can be
+    /// an element count (`ULONG`, `ULONG *`), unlike an enum, a struct, a character, an ID or a
+    /// `BOOL` ([`not_a_count`]).
     pub is_count: bool,
     pub loc: Loc,
 }
@@ -256,6 +257,24 @@ pub fn id_typedef(name: &str, underlying: &str, void_depth: usize) -> Option<IdT
         }
         _ => None,
     }
+}
+
+/// The integer typedefs that count nothing, and what each holds instead: a `len`/`cap` naming a
+/// parameter whose typedef chain passes through one is refused (`BOOL fStartJit` is an `int` to C;
+/// a count of 50,000,000 from a `true` would let the runtime read past a slice). Every `md*`
+/// token type is a typedef of `mdToken`.
+const NOT_COUNTS: &[(&str, &str)] = &[
+    ("BOOL", "a boolean"),
+    ("BOOLEAN", "a boolean"),
+    ("HRESULT", "a status code"),
+    ("mdToken", "a metadata token"),
+    ("LCID", "a locale ID"),
+    ("WCHAR", "a character"),
+];
+
+/// What an integer typedef named `name` holds when it is no count ([`NOT_COUNTS`]).
+pub fn not_a_count(name: &str) -> Option<&'static str> {
+    NOT_COUNTS.iter().find(|(n, _)| *n == name).map(|(_, what)| *what)
 }
 
 /// The flag-enum rule of [`EnumDecl`], over each enumerator's value and initializer text

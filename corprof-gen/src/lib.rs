@@ -21,6 +21,7 @@ pub mod diff;
 pub mod extract;
 pub mod idl;
 pub mod infer;
+pub mod input;
 pub mod ir;
 pub mod resolve;
 pub mod types;
@@ -213,7 +214,9 @@ pub fn restore_comments(code: &str) -> String {
 /// Writes `content` to `path` unless the file already holds exactly that (keeps mtimes stable,
 /// so nothing downstream rebuilds). Returns whether it wrote.
 pub fn write_if_changed(path: &Path, content: &str) -> std::io::Result<bool> {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == content) {
+    // Only a regular file is read back (a FIFO would block the build); one the size of `content`.
+    let cap = content.len() as u64;
+    if input::read(path, cap).is_ok_and(|old| old == content.as_bytes()) {
         return Ok(false);
     }
     std::fs::write(path, content)?;

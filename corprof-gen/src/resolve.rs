@@ -4,7 +4,7 @@
 //! parameters of a generated-safe interface that have no direction.
 
 use crate::annotations::{Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, WrapperSpec};
-use crate::diag::{Diagnostic, Errors, suggest};
+use crate::diag::{Diagnostic, Errors, Fold, suggest};
 use crate::ir::{CALLBACK_ROOT, CType, Header, Interface, Loc, Method, Param};
 
 mod agree;
@@ -169,8 +169,8 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
     if unstated > 0 {
         errors.push(
             Diagnostic::info(format!(
-                "`len`/`cap` unchecked on {unstated} `[size_is]`/`[length_is]` parameter(s): the header does not \
-                 say which parameter counts them"
+                "{unstated} `len`/`cap` count(s) of `[size_is]`/`[length_is]` parameters unconfirmed (warned above): \
+                 the header does not say which parameter counts them"
             ))
             .note("MIDL's C header drops the count expression; the IDL it was made from (`corprof.idl`) has it")
             .help(
@@ -324,17 +324,42 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
         check_wrapper(&mut cx, iface, method, ma);
         for pa in &ma.params {
             let Some(p) = check_param_known(&mut cx, iface, method, pa) else { continue };
-            check_counts(&mut cx, &p);
+            let counts_fit = check_counts(&mut cx, &p);
             check_cap(&mut cx, &p);
             check_corenum(&mut cx, &p);
             check_iid(&mut cx, &p);
             let idl = cx.header.idl.get(&crate::idl::key(&iface.name, &method.name, &p.param.name));
             let place = agree::Place { qualified: &p.qualified, is_callback: p.is_callback, idl };
-            unstated += usize::from(agree::check(&place, p.param, pa, cx.errors));
+            // A count already refused needs no second word.
+            if let Some(quote) = agree::check(&place, p.param, pa, cx.errors).filter(|_| counts_fit) {
+                cx.errors.push(unconfirmed(&p, &quote));
+                unstated += 1;
+            }
             check_string(&mut cx, &p);
         }
     }
     unstated
+}
+
+/// The warning for a count the header marks (`[size_is]`) but does not name, so that a `len`/`cap`
+/// naming the wrong integer parameter cannot be caught here: its type was checked
+/// ([`check_counts`]), not which parameter it is. The build folds these into one line
+/// ([`Fold::UnconfirmedCounts`]); `corprof-gen check` lists each.
+fn unconfirmed(p: &ParamCx<'_>, quote: &str) -> Diagnostic {
+    let spec = &p.pa.spec;
+    let named: Vec<String> = [("len", &spec.len), ("cap", &spec.cap)]
+        .into_iter()
+        .filter_map(|(key, v)| v.as_ref().map(|v| format!("`{key}: {v}`")))
+        .collect();
+    Diagnostic::warning(format!(
+        "{} of `{}` in {} unconfirmed: the header says `{quote}` without naming the count",
+        named.join(" and "),
+        p.pa.name,
+        p.qualified
+    ))
+    .at(p.pa.loc.clone())
+    .declared_at(&p.param.loc)
+    .folded(Fold::UnconfirmedCounts)
 }
 
 /// The interface exists and has an IID; an entry for another version of a declared family (or a
@@ -510,8 +535,9 @@ fn check_param_known<'a>(
 
 /// `len`, `cap` and `iid` name another parameter of the method, of the right shape: counts of
 /// `in` arrays and capacities are integer values; counts of `out` buffers are written back, so
-/// they are pointers; an IID is a pointer.
-fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
+/// they are pointers; an IID is a pointer. Returns whether all of them are.
+fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) -> bool {
+    let before = cx.errors.items.len();
     let (pa, method) = (p.pa, p.method);
     let wants_pointer_len = pa.spec.dir != Direction::In;
     for (role, name, want_pointer) in
@@ -533,8 +559,18 @@ fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
                     CType::Pointer { pointee, .. } => pointee.as_ref(),
                     ty => ty,
                 };
-                let id = matches!(base, CType::Named(n) if cx.header.id_types.iter().any(|i| i.name == *n));
-                let what = if id { "an ID, not a plain integer" } else { "not an integer" };
+                let named = match base {
+                    CType::Named(n) => Some(n.as_str()),
+                    _ => None,
+                };
+                let what = match (named, named.and_then(crate::ir::not_a_count)) {
+                    (Some(n), _) if cx.header.id_types.iter().any(|i| i.name == n) => {
+                        "an ID, not a plain integer".to_string()
+                    }
+                    (_, Some(holds)) if lp.ty.is_pointer() => format!("a pointer to {holds}"),
+                    (_, Some(holds)) => holds.to_string(),
+                    _ => "not an integer count".to_string(),
+                };
                 cx.errors.push(p.error(
                     format!(
                         "{role} parameter `{name}` of `{}` is `{}`, {what}: it cannot count elements",
@@ -555,6 +591,7 @@ fn check_counts(cx: &mut Cx<'_>, p: &ParamCx<'_>) {
             Some(_) => {}
         }
     }
+    cx.errors.items.len() == before
 }
 
 /// `flags: T` names a flag enum of the header, on an integer (or a pointer to one) of its size.

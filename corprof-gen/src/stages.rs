@@ -9,6 +9,7 @@
 /// annotations and the commands come after everything they drive.
 const STAGES: &[(&str, u32)] = &[
     ("clang", 1),
+    ("input", 1),
     ("diag", 2),
     ("idl", 2),
     ("ir", 2),

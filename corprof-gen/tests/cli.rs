@@ -28,13 +28,14 @@ fn text(o: &Output) -> String {
 fn check_passes_on_every_shared_header_with_the_same_annotations() {
     // Every override is listed with its reason (cor.h's four only where the header has cor.h);
     // without cor.h, `flags: CorOpenFlags` names no enum and is noted; without corprof.idl, the
-    // counts of `[size_is]` parameters go unchecked, in one note. Absent: interfaces (Info15
-    // before runtime-info15) and methods (`since:` EventPipeCreateProvider2 in runtime-net8).
-    for (version, absent, overrides, no_enum, no_idl) in [
-        ("runtime-info15", 0, 5, 0, 1),
-        ("runtime-net8", 2, 5, 0, 1),
+    // count of each `[size_is]` parameter is unconfirmed, a warning each (and no other warning),
+    // counted in one note. Absent: interfaces (Info15 before runtime-info15) and methods
+    // (`since:` EventPipeCreateProvider2 in runtime-net8).
+    for (version, absent, overrides, no_enum, unconfirmed) in [
+        ("runtime-info15", 0, 5, 0, 51),
+        ("runtime-net8", 2, 5, 0, 51),
         ("runtime-main", 3, 5, 0, 0),
-        ("coreclr-3.x", 11, 1, 1, 1),
+        ("coreclr-3.x", 11, 1, 1, 45),
     ] {
         let o = gen_cmd().arg("check").arg("--include").arg(shared(version)).output().unwrap();
         let t = text(&o);
@@ -43,9 +44,15 @@ fn check_passes_on_every_shared_header_with_the_same_annotations() {
         assert_eq!(t.matches("\nnote: override: ").count() + usize::from(t.starts_with("note: override: ")), overrides);
         assert!(t.contains("note: override: `rFieldOffset` of ICorProfilerInfo2::GetClassLayout: MIDL says [out][in]"));
         assert_eq!(t.matches("declares no enum `CorOpenFlags`").count(), no_enum, "{version}: {t}");
-        assert_eq!(t.matches("`len`/`cap` unchecked on ").count(), no_idl, "{version}: {t}");
-        let notes = absent + overrides + no_enum + no_idl;
-        assert!(t.ends_with(&format!("corprof-gen: ok (0 warning(s), {notes} note(s))\n")), "{t}");
+        let warnings: Vec<&str> = t.lines().filter(|l| l.starts_with("warning: ")).collect();
+        assert_eq!(warnings.len(), unconfirmed, "{version}: {t}");
+        for w in &warnings {
+            assert!(w.contains(" unconfirmed: the header says `["), "{version}: {w}");
+        }
+        let summary = format!("note: {unconfirmed} `len`/`cap` count(s) of `[size_is]`/`[length_is]` parameters");
+        assert_eq!(t.matches(&summary).count(), usize::from(unconfirmed > 0), "{version}: {t}");
+        let notes = absent + overrides + no_enum + usize::from(unconfirmed > 0);
+        assert!(t.ends_with(&format!("corprof-gen: ok ({unconfirmed} warning(s), {notes} note(s))\n")), "{t}");
         assert!(!t.contains("error"), "{t}");
     }
 }
@@ -54,6 +61,10 @@ fn check_passes_on_every_shared_header_with_the_same_annotations() {
 fn expand_prints_formatted_rust_for_the_header() {
     let o = gen_cmd().arg("expand").arg("--include").arg(shared("coreclr-3.x")).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    // The unconfirmed counts (no corprof.idl there) in one line, as the build prints them.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.starts_with("warning: 45 `len`/`cap` count(s) of `[size_is]` parameters unconfirmed: "), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     let code = String::from_utf8(o.stdout).unwrap();
     assert!(code.contains("pub trait CorProfilerCallback: Send + Sync + 'static {"));
     assert!(code.contains("pub const HIGHEST_CALLBACK: &str = \"ICorProfilerCallback9\";"));
@@ -532,7 +543,76 @@ fn a_size_is_count_is_checked_where_an_idl_states_it() {
     assert!(t.contains(&error.replace("but corprof.idl", "but ../runtime-main/corprof.idl")), "{t}");
     let (code, t) = check(shared("runtime-net8").as_os_str());
     assert_eq!(code, Some(0), "{t}");
-    assert!(t.contains("note: `len`/`cap` unchecked on 51 `[size_is]`/`[length_is]` parameter(s)"), "{t}");
+    // Without the IDL the wrong integer goes unconfirmed: a warning naming the parameter, at its line.
+    assert!(
+        t.contains(
+            "warning: `len: cbEventData` of `metadataBlob` in ICorProfilerCallback10::EventPipeEventDelivered \
+             unconfirmed: the header says `[size_is][in]` without naming the count\n  --> "
+        ),
+        "{t}"
+    );
+    assert!(t.contains("note: 51 `len`/`cap` count(s) of `[size_is]`/`[length_is]` parameters unconfirmed"), "{t}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The real annotations with one entry changed by `edit` (old text → new), in a folder of `tmp`.
+fn edited_annotations(tmp: &Path, old: &str, new: &str) -> PathBuf {
+    let ann = tmp.join("ann");
+    std::fs::create_dir_all(&ann).unwrap();
+    let mut edited = 0;
+    for file in std::fs::read_dir(repo().join("annotations")).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            edited += text.matches(old).count();
+            std::fs::write(ann.join(path.file_name().unwrap()), text.replacen(old, new, 1)).unwrap();
+        }
+    }
+    assert!(edited > 0, "no `{old}` in annotations/");
+    ann
+}
+
+/// The attack's `rgILMapEntries: { dir: in, len: fStartJit }` on ICorProfilerInfo's
+/// SetILInstrumentedCodeMap: a `BOOL` is an `int` to C, and with no corprof.idl nothing states
+/// the count, yet it is refused by its type, at the entry's line, on every header.
+#[test]
+fn a_bool_count_is_refused_without_the_idl() {
+    let tmp = temp("bool-count");
+    let ann = edited_annotations(
+        &tmp,
+        "rgILMapEntries: { dir: in, len: cILMapEntries }   # the runtime copies the map",
+        "rgILMapEntries: { dir: in, len: fStartJit }",
+    );
+    let line = std::fs::read_to_string(ann.join("info.yaml"))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("len: fStartJit"))
+        .unwrap()
+        + 1;
+    for version in ["runtime-info15", "runtime-main"] {
+        let o = gen_cmd()
+            .arg("check")
+            .arg("--include")
+            .arg(shared(version))
+            .arg("--annotations")
+            .arg(&ann)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{version}: {t}");
+        let error = format!(
+            "error: length parameter `fStartJit` of `rgILMapEntries` is `BOOL`, a boolean: it cannot count elements\n  \
+             --> {}:{line}:5\n  = note: declared at corprof.h:",
+            ann.join("info.yaml").display()
+        );
+        assert!(t.contains(&error), "{version}: {t}");
+        assert!(
+            !t.contains(
+                "`len: fStartJit` of `rgILMapEntries` in ICorProfilerInfo::SetILInstrumentedCodeMap unconfirmed"
+            ),
+            "{t}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -634,5 +714,178 @@ fn bootstrap_keeps_a_hard_link_one_file() {
     assert!(written.starts_with("# mine\n\nICorProfilerCallback2:\n"), "{written:.200}");
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), 3, "no temporary file is left: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// Runs `cmd`, failing the test if it has not finished within a minute (a hang, not a slow
+/// machine: each run here takes seconds).
+fn output_within_a_minute(cmd: &mut Command) -> Output {
+    use std::io::Read;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Drained meanwhile, so a full pipe cannot stall the child.
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after a minute (hangs): {cmd:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// A file over `len` bytes that takes no disk space.
+fn sparse(path: &Path, len: u64) {
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
+
+/// Annotation files that are not what they claim: a link to /dev/zero (read without end before),
+/// a FIFO (waited on forever), a folder, a file over the 16 MiB cap. Each is an error naming its
+/// path and what it is, all at once, and the command finishes.
+#[test]
+fn annotation_files_that_are_no_regular_files_are_refused() {
+    let tmp = temp("special-yaml");
+    let ann = callbacks_folder(&tmp);
+    std::os::unix::fs::symlink("/dev/zero", ann.join("zero.yaml")).unwrap();
+    mkfifo(&ann.join("info.yaml"));
+    std::fs::create_dir(ann.join("folder.yaml")).unwrap();
+    sparse(&ann.join("big.yaml"), (16 << 20) + 1);
+    std::fs::create_dir(ann.join("docs")).unwrap();
+    mkfifo(&ann.join("docs/info.yaml"));
+    let o = output_within_a_minute(
+        gen_cmd().arg("check").arg("--include").arg(shared("runtime-main")).arg("--annotations").arg(&ann),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let shown = |name: &str| ann.join(name).display().to_string();
+    for (name, why) in [
+        ("zero.yaml", "it is a symbolic link to /dev/zero, a character device, not a regular file"),
+        ("info.yaml", "it is a FIFO (named pipe), not a regular file"),
+        ("folder.yaml", "it is a folder, not a regular file"),
+        ("big.yaml", "it holds 16777217 bytes, over the 16 MiB a file may hold here"),
+        ("docs/info.yaml", "it is a FIFO (named pipe), not a regular file"),
+    ] {
+        assert!(t.contains(&format!("error: cannot read {}: {why}\n", shown(name))), "{name}: {t}");
+    }
+    // `bootstrap --write` into a FIFO is refused too, and does not wait for a writer.
+    let o = output_within_a_minute(
+        gen_cmd()
+            .arg("bootstrap")
+            .arg("--include")
+            .arg(shared("runtime-main"))
+            .arg("--annotations")
+            .arg(callbacks_folder(&tmp.join("other")))
+            .arg("--write")
+            .arg(ann.join("info.yaml")),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("it is not a regular file"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The header list, the headers and the IDL: a FIFO `headers.yaml` is an error at it (it was
+/// "no headers.yaml"), a FIFO `corprof.h` is an error at its line of the list before libclang
+/// opens it, a `corprof.idl` linked to /dev/urandom and a header over the 64 MiB cap are errors at
+/// their paths.
+#[test]
+fn header_inputs_that_are_no_regular_files_are_refused() {
+    let tmp = temp("special-headers");
+    let ann = callbacks_folder(&tmp);
+    let list = tmp.join("list");
+    std::fs::create_dir_all(&list).unwrap();
+    std::fs::copy(ann.join("callbacks.yaml"), list.join("callbacks.yaml")).unwrap();
+    mkfifo(&list.join("headers.yaml"));
+    let o = output_within_a_minute(
+        gen_cmd().arg("check").arg("--include").arg(shared("runtime-main")).arg("--annotations").arg(&list),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let why = "it is a FIFO (named pipe), not a regular file";
+    assert!(t.contains(&format!("error: cannot read {}: {why}\n", list.join("headers.yaml").display())), "{t}");
+
+    // A header folder: the real cor.h and corhdr.h, and a FIFO in the place of corprof.h.
+    let fifo_dir = tmp.join("fifo");
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    for h in ["cor.h", "corhdr.h"] {
+        std::os::unix::fs::symlink(shared("runtime-main").join(h), fifo_dir.join(h)).unwrap();
+    }
+    mkfifo(&fifo_dir.join("corprof.h"));
+    let o =
+        output_within_a_minute(gen_cmd().arg("check").arg("--include").arg(&fifo_dir).arg("--annotations").arg(&ann));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let line = std::fs::read_to_string(ann.join("headers.yaml")).unwrap().lines().position(|l| l == "corprof.h:");
+    let error = format!(
+        "error: cannot read {}: {why}\n  --> {}:{}:1\n",
+        fifo_dir.join("corprof.h").display(),
+        ann.join("headers.yaml").display(),
+        line.unwrap() + 1
+    );
+    assert!(t.contains(&error), "{t}");
+
+    // The IDL beside the header, a link to /dev/urandom; then a header over the cap.
+    let idl_dir = tmp.join("idl");
+    std::fs::create_dir_all(&idl_dir).unwrap();
+    for h in ["cor.h", "corhdr.h", "corprof.h"] {
+        std::os::unix::fs::symlink(shared("runtime-main").join(h), idl_dir.join(h)).unwrap();
+    }
+    std::os::unix::fs::symlink("/dev/urandom", idl_dir.join("corprof.idl")).unwrap();
+    let o =
+        output_within_a_minute(gen_cmd().arg("check").arg("--include").arg(&idl_dir).arg("--annotations").arg(&ann));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let why = "it is a symbolic link to /dev/urandom, a character device, not a regular file";
+    assert!(t.contains(&format!("error: cannot read corprof.idl: {why}\n")), "{t}");
+    std::fs::remove_file(idl_dir.join("corprof.idl")).unwrap();
+    std::fs::remove_file(idl_dir.join("cor.h")).unwrap();
+    sparse(&idl_dir.join("cor.h"), (64 << 20) + 1);
+    let o =
+        output_within_a_minute(gen_cmd().arg("check").arg("--include").arg(&idl_dir).arg("--annotations").arg(&ann));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let why = "it holds 67108865 bytes, over the 64 MiB a file may hold here";
+    assert!(t.contains(&format!("error: cannot read {}: {why}\n", idl_dir.join("cor.h").display())), "{t}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// 20,000 nested flow sequences (7.6 s in serde_yaml's scanner before) are refused at once, at
+/// the bracket that goes past the limit.
+#[test]
+fn deeply_nested_yaml_is_refused_fast() {
+    let tmp = temp("deep");
+    let ann = callbacks_folder(&tmp);
+    std::fs::write(ann.join("deep.yaml"), format!("ICorProfilerInfo: {}{}\n", "[".repeat(20_000), "]".repeat(20_000)))
+        .unwrap();
+    let o = output_within_a_minute(
+        gen_cmd().arg("check").arg("--include").arg(shared("runtime-main")).arg("--annotations").arg(&ann),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let col = "ICorProfilerInfo: ".len() + 64;
+    let at = format!(
+        "error: annotation YAML nested deeper than 64 levels\n  --> {}:1:{col}\n",
+        ann.join("deep.yaml").display()
+    );
+    assert!(t.contains(&at), "{t}");
     let _ = std::fs::remove_dir_all(&tmp);
 }

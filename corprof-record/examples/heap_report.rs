@@ -3,13 +3,12 @@
 //!
 //!     cargo run -p corprof-record --example heap_report -- SNAPSHOT TABLE.txt TREEMAP.html
 
-use corprof_record::heap;
-use std::io::Write;
+use corprof_record::{files, heap};
 use std::path::Path;
 use std::time::Instant;
 
 fn main() -> std::io::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let [snapshot, table, treemap] = args.as_slice() else {
         eprintln!("usage: heap_report SNAPSHOT TABLE.txt TREEMAP.html");
         std::process::exit(2);
@@ -21,12 +20,9 @@ fn main() -> std::io::Result<()> {
     let d = heap::Dominators::compute(&s);
     let dominators = t.elapsed();
     let t = Instant::now();
-    let mut out = std::io::BufWriter::new(std::fs::File::create(table)?);
-    heap::write_table(&s, &d, &mut out, Some(50))?;
-    out.flush()?;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(treemap)?);
-    heap::write_treemap(&s, &d, &mut out)?;
-    out.flush()?;
+    // Only new or regular files are written (corprof_record::files).
+    files::write_in_place(Path::new(table), |out| heap::write_table(&s, &d, out, Some(50)))?;
+    files::write_in_place(Path::new(treemap), |out| heap::write_treemap(&s, &d, out))?;
     let written = t.elapsed();
     println!(
         "objects {} references {} read_ms {:.1} dominators_ms {:.1} write_ms {:.1}",

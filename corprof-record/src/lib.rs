@@ -5,6 +5,7 @@
 //! file the command names in [`settings::OUT`]; the command reads it back and writes the format
 //! the user asked for.
 
+pub mod files;
 #[cfg(feature = "cli")]
 pub mod formats;
 pub mod heap;

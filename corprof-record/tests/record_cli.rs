@@ -59,7 +59,12 @@ struct Output {
 }
 
 /// Waits for `child` (killing it after [`RUN_TIMEOUT`]) and collects its output.
-fn finish(mut child: Child) -> Output {
+fn finish(child: Child) -> Output {
+    finish_within(child, RUN_TIMEOUT)
+}
+
+/// [`finish`], killing the child and failing after `timeout`.
+fn finish_within(mut child: Child, timeout: Duration) -> Output {
     let pipe = |p: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -76,9 +81,10 @@ fn finish(mut child: Child) -> Output {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if started.elapsed() > RUN_TIMEOUT {
+        if started.elapsed() > timeout {
             let _ = child.kill();
-            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.join().unwrap());
+            let _ = child.wait();
+            panic!("did not finish in {timeout:?}: {}", err.join().unwrap());
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -265,6 +271,182 @@ fn bad_command_lines_are_one_line_errors() {
     assert_one_line_error(&record(&["record", "--", dotnet, "/nonexistent/App.dll"]), "no app /nonexistent/App.dll");
     assert_one_line_error(&record(&["record", "--", "/nonexistent/dotnet", dll]), "cannot run /nonexistent/dotnet");
     assert_one_line_error(&record(&["record", "--pid", "999999999", "--duration", "1"]), "cannot attach");
+    // Out of range or not a number: refused before the app starts.
+    let long_filter = "x".repeat(5000);
+    for (args, expected) in [
+        (&["--interval-ms", "4294967295"][..], "4294967295 is not in 1..=60000"),
+        (&["--interval-ms", "60001"], "60001 is not in 1..=60000"),
+        (&["--interval-ms", "abc"], "'abc'"),
+        (&["--at-ms", "86400001"], "86400001 is not in 0..=86400000"),
+        (&["--mode", "calls", "--filter", &long_filter], "CORPROF_RECORD_FILTER is 5000 bytes long"),
+    ] {
+        let run = record(&[&["record"][..], args, &["--", dotnet, dll]].concat());
+        assert_one_line_error(&run, expected);
+        assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
+    }
+    assert_one_line_error(
+        &record(&["record", "--pid", "1", "--duration", "0.0001"]),
+        "--duration 0.0001: give a number of seconds from 0.001 to 86400",
+    );
+}
+
+/// A temporary folder of the test's own, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("corprof-record-test-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+/// What `path` is itself (a symlink is not followed).
+fn kind(path: &Path) -> Option<std::fs::FileType> {
+    std::fs::symlink_metadata(path).ok().map(|m| m.file_type())
+}
+
+/// `-o` naming anything but a new or regular file is refused in one line before the app starts,
+/// and promptly: a FIFO no longer waits for a reader forever, a symlink to `/dev/null` is left
+/// as it is (and `/dev/null` a character device). A symlink to a regular file writes that file.
+#[test]
+fn an_output_that_is_not_a_regular_file_is_refused_before_the_app_starts() {
+    use std::os::unix::fs::{FileTypeExt, symlink};
+    let dir = TempDir::new("not-regular");
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let fifo = dir.0.join("fifo");
+    mkfifo(&fifo);
+    let folder = dir.0.join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let socket = dir.0.join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let to_fifo = dir.0.join("to-fifo");
+    symlink(&fifo, &to_fifo).unwrap();
+    let to_null = dir.0.join("to-null");
+    symlink("/dev/null", &to_null).unwrap();
+    let dangling = dir.0.join("dangling");
+    symlink(dir.0.join("nothing"), &dangling).unwrap();
+    let record_to = |out: &Path| {
+        let args = ["record", "--format", "folded", "-o", out.to_str().unwrap(), "--"];
+        let mut command = corprof();
+        command.args(args).arg(&dotnet).arg(&dll).args(["0", "200"]);
+        finish_within(command.spawn().unwrap(), Duration::from_secs(30))
+    };
+    for (path, what) in [
+        (&fifo, "is a FIFO"),
+        (&folder, "is a directory"),
+        (&socket, "is a socket"),
+        (&to_fifo, "is a symlink to a FIFO"),
+        (&to_null, "is a symlink to a character device"),
+        (&dangling, "is a symlink to nothing"),
+    ] {
+        let before = kind(path);
+        let run = record_to(path);
+        assert_one_line_error(
+            &run,
+            &format!("corprof: {} {what}: corprof record writes only regular files", path.display()),
+        );
+        assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
+        assert_eq!(kind(path), before, "{} changed", path.display());
+    }
+    assert!(kind(&fifo).is_some_and(|k| k.is_fifo()) && kind(&to_null).is_some_and(|k| k.is_symlink()));
+    assert!(std::fs::metadata("/dev/null").is_ok_and(|m| m.file_type().is_char_device()), "/dev/null is gone");
+    assert!(kind(&dir.0.join("nothing")).is_none(), "a dangling symlink's target was made");
+    let nowhere = dir.0.join("none/out.folded");
+    let run = record_to(&nowhere);
+    let folder = dir.0.join("none");
+    assert_one_line_error(&run, &format!("cannot write {}: no folder {}", nowhere.display(), folder.display()));
+    assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
+    // A symlink to a regular file: the file is written, the symlink stays.
+    let file = dir.0.join("file.folded");
+    std::fs::write(&file, "old").unwrap();
+    let link = dir.0.join("link.folded");
+    symlink(&file, &link).unwrap();
+    let run = record_to(&link);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(kind(&link).is_some_and(|k| k.is_symlink()));
+    assert!(read_folded(&file).keys().any(|s| s.contains("RecordCpuApp.Work::Heavy")));
+}
+
+/// A variable of someone else's that is not UTF-8 (name or value) changes nothing; one of the
+/// profiler's own is one line naming it.
+fn non_utf8(runtime: &str) {
+    use std::os::unix::ffi::OsStrExt;
+    let out = out_path(&format!("non-utf8-{runtime}"));
+    let (dotnet, dll) = (dotnet(runtime), app_dll());
+    let args = ["record", "--format", "folded", "-o", out.to_str().unwrap(), "--"];
+    let os = |b: &[u8]| std::ffi::OsStr::from_bytes(b).to_os_string();
+    let mut command = corprof();
+    command.args(args).arg(&dotnet).arg(&dll).args(["0", "300"]);
+    command.env(os(b"CORPROF_TEST_JUNK"), os(b"\xff\xfe")).env(os(b"JUNK_\xff"), "x");
+    let run = finish(command.spawn().unwrap());
+    assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(read_folded(&out).keys().any(|s| s.contains("RecordCpuApp.Work::Heavy")));
+    let _ = std::fs::remove_file(&out);
+    let mut command = corprof();
+    command.args(args).arg(&dotnet).arg(&dll).args(["0", "100"]);
+    command.env(settings::CPU_WALK, os(b"\xff"));
+    let run = finish(command.spawn().unwrap());
+    assert_eq!(
+        run.stderr.lines().last(),
+        Some(
+            "corprof: the profiler did not start: CORPROF_RECORD_CPU_WALK=\"\\xFF\" is not UTF-8 text; nothing was recorded"
+        ),
+        "CoreCLR {runtime}: {}",
+        run.stderr
+    );
+    assert_eq!(run.code, Some(1));
+    assert!(!out.exists());
+}
+
+#[test]
+fn only_its_own_variables_must_be_utf8_8() {
+    non_utf8("8");
+}
+
+#[test]
+fn only_its_own_variables_must_be_utf8_3() {
+    non_utf8("3");
+}
+
+/// `--interval-ms 60000`, the longest: the app's 200 ms run ends the recording at once (the
+/// sampler's wait is cut short at Shutdown), with no sample.
+fn longest_interval(runtime: &str) {
+    let out = out_path(&format!("long-interval-{runtime}"));
+    let (dotnet, dll) = (dotnet(runtime), app_dll());
+    let mut command = corprof();
+    command.args(["record", "--interval-ms", "60000", "--format", "folded", "-o", out.to_str().unwrap(), "--"]);
+    command.arg(&dotnet).arg(&dll).args(["0", "200"]);
+    let started = Instant::now();
+    let run = finish_within(command.spawn().unwrap(), Duration::from_secs(40));
+    assert!(started.elapsed() < Duration::from_secs(30), "CoreCLR {runtime}: took {:?}", started.elapsed());
+    assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(run.stdout.contains("RecordCpu done"), "{}", run.stdout);
+    assert!(read_folded(&out).is_empty());
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn the_longest_interval_does_not_hold_the_apps_end_8() {
+    longest_interval("8");
+}
+
+#[test]
+fn the_longest_interval_does_not_hold_the_apps_end_3() {
+    longest_interval("3");
 }
 
 #[test]
@@ -286,7 +468,8 @@ fn a_profiler_that_does_not_start_is_reported_and_the_app_runs() {
     let last = run.stderr.lines().last().unwrap_or_default();
     assert_eq!(
         last,
-        "corprof: the profiler did not start: CORPROF_RECORD_DURATION_MS=\"soon\" is not a number; nothing was recorded"
+        "corprof: the profiler did not start: CORPROF_RECORD_DURATION_MS=\"soon\" is not a number: give a whole \
+         number of milliseconds from 1 to 86400000; nothing was recorded"
     );
     assert_eq!(run.stderr.lines().filter(|l| l.starts_with("corprof: the profiler")).count(), 1);
     assert_eq!(run.code, Some(1));

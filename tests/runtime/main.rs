@@ -32,6 +32,7 @@ mod oracle;
 mod probe;
 mod record_alloc;
 mod record_calls;
+mod record_settings;
 mod rejit;
 mod reliability;
 mod rewrite;

@@ -73,7 +73,7 @@ impl DocsTable {
             for path in paths {
                 let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
                 table.files.push(path.display().to_string());
-                let text = match std::fs::read(&path)
+                let text = match crate::input::read(&path, crate::input::YAML_CAP)
                     .map_err(|e| Diagnostic::error(format!("cannot read {shown}: {e}")))
                     .and_then(|bytes| super::Annotations::text(&shown, bytes))
                 {

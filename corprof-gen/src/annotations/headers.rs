@@ -83,7 +83,8 @@ impl HeaderList {
     pub fn load(dirs: &[PathBuf], display_root: &Path) -> Result<Option<HeaderList>, Errors> {
         let mut found: Option<(HeaderList, String)> = None;
         let mut errors = Errors::default();
-        for path in dirs.iter().map(|d| d.join(HEADERS_FILE)).filter(|p| p.is_file()) {
+        // Whatever is there: a FIFO or a folder of that name is an error at it, not "no list".
+        for path in dirs.iter().map(|d| d.join(HEADERS_FILE)).filter(|p| crate::input::exists(p)) {
             let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
             if let Some((_, first)) = &found {
                 errors.push(
@@ -94,7 +95,7 @@ impl HeaderList {
                 );
                 continue;
             }
-            let text = std::fs::read(&path)
+            let text = crate::input::read(&path, crate::input::YAML_CAP)
                 .map_err(|e| Diagnostic::error(format!("cannot read {shown}: {e}")))
                 .and_then(|bytes| super::Annotations::text(&shown, bytes));
             match text.map_err(Errors::from).and_then(|t| HeaderList::parse(&shown, &t)) {
@@ -137,9 +138,21 @@ impl HeaderList {
             return Err(Diagnostic::error("no headers to parse: the header list is empty").into());
         }
         for h in &self.entries {
-            if include_dirs.iter().any(|d| d.join(&h.name).is_file()) {
-                out.found.push(h.name.clone());
-                out.includes.push(h.name.clone());
+            // The first folder with anything of that name is where clang finds it: it must be a
+            // regular file of a header's size (libclang opens it itself, and would wait on a FIFO
+            // or read a device without end).
+            if let Some(path) = include_dirs.iter().map(|d| d.join(&h.name)).find(|p| crate::input::exists(p)) {
+                match crate::input::check(&path, crate::input::HEADER_CAP) {
+                    Ok(()) => {
+                        out.found.push(h.name.clone());
+                        out.includes.push(h.name.clone());
+                    }
+                    Err(why) => errors.push(
+                        Diagnostic::error(format!("cannot read {}: {why}", path.display()))
+                            .at(h.loc.clone())
+                            .help(format!("make {} the header itself (or a link to it)", path.display())),
+                    ),
+                }
             } else if h.required {
                 let searched: Vec<String> = include_dirs.iter().map(|d| d.display().to_string()).collect();
                 errors.push(
@@ -154,8 +167,22 @@ impl HeaderList {
                         )),
                 );
             } else if let Some(stand_in) = &h.stand_in {
-                if prelude.join(stand_in).is_file() || include_dirs.iter().any(|d| d.join(stand_in).is_file()) {
-                    out.includes.push(stand_in.clone());
+                let found = std::iter::once(prelude)
+                    .chain(include_dirs.iter().map(PathBuf::as_path))
+                    .map(|d| d.join(stand_in))
+                    .find(|p| crate::input::exists(p));
+                if let Some(path) = found {
+                    match crate::input::check(&path, crate::input::HEADER_CAP) {
+                        Ok(()) => out.includes.push(stand_in.clone()),
+                        Err(why) => errors.push(
+                            Diagnostic::error(format!(
+                                "cannot read {}, the stand-in of {}: {why}",
+                                path.display(),
+                                h.name
+                            ))
+                            .at(h.loc.clone()),
+                        ),
+                    }
                 } else {
                     errors.push(
                         Diagnostic::error(format!(

@@ -253,7 +253,7 @@ impl Annotations {
         for path in paths {
             let shown = path.strip_prefix(display_root).unwrap_or(&path).display().to_string();
             read.push(path.display().to_string());
-            let text = match std::fs::read(&path) {
+            let text = match crate::input::read(&path, crate::input::YAML_CAP) {
                 Ok(bytes) => match Annotations::text(&shown, bytes) {
                     Ok(t) => t,
                     Err(e) => {

@@ -2,7 +2,9 @@
 //! and where its block ends. A line scanner, not a YAML parser: it follows indentation and steps
 //! over what holds no keys (block scalars, flow collections, quoted scalars spanning lines). It
 //! also notes what serde_yaml's errors point past: keys written twice, where a quote or bracket
-//! still open at the end opened, and where a second document starts.
+//! still open at the end opened, and where a second document starts; and where the text nests
+//! deeper than [`MAX_DEPTH`], which the loader refuses before serde_yaml sees it. The scan is
+//! linear in the text's length, whatever it holds.
 
 use std::collections::HashMap;
 
@@ -38,6 +40,12 @@ pub(crate) struct Duplicate {
     pub second: (u32, u32),
 }
 
+/// How deep block maps, sequences and flow collections may nest, together: annotations need
+/// about 5 levels (interface, method, parameter, its map, a list in it). libyaml's scanner spends
+/// time in the square of the flow depth (every token revisits each open level's possible simple
+/// key), so 20,000 `[` took seconds before its own recursion limit answered.
+pub(crate) const MAX_DEPTH: usize = 64;
+
 /// A construct still open at the end of the text: `"`, `'`, `[` or `{`, and where it opened.
 pub(crate) type Unclosed = (char, u32, u32);
 
@@ -48,6 +56,8 @@ pub(crate) struct Outline {
     pub unclosed: Option<Unclosed>,
     /// The line where a second YAML document starts.
     pub second_document: Option<u32>,
+    /// Where (line, column) the nesting first goes past [`MAX_DEPTH`].
+    pub too_deep: Option<(u32, u32)>,
 }
 
 impl Outline {
@@ -59,8 +69,15 @@ impl Outline {
         }
         s.pop_to(0);
         let open = s.flow.quote.is_some() || s.flow.depth > 0;
+        let too_deep = s.too_deep.or(s.flow.too_deep);
         let (keys, duplicates) = (s.keys, s.duplicates);
-        Outline { keys, duplicates, unclosed: s.flow.opened.filter(|_| open), second_document: s.second_document }
+        Outline {
+            keys,
+            duplicates,
+            unclosed: s.flow.opened.filter(|_| open),
+            second_document: s.second_document,
+            too_deep,
+        }
     }
 
     /// The key at `path` (interface, method, parameter), if written in block style.
@@ -121,9 +138,19 @@ struct Scanner {
     started: bool,
     ended: bool,
     second_document: Option<u32>,
+    /// Where the block nesting (the stack) first went past [`MAX_DEPTH`].
+    too_deep: Option<(u32, u32)>,
 }
 
 impl Scanner {
+    /// Pushes an open key or item; notes where the nesting first gets too deep.
+    fn push(&mut self, indent: usize, key: usize, n: u32) {
+        self.stack.push((indent, key));
+        if self.stack.len() > MAX_DEPTH && self.too_deep.is_none() {
+            self.too_deep = Some((n, indent as u32 + 1));
+        }
+    }
+
     fn line(&mut self, line: &str, n: u32) {
         let body = line.trim_start_matches([' ', '\t']);
         let indent = line.len() - body.len();
@@ -138,6 +165,7 @@ impl Scanner {
             return;
         }
         if self.flow.quote.is_some() || self.flow.depth > 0 {
+            self.flow.base = self.stack.len();
             self.flow.scan(line, 1, n);
             self.content(n, body);
             return;
@@ -163,7 +191,7 @@ impl Scanner {
         // A sequence item: keys inside it belong to it, not to the map above.
         while let Some(after) = rest.strip_prefix('-').filter(|a| a.is_empty() || a.starts_with([' ', '\t'])) {
             let item = self.new_key(String::new(), n, col);
-            self.stack.push((col, item));
+            self.push(col, item, n);
             let value = after.trim_start_matches([' ', '\t']);
             col += rest.len() - value.len();
             rest = value;
@@ -186,7 +214,7 @@ impl Scanner {
                         self.keys[parent].children.insert(name, key);
                     }
                 }
-                self.stack.push((col, key));
+                self.push(col, key, n);
                 let value_col = col + rest[..rest.len() - after.len()].chars().count();
                 self.keys[key].inline = self.value(after, value_col, n, col as isize);
             }
@@ -216,6 +244,7 @@ impl Scanner {
         if block_scalar_header(v) {
             self.block_scalar = Some(parent);
         } else {
+            self.flow.base = self.stack.len();
             self.flow.scan(v, col + text[..text.len() - v.len()].chars().count() + 1, n);
         }
         true
@@ -262,6 +291,10 @@ struct Flow {
     depth: usize,
     /// The outermost construct open now, and where it opened.
     opened: Option<Unclosed>,
+    /// The block nesting around the collection (it counts towards [`MAX_DEPTH`] too).
+    base: usize,
+    /// Where the nesting first went past [`MAX_DEPTH`].
+    too_deep: Option<(u32, u32)>,
 }
 
 impl Flow {
@@ -302,6 +335,9 @@ impl Flow {
                         self.opened = Some((c, here.0, here.1));
                     }
                     self.depth += 1;
+                    if self.base + self.depth > MAX_DEPTH && self.too_deep.is_none() {
+                        self.too_deep = Some(here);
+                    }
                     at_start = true;
                 }
                 ']' | '}' if self.depth > 0 => {

@@ -2,7 +2,7 @@
 //! line:col), then walks it into the typed model. serde gives values no positions, so the
 //! [`Outline`] of the text maps each key path to the line:col where it is written.
 
-use super::outline::Outline;
+use super::outline::{MAX_DEPTH, Outline};
 use super::{
     AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec, SINCE_KEY,
     WRAPPER_KEY, WrapperSpec,
@@ -12,11 +12,20 @@ use crate::ir::Loc;
 use serde_yaml::Value;
 
 /// The file's YAML value and the outline that places its keys (file:line:col), or the syntax
-/// error: how each of the three files (annotations, docs, header list) starts.
+/// error: how each of the three files (annotations, docs, header list) starts. Text nested deeper
+/// than [`MAX_DEPTH`] is refused first, by the outline's linear scan: serde_yaml's parser would
+/// take time in the square of the depth before its own limit answered.
 fn read(file: &str, text: &str) -> Result<(Value, Outline), Errors> {
+    let outline = Outline::scan(text);
+    if let Some(place) = outline.too_deep {
+        return Err(Diagnostic::error(format!("annotation YAML nested deeper than {MAX_DEPTH} levels"))
+            .at(at(file, place))
+            .note("an annotation needs about 5 (interface, method, parameter, its map, a list in it)")
+            .into());
+    }
     match serde_yaml::from_str(text) {
-        Ok(root) => Ok((root, Outline::scan(text))),
-        Err(e) => Err(syntax_error(file, text, &e).into()),
+        Ok(root) => Ok((root, outline)),
+        Err(e) => Err(syntax_error(file, text, &outline, &e).into()),
     }
 }
 
@@ -131,9 +140,8 @@ fn at(file: &str, (line, col): (u32, u32)) -> Loc {
 /// A YAML syntax error at the line that caused it. serde_yaml says where its parser gave up:
 /// the end of the file for an unclosed quote or bracket, the map for a duplicate key, nowhere
 /// for a second document. The outline of the text knows the real place.
-fn syntax_error(file: &str, text: &str, e: &serde_yaml::Error) -> Diagnostic {
+fn syntax_error(file: &str, text: &str, outline: &Outline, e: &serde_yaml::Error) -> Diagnostic {
     let msg = e.to_string();
-    let outline = Outline::scan(text);
     if msg.starts_with("deserializing from YAML containing more than one document") {
         let line = outline.second_document.unwrap_or(1);
         return Diagnostic::error("an annotation file holds one YAML document; a second one starts here")
@@ -143,7 +151,7 @@ fn syntax_error(file: &str, text: &str, e: &serde_yaml::Error) -> Diagnostic {
     }
     let mark = e.location().map(|l| (l.line() as u32, l.column() as u32));
     if msg.contains("duplicate entry ") {
-        return duplicate(file, &outline, &msg, mark);
+        return duplicate(file, outline, &msg, mark);
     }
     // serde_yaml: "<problem> at line L column C[, <context>[ at line L column C]]".
     let (problem, context) = msg.split_once(", ").unwrap_or((&msg, ""));

@@ -354,6 +354,15 @@ impl<'tu> Type<'tu> {
         (CXType_Char_U..=CXType_Int128).contains(&self.raw.kind)
     }
 
+    /// A character type (`char`, `unsigned char`, `wchar_t`, `char16_t`, …): an integer to C
+    /// that holds text or bytes.
+    pub fn is_character(&self) -> bool {
+        matches!(
+            self.raw.kind,
+            CXType_Char_U | CXType_UChar | CXType_Char16 | CXType_Char32 | CXType_Char_S | CXType_SChar | CXType_WChar
+        )
+    }
+
     pub fn is_const(&self) -> bool {
         // SAFETY: a live type (module invariant).
         unsafe { clang_isConstQualifiedType(self.raw) != 0 }

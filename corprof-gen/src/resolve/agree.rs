@@ -23,9 +23,9 @@ pub struct Place<'a> {
     pub idl: Option<&'a IdlParam>,
 }
 
-/// Checks `pa` against the header; returns whether the header marks the parameter counted
-/// (`[size_is]`, `[length_is]`) without stating by what, so its `len`/`cap` went unchecked.
-pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Errors) -> bool {
+/// Checks `pa` against the header; returns what the header says (`[size_is][in]`) when it marks
+/// the parameter counted without stating by what, so the entry's `len`/`cap` went unconfirmed.
+pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Errors) -> Option<String> {
     let spec = &pa.spec;
     let at = |msg: String| Diagnostic::error(msg).at(pa.loc.clone()).declared_at(&param.loc);
     // (what the header says, what to write instead)
@@ -102,7 +102,10 @@ pub fn check(place: &Place<'_>, param: &Param, pa: &ParamAnn, errors: &mut Error
         }
     }
 
-    let unstated = said.sized.is_some() && said.count.is_none() && !spec.raw;
+    // Without `len`/`cap` the entry is an error above (or `raw`): nothing went unconfirmed.
+    let counted = spec.len.is_some() || spec.cap.is_some();
+    let unstated =
+        said.sized.as_ref().filter(|_| said.count.is_none() && !spec.raw && counted).map(|s| s.quote.clone());
     match &spec.override_reason {
         None => {
             for (what, help) in disagree {

@@ -19,8 +19,7 @@ use corprof_record::profile::{Profile, Unit};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -32,9 +31,46 @@ const MAX_STACKS: usize = 200_000;
 /// Frames kept per stack (the outermost ones are dropped beyond it).
 const MAX_DEPTH: usize = 512;
 
+/// The sampler's stop signal: its wait for the next tick ends as soon as it is raised (at
+/// Shutdown, at an attach's end, or when the recording is dropped), whatever the interval —
+/// a plain sleep would hold Shutdown, and so the app's exit, for up to an interval.
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    raised: Condvar,
+}
+
+impl Stop {
+    fn lock(&self) -> MutexGuard<'_, bool> {
+        self.stopped.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn raise(&self) {
+        *self.lock() = true;
+        self.raised.notify_all();
+    }
+
+    fn is_raised(&self) -> bool {
+        *self.lock()
+    }
+
+    /// Waits until `deadline` or the stop, whichever comes first; `true` if stopped.
+    fn wait_until(&self, deadline: Instant) -> bool {
+        let mut stopped = self.lock();
+        while !*stopped {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            stopped = self.raised.wait_timeout(stopped, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        *stopped
+    }
+}
+
 /// Starts the sampler thread.
 pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::default());
     let sampler = Sampler {
         info: ctx.info.clone(),
         interval: Duration::from_millis(ctx.settings.interval_ms),
@@ -56,14 +92,14 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
 
 /// The running cpu recording.
 struct Cpu {
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     thread: Mutex<Option<JoinHandle<(Profile, Pauses)>>>,
 }
 
 impl Cpu {
     /// Stops the sampler and takes what it recorded (`None` if it already stopped or panicked).
     fn stop(&self) -> Option<(Profile, Pauses)> {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.raise();
         let thread = self.thread.lock().ok()?.take()?;
         thread.join().ok()
     }
@@ -94,7 +130,7 @@ struct Sampler {
     interval: Duration,
     clock: Clock,
     threads: Arc<ThreadNames>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     /// `false`: suspend and resume only (the runtime's own share of the pause, for benchmarks).
     walk: bool,
 }
@@ -121,16 +157,12 @@ impl Sampler {
         let mut names = Names::new(&self.info);
         let mut cpu = CpuClocks::default();
         let mut next = Instant::now() + self.interval;
-        while !self.stop.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(next - now);
+        while !self.stop.is_raised() {
+            if self.stop.wait_until(next) {
+                break;
             }
             // A late tick is taken once; the ones it overran are skipped, not caught up.
             next = next.max(Instant::now()) + self.interval;
-            if self.stop.load(Ordering::Relaxed) {
-                break;
-            }
             if !thread_ready {
                 thread_ready = self.info.initialize_current_thread().is_ok();
             }
@@ -288,6 +320,26 @@ mod tests {
         while thread_cpu_ns(me).unwrap() - start < 30_000_000 {
             assert!(wall.elapsed() < Duration::from_secs(10), "the CPU clock does not move");
         }
+    }
+
+    #[test]
+    fn a_stop_ends_the_wait_at_once() {
+        let stop = Arc::new(Stop::default());
+        let far = Instant::now() + Duration::from_secs(3600);
+        let waiter = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                (stop.wait_until(far), started.elapsed())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        stop.raise();
+        let (stopped, waited) = waiter.join().unwrap();
+        assert!(stopped && waited < Duration::from_secs(10), "{waited:?}");
+        assert!(stop.wait_until(far), "a raised stop does not wait");
+        let short = Stop::default();
+        assert!(!short.wait_until(Instant::now() + Duration::from_millis(20)), "the deadline ends it");
     }
 
     #[test]

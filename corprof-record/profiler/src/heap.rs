@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_MAX_OBJECTS: usize = 20_000_000;
 
 /// `1`: heap mode prints how long each step of the snapshot took to stderr (`corprof: heap
-/// timing: …`), for scripts/bench-heap.
-pub const TIMING: &str = "CORPROF_RECORD_HEAP_TIMING";
+/// timing: …`), for scripts/bench-heap ([`settings::HEAP_TIMING`]).
+pub const TIMING: &str = settings::HEAP_TIMING;
 
 /// What heap mode is told.
 #[derive(Clone, Debug, Default)]
@@ -49,15 +49,20 @@ pub struct HeapSettings {
 }
 
 impl HeapSettings {
-    /// From the environment the command sets.
-    pub fn from_env() -> HeapSettings {
-        HeapSettings {
-            out: std::env::var_os(settings::OUT).map(PathBuf::from),
-            at_ms: std::env::var(settings::AT_MS).ok().and_then(|v| v.trim().parse().ok()),
-            on_signal: std::env::var_os(settings::SIGNAL).is_some_and(|v| v == "1"),
+    /// From the environment the command sets, checked ([`settings::from_env`]); the error names
+    /// the setting that is wrong.
+    pub fn from_env() -> std::result::Result<HeapSettings, String> {
+        let pairs = settings::from_env()?;
+        let get = |key: &str| pairs.get(key).map(String::as_str);
+        Ok(HeapSettings {
+            out: get(settings::OUT).map(PathBuf::from),
+            at_ms: get(settings::AT_MS)
+                .map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE))
+                .transpose()?,
+            on_signal: get(settings::SIGNAL) == Some("1"),
             max_objects: DEFAULT_MAX_OBJECTS,
-            timing: std::env::var_os(TIMING).is_some_and(|v| v == "1"),
-        }
+            timing: get(TIMING) == Some("1"),
+        })
     }
 }
 
@@ -151,8 +156,7 @@ impl HeapMode {
         let started = Instant::now();
         match &*lock(&self.0.taken) {
             Some(Ok(snapshot)) => {
-                corprof_record::heap::write(snapshot, out)
-                    .map_err(|e| format!("cannot write the heap snapshot to {}: {e}", out.display()))?;
+                corprof_record::heap::write(snapshot, out).map_err(|e| format!("the heap snapshot: {e}"))?;
                 say_time(&self.0.settings, &format!("write ({} objects)", snapshot.len()), started);
                 Ok(())
             }

@@ -6,9 +6,11 @@
 //! [`Recording`], and gives the recording's result to the file named by
 //! [`corprof_record::settings::OUT`]: at Shutdown, or for an attach after
 //! [`corprof_record::settings::DURATION_MS`], just before it asks the runtime to detach it. When
-//! it cannot start (a bad setting, a mode not built), it writes why to `<OUT>.error` and fails
-//! `Initialize`, so the runtime unloads it and the command can say what went wrong. After a
-//! detach it creates `<OUT>.detached`.
+//! it cannot start (a bad setting, an output that is not a regular file, a mode not built), it
+//! says why in one `corprof: …` line, writes it to `<OUT>.error` and fails `Initialize`, so the
+//! runtime unloads it and the command can say what went wrong. After a detach it creates
+//! `<OUT>.detached`. Every file it writes goes through [`corprof_record::files::replace`]:
+//! created or replaced only if it is a regular file.
 
 pub mod alloc;
 pub mod alloc_tick;
@@ -22,7 +24,7 @@ pub mod pauses;
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ObjectID, ThreadID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result, WStr};
-use corprof_record::settings;
+use corprof_record::{files, settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{RecvTimeoutError, Sender};
@@ -70,11 +72,16 @@ pub enum Clock {
 }
 
 impl Settings {
-    /// Reads the settings from `KEY=VALUE` pairs; the error says which setting is wrong.
+    /// Reads the settings from `KEY=VALUE` pairs, each checked ([`settings::check`]: a name that
+    /// is not a setting, a value out of its range); the error says which setting is wrong.
     pub fn from_pairs(pairs: HashMap<String, String>) -> std::result::Result<Settings, String> {
+        // In name order, so that of several bad settings the same one is always named.
+        let mut sorted: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        sorted.sort();
+        settings::check_all(sorted)?;
         let get = |key: &str| pairs.get(key).map(String::as_str);
-        let number = |key: &str| -> std::result::Result<Option<u64>, String> {
-            get(key).map(|v| v.parse::<u64>().map_err(|_| format!("{key}={v:?} is not a number"))).transpose()
+        let number = |key: &str, range| -> std::result::Result<Option<u64>, String> {
+            get(key).map(|v| settings::number(key, v, range)).transpose()
         };
         let mode = match get(settings::MODE) {
             Some("cpu") | None => Mode::Cpu,
@@ -84,23 +91,21 @@ impl Settings {
             Some(other) => return Err(format!("{}={other:?} is not cpu, alloc, heap or calls", settings::MODE)),
         };
         let out = get(settings::OUT).map(PathBuf::from).ok_or_else(|| format!("{} is not set", settings::OUT))?;
-        let interval_ms = number(settings::INTERVAL_MS)?.unwrap_or(10);
-        if interval_ms == 0 {
-            return Err(format!("{}=0: the interval must be at least 1 ms", settings::INTERVAL_MS));
-        }
+        let interval_ms = number(settings::INTERVAL_MS, settings::INTERVAL_MS_RANGE)?.unwrap_or(10);
         let clock = match get(settings::CLOCK) {
             Some("wall") | None => Clock::Wall,
             Some("cpu") => Clock::Cpu,
             Some(other) => return Err(format!("{}={other:?} is not wall or cpu", settings::CLOCK)),
         };
-        let duration_ms = number(settings::DURATION_MS)?;
+        let duration_ms = number(settings::DURATION_MS, settings::DURATION_MS_RANGE)?;
         Ok(Settings { mode, out, interval_ms, clock, duration_ms, pairs })
     }
 }
 
-/// The `CORPROF_RECORD_*` variables of the environment.
-fn env_pairs() -> HashMap<String, String> {
-    std::env::vars().filter(|(k, _)| k.starts_with("CORPROF_RECORD_")).collect()
+/// The `CORPROF_RECORD_*` variables of the environment, checked ([`settings::from_env`]: other
+/// variables are not read, whatever their bytes).
+fn env_pairs() -> std::result::Result<HashMap<String, String>, String> {
+    settings::from_env()
 }
 
 /// An attach's client data: `KEY=VALUE` pairs separated by `;` or newlines (blank ones skipped).
@@ -137,7 +142,8 @@ pub struct Started {
 /// any other.
 pub trait Recording: CorProfilerCallback + Send + Sync {
     /// Stops recording (joins the mode's threads) and writes the result to `out`, completely
-    /// before the file appears under that name ([`write_atomically`]). Called at most once;
+    /// before the file appears under that name, and only over a regular file
+    /// ([`write_atomically`]). Called at most once;
     /// dropping a recording unfinished must stop its threads too.
     fn finish(&self, out: &Path) -> std::io::Result<()>;
 
@@ -163,13 +169,18 @@ fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     }
 }
 
-/// Writes `text` to `path` through a temporary sibling renamed into place, so a reader that sees
-/// the file sees all of it.
+/// Writes `text` to `path` through a new file beside it renamed into place, so a reader that
+/// sees the file sees all of it; `path` must name nothing yet or a regular file (or a symlink to
+/// one): [`corprof_record::files::replace`].
 pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    std::fs::write(&partial, text)?;
-    std::fs::rename(&partial, path)
+    files::replace(path, text)
+}
+
+/// `out` with `suffix` added (the `.error`, `.detached` and `.stats` files beside it).
+fn beside(out: &Path, suffix: &str) -> PathBuf {
+    let mut path = out.as_os_str().to_owned();
+    path.push(suffix);
+    PathBuf::from(path)
 }
 
 /// The profiler. Crate-private: its callbacks trust their arguments (the EventPipe provider
@@ -206,19 +217,36 @@ impl Result_ {
         if let (Some(recording), Some(out)) = (self.recording.get(), self.out.get())
             && let Err(e) = recording.finish(out)
         {
-            eprintln!("corprof-record: cannot write {}: {e}", out.display());
+            eprintln!("corprof: {e}");
         }
     }
 }
 
 impl Recorder {
-    /// Starts recording with `pairs`; on failure writes why to `<OUT>.error` and says it on
-    /// stderr.
-    fn start(&self, unknown: &IUnknown, pairs: HashMap<String, String>, attached: bool) -> Result<()> {
-        if let Some(out) = pairs.get(settings::OUT) {
-            let _ = self.result.out.set(PathBuf::from(out));
+    /// Starts recording with `pairs` (or says why they could not be read); on failure writes
+    /// why to `<OUT>.error` and says it on stderr.
+    fn start(
+        &self,
+        unknown: &IUnknown,
+        pairs: std::result::Result<HashMap<String, String>, String>,
+        attached: bool,
+    ) -> Result<()> {
+        // Where to say why the start failed: beside OUT as given (or, when the settings did not
+        // read, as the environment has it), if it is a path that may be written at all — beside
+        // a refused one (`/dev/null`) nothing is written.
+        let out = match &pairs {
+            Ok(pairs) => pairs.get(settings::OUT).cloned(),
+            Err(_) => std::env::var_os(settings::OUT).and_then(|v| v.into_string().ok()),
+        };
+        if let Some(out) = out.filter(|out| settings::check(settings::OUT, out).is_ok()).map(PathBuf::from)
+            && files::check_output(&out).is_ok()
+        {
+            let _ = self.result.out.set(out);
         }
-        let settings = Settings::from_pairs(pairs).map_err(|why| self.refuse(&why))?;
+        let settings = pairs.and_then(Settings::from_pairs).map_err(|why| self.refuse(&why))?;
+        // Before anything runs: the recording would be lost at the end (or, for a device, the
+        // device replaced by a file).
+        files::check_output(&settings.out).map_err(|e| self.refuse(&e.to_string()))?;
         let info = ProfilerInfo::from_unknown(unknown)?;
         let ctx = Context { info: &info, settings: &settings, threads: Arc::clone(&self.threads), attached };
         let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
@@ -258,11 +286,9 @@ impl Recorder {
 
     /// Says why the profiler does not start, and gives the error Initialize returns.
     fn refuse(&self, why: &str) -> HResult {
-        eprintln!("corprof-record: {why}");
+        eprintln!("corprof: {why}");
         if let Some(out) = self.result.out.get() {
-            let mut error = out.as_os_str().to_owned();
-            error.push(".error");
-            let _ = std::fs::write(error, format!("{why}\n"));
+            let _ = files::replace(&beside(out, ".error"), format!("{why}\n").as_bytes());
         }
         HResult::E_FAIL
     }
@@ -279,7 +305,7 @@ impl Recorder {
             }
             result.finish();
             if let Err(e) = info.request_profiler_detach(DETACH_EXPECTED_MS) {
-                eprintln!("corprof-record: the runtime refused to detach the profiler: {}", e.describe());
+                eprintln!("corprof: the runtime refused to detach the profiler: {}", e.describe());
             }
         });
         if let Ok(mut detacher) = self.detacher.lock() {
@@ -305,11 +331,11 @@ impl CorProfilerCallback for Recorder {
     }
 
     fn initialize_for_attach(&self, unknown: &IUnknown, client_data: &[u8]) -> Result<()> {
-        let mut pairs = env_pairs();
-        match parse_client_data(client_data) {
-            Ok(given) => pairs.extend(given),
-            Err(why) => return Err(self.refuse(&why)),
-        }
+        let pairs = parse_client_data(client_data).and_then(|given| {
+            let mut pairs = env_pairs()?;
+            pairs.extend(given);
+            Ok(pairs)
+        });
         self.start(unknown, pairs, true)
     }
 
@@ -338,9 +364,7 @@ impl CorProfilerCallback for Recorder {
         self.stop_detacher();
         // Tells the command the detach is done (it waits for this after the recording).
         if let Some(out) = self.result.out.get() {
-            let mut detached = out.as_os_str().to_owned();
-            detached.push(".detached");
-            let _ = std::fs::write(detached, b"");
+            let _ = files::replace(&beside(out, ".detached"), b"");
         }
         Ok(())
     }
@@ -476,8 +500,14 @@ mod tests {
         let bad = |k, v| Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (k, v)])).unwrap_err();
         assert!(bad(settings::MODE, "gpu").contains("not cpu, alloc, heap or calls"));
         assert!(bad(settings::INTERVAL_MS, "ten").contains("is not a number"));
-        assert!(bad(settings::INTERVAL_MS, "0").contains("at least 1 ms"));
+        for out_of_range in ["0", "60001", "4294967295"] {
+            let e = bad(settings::INTERVAL_MS, out_of_range);
+            assert!(e.contains("is out of range: give a whole number of milliseconds from 1 to 60000"), "{e}");
+        }
         assert!(bad(settings::CLOCK, "sun").contains("not wall or cpu"));
+        assert!(bad(settings::ALLOC, "some").contains("not sampled or exact"));
+        assert!(bad(settings::DURATION_MS, "0").contains("out of range"));
+        assert!(bad("CORPROF_RECORD_INTERVAL", "5").contains("is not a setting of corprof record"));
     }
 
     #[test]

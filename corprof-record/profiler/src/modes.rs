@@ -132,7 +132,7 @@ impl Recording for AllocRecording {
         if let (Some(ticks), true) = (&self.ticks, self.attached) {
             let session = ticks.session.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(Err(e)) = session.map(Session::stop) {
-                eprintln!("corprof-record: the EventPipe session did not stop: {}", e.describe());
+                eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
             }
         }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
@@ -142,10 +142,9 @@ impl Recording for AllocRecording {
 /// heap: a snapshot of the object graph in one forced GC, at the end (of the app, or of an
 /// attach's duration) or at `AT_MS`/SIGUSR2. `COR_PRF_MONITOR_GC` is allowed after attach.
 pub(crate) fn heap(ctx: &Context<'_>) -> std::result::Result<Started, String> {
-    let at_ms = match setting(ctx, settings::AT_MS) {
-        Some(v) => Some(v.trim().parse().map_err(|_| format!("{}={v:?} is not a number", settings::AT_MS))?),
-        None => None,
-    };
+    let at_ms = setting(ctx, settings::AT_MS)
+        .map(|v| settings::number(settings::AT_MS, v, settings::AT_MS_RANGE))
+        .transpose()?;
     let heap = HeapMode::new(HeapSettings {
         out: None, // the library writes the result (Recording::finish), not heap.rs at Shutdown
         at_ms,

@@ -54,7 +54,7 @@ pub struct RecordArgs {
     /// What to record.
     #[arg(long, value_enum, default_value_t = Mode::Cpu)]
     pub mode: Mode,
-    /// cpu: milliseconds between samples.
+    /// cpu: milliseconds between samples, from 1 to 60000.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub interval_ms: u64,
     /// cpu: `wall` counts every thread at each sample, `cpu` weights each by the CPU time it used.
@@ -67,20 +67,22 @@ pub struct RecordArgs {
     /// calls: hook only methods whose `Namespace.Type::Method` name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// heap: take the snapshot this many milliseconds after the app starts (default: at its end).
-    #[arg(long, value_name = "MS")]
+    /// heap: take the snapshot this many milliseconds after the app starts (default: at its end),
+    /// up to 86400000 (a day).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
     pub at_ms: Option<u64>,
     /// The output format: a flame graph (svg, the default) or another; heap: a treemap (html, the
     /// default) or a table (text).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// The output file (default `<mode>.<format's extension>`).
+    /// The output file (default `<mode>.<format's extension>`): a new file or a regular file to
+    /// replace (a symlink to one writes that file); anything else is refused before the app starts.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Attach to this running .NET process instead of starting an app.
     #[arg(long, value_name = "PID", conflicts_with = "command", requires = "duration")]
     pub pid: Option<u32>,
-    /// With --pid: seconds to record before detaching.
+    /// With --pid: seconds to record before detaching, from 0.001 to 86400.
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub duration: Option<f64>,
     /// The runtime's `dotnet`, the app and its arguments (after `--`).

@@ -3,8 +3,8 @@
 //! treemap (`html`).
 
 use corprof_record::formats::{self, Format, Options, pprof::Period};
-use corprof_record::heap;
 use corprof_record::profile::Profile;
+use corprof_record::{files, heap};
 use std::io::Write;
 use std::path::Path;
 
@@ -38,8 +38,8 @@ pub fn write_heap(snapshot: &Path, format: Format, path: &Path) -> Result<(), St
     })
 }
 
+/// Writes the output in place, only to a regular file ([`files::write_in_place`]: a FIFO, device
+/// or folder named since the command checked it is refused, never waited on or replaced).
 fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    write(&mut out).and_then(|()| out.flush()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    files::write_in_place(path, write).map_err(|e| e.to_string())
 }

@@ -2,13 +2,15 @@
 //! app, then reads what the profiler wrote and writes the output.
 //!
 //! The profiler writes its recording (a [`Profile`] in its text form) to a temporary file named by
-//! the `OUT` setting, or, when it cannot start, the reason to `<OUT>.error`.
+//! the `OUT` setting, in a folder of the command's own (mode 0700, made for this run), or, when
+//! it cannot start, the reason to `<OUT>.error`. The command reads only regular files there, each
+//! up to a size.
 
 use super::output::{check_for_heap, write_heap, write_profile};
 use super::{Alloc, Error, Mode, RecordArgs};
 use corprof_record::formats::pprof::Period;
 use corprof_record::profile::Profile;
-use corprof_record::settings;
+use corprof_record::{files, settings};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,6 +23,11 @@ const ATTACH_TIMEOUT_MS: u32 = 10_000;
 const WRITE_GRACE: Duration = Duration::from_secs(30);
 /// attach: how long to wait, after the recording, for the profiler to confirm its detach.
 const DETACH_WAIT: Duration = Duration::from_secs(10);
+/// The largest recording the command reads back (a profile's text; the heap snapshot has its
+/// own, `heap::MAX_SNAPSHOT_BYTES`).
+const MAX_PROFILE_BYTES: u64 = 1 << 30;
+/// The largest `.error` or `.stats` line file the command reads.
+const MAX_NOTE_BYTES: u64 = 64 << 10;
 
 /// Runs the command; `Ok` is the exit status to leave with (the app's).
 pub fn run(args: &RecordArgs) -> Result<i32, Error> {
@@ -51,8 +58,16 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.{}", args.mode.name(), args.format().extension())));
+    // Before the app runs: an output that cannot be written would lose the whole run, and one
+    // that is not a regular file (a FIFO would block the write forever) is never written.
+    files::check_output(&output).map_err(|e| Error::failed(e.to_string()))?;
+    if let Some(seconds) = args.duration
+        && !(seconds.is_finite() && (0.001..=86_400.0).contains(&seconds))
+    {
+        return Err(Error::usage(format!("--duration {seconds}: give a number of seconds from 0.001 to 86400")));
+    }
     let lib = profiler_library()?;
-    let temp = TempOut::new();
+    let temp = TempOut::new()?;
     let mut settings = vec![
         (settings::MODE, args.mode.name().to_string()),
         (settings::OUT, temp.path_str()?.to_string()),
@@ -66,11 +81,13 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     if let Some(at_ms) = args.at_ms {
         settings.push((settings::AT_MS, at_ms.to_string()));
     }
+    // What the profiler would refuse at Initialize, refused here before anything starts.
+    settings::check_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).map_err(Error::usage)?;
     let (status, recorded) = match args.pid {
         Some(pid) => (0, attach(pid, args, &lib, settings, &temp)?),
         None => launch(args, &lib, &settings, &temp)?,
     };
-    if let Ok(stats) = std::fs::read_to_string(temp.sibling(settings::STATS_SUFFIX)) {
+    if let Some(stats) = temp.note(settings::STATS_SUFFIX) {
         for line in stats.lines().filter(|l| !l.trim().is_empty()) {
             eprintln!("corprof: {line}");
         }
@@ -156,11 +173,8 @@ fn attach(
     mut settings: Vec<(&str, String)>,
     temp: &TempOut,
 ) -> Result<Recorded, Error> {
-    let seconds = args.duration.unwrap_or(0.0);
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(Error::usage(format!("--duration {seconds}: give a number of seconds above 0")));
-    }
-    let duration = Duration::from_secs_f64(seconds);
+    // Checked in `run` (0.001 to 86400 s): at least one whole millisecond.
+    let duration = Duration::from_secs_f64(args.duration.unwrap_or(1.0));
     settings.push((settings::DURATION_MS, duration.as_millis().to_string()));
     if let Some((key, value)) = settings.iter().find(|(_, v)| v.contains([';', '\n'])) {
         return Err(Error::failed(format!("{key}={value:?} cannot be passed to an attach (it holds a `;`)")));
@@ -220,7 +234,7 @@ fn wait_for_detach(pid: u32, temp: &TempOut) {
 }
 
 /// The temporary file the profiler writes its recording to, and its `.error`, `.detached` and
-/// `.stats` siblings; all removed when dropped.
+/// `.stats` siblings, in a folder made for them; removed, folder and all, when dropped.
 struct TempOut(PathBuf);
 
 /// What the profiler left: a profile, or (heap mode) a snapshot in the temporary file.
@@ -230,10 +244,29 @@ enum Recorded {
 }
 
 impl TempOut {
-    fn new() -> TempOut {
+    /// A new folder (mode 0700) in the temporary folder: only this user can put anything where
+    /// the profiler writes, so no name there can be a symlink or a FIFO someone placed ahead.
+    fn new() -> Result<TempOut, Error> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let path = std::env::temp_dir().join(format!("corprof-record-{}-{nanos}.profile", std::process::id()));
-        TempOut(path)
+        let mut last = None;
+        for n in 0..16 {
+            let dir = base.join(format!("corprof-record-{}-{nanos}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(TempOut(dir.join("recording.profile"))),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        let why = last.map_or_else(String::new, |e| format!(": {e}"));
+        Err(Error::failed(format!("cannot make a temporary folder in {}{why}", base.display())))
+    }
+
+    /// A small file the profiler left beside the recording (`.stats`, `.error`), if it is there.
+    fn note(&self, suffix: &str) -> Option<String> {
+        let bytes = files::read_regular(&self.sibling(suffix), MAX_NOTE_BYTES).ok()??;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn path_str(&self) -> Result<&str, Error> {
@@ -256,21 +289,23 @@ impl TempOut {
         if heap {
             return Ok(self.0.is_file().then_some(Recorded::Heap));
         }
-        match std::fs::read_to_string(&self.0) {
-            Ok(text) => Profile::from_text(&text)
+        match files::read_regular(&self.0, MAX_PROFILE_BYTES) {
+            Ok(Some(bytes)) => std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|text| Profile::from_text(text).map_err(|e| e.to_string()))
                 .map(|p| Some(Recorded::Profile(p)))
                 .map_err(|e| Error::failed(format!("the profiler wrote a recording that does not read back: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::failed(format!("cannot read the recording {}: {e}", self.0.display()))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(Error::failed(format!("cannot read the recording: {e}"))),
         }
     }
 
     /// Why nothing was recorded: what the profiler said when it refused to start, or that
     /// `target` never loaded it.
     fn why_nothing(&self, target: &str) -> Error {
-        match std::fs::read_to_string(self.error_path()) {
-            Ok(why) => Error::failed(format!("the profiler did not start: {}; nothing was recorded", why.trim())),
-            Err(_) => Error::failed(format!(
+        match self.note(".error") {
+            Some(why) => Error::failed(format!("the profiler did not start: {}; nothing was recorded", why.trim())),
+            None => Error::failed(format!(
                 "{target} wrote no recording: the runtime did not load the profiler, or the app ended \
                  before it could write (see the app's output above)"
             )),
@@ -280,9 +315,8 @@ impl TempOut {
 
 impl Drop for TempOut {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-        let _ = std::fs::remove_file(self.error_path());
-        let _ = std::fs::remove_file(self.sibling(".detached"));
-        let _ = std::fs::remove_file(self.sibling(settings::STATS_SUFFIX));
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }

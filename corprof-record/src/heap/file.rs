@@ -12,9 +12,19 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"CPHEAP01";
 
-/// Writes `s` to `path`.
+/// The largest snapshot file [`read`] takes (the profiler's object limit, 20 million, with a few
+/// references each, stays well below).
+pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
+
+/// Writes `s` to `path`, which must name nothing yet or a regular file: the file appears whole
+/// ([`crate::files::replace_with`]).
 pub fn write(s: &Snapshot, path: &Path) -> io::Result<()> {
-    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    crate::files::replace_with(path, |out| write_to(s, out))
+}
+
+/// Writes `s` to `out`.
+pub fn write_to(s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 20, out);
     w.write_all(MAGIC)?;
     w.write_all(&(s.types.len() as u32).to_le_bytes())?;
     for t in &s.types {
@@ -72,9 +82,16 @@ fn capacity(count: u32) -> usize {
     (count as usize).min(1 << 20)
 }
 
-/// Reads the snapshot at `path`.
+/// Reads the snapshot at `path`: a regular file of at most [`MAX_SNAPSHOT_BYTES`].
 pub fn read(path: &Path) -> io::Result<Snapshot> {
-    let mut r = In(BufReader::with_capacity(1 << 20, std::fs::File::open(path)?));
+    let file = crate::files::open_regular(path, MAX_SNAPSHOT_BYTES)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no {}", path.display())))?;
+    read_from(file.take(MAX_SNAPSHOT_BYTES))
+}
+
+/// Reads a snapshot from `input`.
+pub fn read_from(input: impl Read) -> io::Result<Snapshot> {
+    let mut r = In(BufReader::with_capacity(1 << 20, input));
     if &r.bytes::<8>()? != MAGIC {
         return Err(bad("wrong magic"));
     }

@@ -20,7 +20,7 @@ mod treemap;
 
 pub use build::SnapshotBuilder;
 pub use dominators::{Dominators, ROOT};
-pub use file::{read, write};
+pub use file::{MAX_SNAPSHOT_BYTES, read, read_from, write, write_to};
 pub use table::{TypeStats, type_stats, write_table};
 pub use treemap::write_treemap;
 

@@ -3,12 +3,17 @@
 //! get `CORPROF_E_PROFILER_DETACHING`, without it they reach freed memory. What it does is set by
 //! `GATEPROF_MODE`; it writes one line per event to `GATEPROF_LOG`, the moment each happens:
 //!
-//! - `fail-init`: `initialize` starts a thread and fails; 300 ms later the thread calls
+//! - `fail-init`: `initialize` starts a thread and fails; once the runtime has released the
+//!   profiler object (its `Drop`, which the runtime reaches only after the failed `Initialize`
+//!   returned and corprof closed the gate), the thread calls
 //!   `get_event_mask` and writes `late get_event_mask <result>`, asks a `ComPtr<ICorProfilerInfo>` of the
 //!   same object for ICorProfilerInfo (`late query <result>`), drops every clone, then writes
 //!   `late thread done`.
 //! - `detach`: `initialize` starts a thread calling `get_event_mask` in a loop and another asking
-//!   the runtime to detach (`RequestProfilerDetach <result>`); the callback writes
+//!   the runtime to detach (`RequestProfilerDetach <result>`) once the runtime has started: the
+//!   runtime answers `CORPROF_E_RUNTIME_UNINITIALIZED` until then, so the thread asks after a
+//!   module load (`COR_PRF_MONITOR_MODULE_LOADS`) and asks again after the next one while that is
+//!   the answer (the app's own module loads after the runtime started); the callback writes
 //!   `ProfilerDetachSucceeded`. The loop goes on, whatever each call answers, until 200 ms after
 //!   that callback, then writes `loop <n> ok, <m> refused, last <result>`. No thread is joined:
 //!   corprof's gate is what keeps them off the freed object.
@@ -25,11 +30,12 @@
 //! `<result>` is `Ok` or the HRESULT's name and code.
 
 use corprof::interfaces::ICorProfilerInfo;
+use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("5E0B7A42-1C3D-4F8E-9A6B-2D4C6E8F0A13");
@@ -92,8 +98,60 @@ fn call_until_let_go(info: ProfilerInfo) {
     LOOP_DONE.store(true, Ordering::SeqCst);
 }
 
+/// Module loads so far (`module_load_finished`), for the detach mode's thread to wait on.
+static MODULE_LOADS: Mutex<u64> = Mutex::new(0);
+static MODULE_LOADED: Condvar = Condvar::new();
+
+/// Asks the runtime to detach after a module load, and again after the next one for as long as it
+/// answers `CORPROF_E_RUNTIME_UNINITIALIZED` (it refuses before its startup finished, which the
+/// first loads, CoreLib's, precede). Waits for each load at most `WAIT`, a bound for a runtime that
+/// stopped loading, never the time the request is made at.
+fn detach_once_started(info: ProfilerInfo) {
+    const WAIT: Duration = Duration::from_secs(30);
+    let mut seen = 0u64;
+    loop {
+        let loads = MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner());
+        let (loads, timeout) =
+            MODULE_LOADED.wait_timeout_while(loads, WAIT, |n| *n == seen).unwrap_or_else(|p| p.into_inner());
+        if timeout.timed_out() {
+            log("RequestProfilerDetach: no module load to ask after");
+            return;
+        }
+        seen = *loads;
+        drop(loads);
+        let result = info.request_profiler_detach(100);
+        if matches!(result, Err(HResult::CORPROF_E_RUNTIME_UNINITIALIZED)) {
+            continue;
+        }
+        log(&format!("RequestProfilerDetach {}", show(&result)));
+        return;
+    }
+}
+
 #[derive(Default)]
 pub struct GateProfiler;
+
+/// Set by the profiler object's `Drop`: the runtime released it, so its Info object is gone too.
+static RELEASED: Mutex<bool> = Mutex::new(false);
+static RELEASED_NOW: Condvar = Condvar::new();
+
+impl Drop for GateProfiler {
+    fn drop(&mut self) {
+        *RELEASED.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        RELEASED_NOW.notify_all();
+    }
+}
+
+/// Waits for the runtime to release the profiler object, at most 30 s (a bound for a runtime
+/// that never does, which the late call's line then shows).
+fn wait_until_released() {
+    let released = RELEASED.lock().unwrap_or_else(|p| p.into_inner());
+    let (_released, timeout) =
+        RELEASED_NOW.wait_timeout_while(released, Duration::from_secs(30), |r| !*r).unwrap_or_else(|p| p.into_inner());
+    if timeout.timed_out() {
+        log("late: the profiler object was never released");
+    }
+}
 
 impl CorProfilerCallback for GateProfiler {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
@@ -106,7 +164,7 @@ impl CorProfilerCallback for GateProfiler {
                 // A plain COM pointer to the same object: its query, clone and drop are safe too.
                 let raw = unknown.query::<ICorProfilerInfo>()?;
                 std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_millis(300));
+                    wait_until_released();
                     log(&format!("late get_event_mask {}", show(&late.get_event_mask())));
                     log(&format!("late query {}", show(&raw.query::<ICorProfilerInfo>())));
                     drop((late, raw.clone(), raw));
@@ -115,12 +173,10 @@ impl CorProfilerCallback for GateProfiler {
                 Err(HResult::E_FAIL)
             }
             "detach" => {
+                info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
                 let looping = info.clone();
                 std::thread::spawn(move || call_until_let_go(looping));
-                std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_millis(100));
-                    log(&format!("RequestProfilerDetach {}", show(&info.request_profiler_detach(100))));
-                });
+                std::thread::spawn(move || detach_once_started(info));
                 Ok(())
             }
             "shutdown" => {
@@ -143,6 +199,12 @@ impl CorProfilerCallback for GateProfiler {
     fn shutdown(&self) -> Result<()> {
         log("Shutdown");
         LET_GO.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn module_load_finished(&self, _module: ModuleID, _status: HResult) -> Result<()> {
+        *MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        MODULE_LOADED.notify_all();
         Ok(())
     }
 
