@@ -45,6 +45,12 @@ pub enum ParamKind {
     Ref { ty: String, optional: bool },
     /// A count that a slice or string of this method consumes: not in the safe signature.
     Length,
+    /// An `ObjectID` annotated `live`: lent as `LiveObject<'_>`, valid for the callback only
+    /// (`why` says why the object cannot move while the callback runs; it goes into the docs).
+    LiveObject { why: String },
+    /// An `in` array of `ObjectID`s annotated `live`: `&[LiveObject<'_>]` of `len` elements,
+    /// checked as `InSlice`.
+    LiveObjects { len: String, why: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,9 +131,14 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
             }
             match &p.spec {
                 None => value_kind(&p.ir.ty),
-                Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
-                    Some(ty) => ParamKind::Flags { ty: ty.clone() },
-                    None => value_kind(&p.ir.ty),
+                Some(spec) if !p.ir.ty.is_pointer() => match (&spec.flags, &spec.live) {
+                    (None, Some(why)) if is_object_id(&p.ir.ty) => ParamKind::LiveObject { why: why.clone() },
+                    (_, Some(_)) => {
+                        errors.push(not_an_object(iface, m, p));
+                        value_kind(&p.ir.ty)
+                    }
+                    (Some(ty), None) => ParamKind::Flags { ty: ty.clone() },
+                    (None, None) => value_kind(&p.ir.ty),
                 },
                 Some(spec) => pointer_kind(iface, m, p, spec, &mut errors),
             }
@@ -135,6 +146,20 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
         .collect();
     errors.check()?;
     Ok((kinds, ReturnKind::HResult))
+}
+
+/// `ObjectID`, the one ID a callback may lend for its own duration (annotation `live`).
+fn is_object_id(ty: &CType) -> bool {
+    matches!(ty, CType::Named(n) if n == "ObjectID")
+}
+
+fn not_an_object(iface: &str, m: &ApiMethod, p: &ApiParam) -> Diagnostic {
+    Diagnostic::error(format!(
+        "`live` on `{}` of {iface}::{}: only an `ObjectID`, or an `in` array of them, can be lent for the callback (the parameter is `{}`)",
+        p.ir.name, m.ir.name, p.ir.ty
+    ))
+    .at_opt(p.spec_loc.clone())
+    .declared_at(&p.ir.loc)
 }
 
 /// `BOOL` as the header spells it (`typedef int BOOL`): `bool` in safe signatures.
@@ -161,6 +186,17 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
     };
     if spec.flags.is_some() {
         errors.push(unsupported("`flags` on a pointer"));
+    }
+    if let Some(why) = &spec.live {
+        return match (spec.dir, &spec.len) {
+            (Direction::In, Some(len)) if !spec.raw && !spec.string && !spec.optional && is_object_id(pointee) => {
+                ParamKind::LiveObjects { len: len.clone(), why: why.clone() }
+            }
+            _ => {
+                errors.push(not_an_object(iface, m, p));
+                ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+            }
+        };
     }
     match spec.dir {
         // `void *pv, UINT cb` read by the callee: bytes, as on the calling side.
