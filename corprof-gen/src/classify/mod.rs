@@ -351,6 +351,76 @@ mod tests {
         assert!(e.contains("I::M returns `ULONG`; callbacks must return HRESULT"), "{e}");
     }
 
+    /// `live` lends an `ObjectID` value or `in` array of them for the callback, and nothing else:
+    /// a ThreadID, an array of counts, an out ObjectID, a raw or optional array, `flags` beside it,
+    /// or a parameter of a method the profiler calls.
+    #[test]
+    fn only_callback_objects_are_lent() {
+        let live = |s: &mut ParamSpec| s.live = Some("why".into());
+        let oid_array = || ptr(named("ObjectID"), false);
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("objectId", named("ObjectID"), spec(Direction::In, live)),
+                param("cRefs", named("ULONG"), None),
+                param(
+                    "refs",
+                    oid_array(),
+                    spec(Direction::In, |s| {
+                        s.len = Some("cRefs".into());
+                        s.live = Some("during a GC".into());
+                    }),
+                ),
+                param("kept", named("ObjectID"), None),
+            ],
+        );
+        let (kinds, _) = classify_method("I", &m).expect("classifies");
+        assert_eq!(
+            kinds,
+            [
+                ParamKind::LiveObject { why: "why".into() },
+                ParamKind::Length,
+                ParamKind::LiveObjects { len: "cRefs".into(), why: "during a GC".into() },
+                ParamKind::Value { ty: "ObjectID".into() },
+            ]
+        );
+        let refused = |p: ApiParam| match classify_method("I", &method(named("HRESULT"), vec![p])) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let counted_live = |extra: fn(&mut ParamSpec)| {
+            let mut s = ParamSpec::direction(Direction::In);
+            s.live = Some("x".into());
+            s.len = Some("c".into());
+            extra(&mut s);
+            Some(s)
+        };
+        for (p, ty) in [
+            (param("threadId", named("ThreadID"), spec(Direction::In, live)), "ThreadID"),
+            (
+                param(
+                    "o",
+                    named("ObjectID"),
+                    counted_live(|s| s.len = None).map(|s| ParamSpec { flags: Some("F".into()), ..s }),
+                ),
+                "ObjectID",
+            ),
+            (param("o", oid_array(), spec(Direction::Out, live)), "ObjectID *"),
+            (param("o", oid_array(), spec(Direction::In, live)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.raw = true)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.optional = true)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.string = true)), "ObjectID *"),
+            (param("counts", ptr(named("ULONG"), false), counted_live(|_| {})), "ULONG *"),
+        ] {
+            let e = refused(p);
+            assert!(e.contains("can be lent for the callback (the parameter is `") && e.contains(ty), "{e}");
+        }
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let call = method(named("HRESULT"), vec![param("objectId", named("ObjectID"), spec(Direction::In, live))]);
+        let e = call::classify_call(&api, "I", &call).map(|_| ()).expect_err("refused").to_string();
+        assert!(e.contains("`live` on `objectId` of I::M: only callback parameters are lent"), "{e}");
+    }
+
     /// Every parameter shape of a method the profiler calls, one per guard of `classify_call` and
     /// `call::pointer_kind`.
     #[test]

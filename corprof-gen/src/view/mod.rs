@@ -339,10 +339,10 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         // As bits: a crate generating its own bindings (`root: "::corprof"`) has an `ObjectID` of
         // its own, of the same representation (a `#[repr(transparent)]` `UINT_PTR`).
         ParamKind::LiveObject { .. } => {
-            (format!("{root}::object::LiveObject<'_>"), format!("{conv}::live_object({raw}.as_raw())"))
+            (format!("{root}::LiveObject<'_>"), format!("{conv}::live_object({raw}.as_raw())"))
         }
         ParamKind::LiveObjects { len, .. } => (
-            format!("&[{root}::object::LiveObject<'_>]"),
+            format!("&[{root}::LiveObject<'_>]"),
             format!("{conv}::live_objects({raw}.cast::<usize>(), {})?", ident(len)),
         ),
     })
