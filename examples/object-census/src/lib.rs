@@ -13,6 +13,7 @@
 //! alloc <Type> <count> <bytes>
 //! array <Type> <dimensions> <count>
 //! gc <count> induced <count>
+//! own thread <what with_current_thread answers on a thread of the profiler's own>
 //! ```
 
 #![forbid(unsafe_code)]
@@ -37,6 +38,8 @@ struct Census {
     arrays: BTreeMap<(String, String), u64>,
     gcs: u64,
     induced: u64,
+    /// What `with_current_thread` answered on a thread the runtime does not know.
+    own_thread: String,
     /// Names already asked for, by class.
     names: HashMap<ClassID, String>,
 }
@@ -78,6 +81,7 @@ impl ObjectCensus {
             out += &format!("array {name} {dims} {count}\n");
         }
         out += &format!("gc {} induced {}\n", census.gcs, census.induced);
+        out += &format!("own thread {}\n", census.own_thread);
         out
     }
 }
@@ -91,6 +95,12 @@ impl CorProfilerCallback for ObjectCensus {
                 | COR_PRF_MONITOR::OBJECT_ALLOCATED
                 | COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED,
         )?;
+        // A thread of the profiler's own is no managed thread: no token for it.
+        let asked = info.clone();
+        let own = std::thread::spawn(move || asked.with_current_thread(|t| t.id()).map(|_| ()))
+            .join()
+            .map_or_else(|_| "panicked".to_string(), |r| r.map_or_else(|e| e.to_string(), |()| "a token".to_string()));
+        self.census().own_thread = own;
         let _ = self.info.set(info);
         Ok(())
     }
