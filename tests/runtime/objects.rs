@@ -23,6 +23,7 @@ const EXPECTED: &[&str] = &[
     "array ObjectsApp.Parcel[][] 3 1",
     "gc 3 induced 3",
     "own thread CORPROF_E_NOT_MANAGED_THREAD (0x80131355)",
+    "thrower domain is its context true, handle Ok",
 ];
 
 fn census(runtime: &'static str, test: &str) {
@@ -35,7 +36,7 @@ fn census(runtime: &'static str, test: &str) {
     let text = out.read().unwrap_or_else(|| panic!("no census written: {}", run.describe()));
     let ours: Vec<&str> = text
         .lines()
-        .filter(|l| ["ObjectsApp.", "throwing ", "gc ", "own thread "].iter().any(|p| l.contains(p)))
+        .filter(|l| ["ObjectsApp.", "throwing ", "gc ", "own thread ", "thrower "].iter().any(|p| l.contains(p)))
         .collect();
     assert_eq!(ours, EXPECTED, "census:\n{text}");
     // The runtime's own objects are named and sized too (every allocation is asked about).

@@ -14,6 +14,7 @@
 //! array <Type> <dimensions> <count>
 //! gc <count> induced <count>
 //! own thread <what with_current_thread answers on a thread of the profiler's own>
+//! thrower domain is its context <bool>, handle <Ok or the error>
 //! ```
 
 #![forbid(unsafe_code)]
@@ -40,6 +41,8 @@ struct Census {
     induced: u64,
     /// What `with_current_thread` answered on a thread the runtime does not know.
     own_thread: String,
+    /// The throwing thread's other answers (CoreCLR's context is the thread's AppDomain).
+    thrower: String,
     /// Names already asked for, by class.
     names: HashMap<ClassID, String>,
 }
@@ -82,6 +85,7 @@ impl ObjectCensus {
         }
         out += &format!("gc {} induced {}\n", census.gcs, census.induced);
         out += &format!("own thread {}\n", census.own_thread);
+        out += &format!("thrower {}\n", census.thrower);
         out
     }
 }
@@ -108,11 +112,17 @@ impl CorProfilerCallback for ObjectCensus {
     fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
         let info = self.info()?;
         let class = thrown.class(info)?;
-        let thread = info.with_current_thread(|t| t.os_thread_id(info))??;
+        let (thread, thrower) = info.with_current_thread(|t| {
+            let same = t.app_domain(info).ok().zip(t.context(info).ok()).map(|(d, c)| d.as_raw() == c.as_raw());
+            let handle = t.handle(info).map_or_else(|e| e.to_string(), |_| "Ok".to_string());
+            (t.os_thread_id(info), format!("domain is its context {}, handle {handle}", same == Some(true)))
+        })?;
+        let thread = thread?;
         let mut census = self.census();
         let name = self.name(&mut census, info, class);
         *census.thrown.entry(name).or_default() += 1;
         census.throwing_threads.insert(thread);
+        census.thrower = thrower;
         Ok(())
     }
 
