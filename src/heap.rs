@@ -119,6 +119,7 @@ pub use handles::ObjectHandle;
 #[cfg(corprof_iface = "ICorProfilerInfo13")]
 mod handles {
     use crate::interfaces::ICorProfilerInfo13;
+    use crate::object::LiveObject;
     use crate::types::{COR_PRF_HANDLE_TYPE, ObjectHandleID, ObjectID};
     use crate::{HResult, ProfilerInfo, Result};
 
@@ -138,14 +139,30 @@ mod handles {
 
     impl ObjectHandle {
         /// [`ICorProfilerInfo13::CreateHandle`](https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/icorprofilerinfo13-createhandle-method):
-        /// a handle of `kind` to `object`. `Err(E_NOINTERFACE)` before .NET 7.
+        /// a handle of `kind` to an object a callback lent. `Err(E_NOINTERFACE)` before .NET 7,
+        /// `Err(E_INVALIDARG)` for a null object.
+        pub fn create(info: &ProfilerInfo, object: LiveObject<'_>, kind: COR_PRF_HANDLE_TYPE) -> Result<ObjectHandle> {
+            if object.is_null() {
+                return Err(HResult::E_INVALIDARG);
+            }
+            // SAFETY: a non-null object lent for a callback that is still running (`object`
+            // cannot outlive it): it cannot move or die before this call returns.
+            unsafe { Self::create_from_id(info, object.id(), kind) }
+        }
+
+        /// [`create`](Self::create) from an `ObjectID` kept from earlier (under a runtime
+        /// suspension the profiler holds, say).
         ///
         /// # Safety
         /// `object` must be the current address of a live object, and no garbage collection may
         /// run before this call returns: an `ObjectID` is valid from the runtime handing it out
         /// until the next GC. That holds inside the callback that gave it (on a managed thread),
         /// under a runtime suspension the profiler holds, and always for a non-GC-heap object.
-        pub unsafe fn create(info: &ProfilerInfo, object: ObjectID, kind: COR_PRF_HANDLE_TYPE) -> Result<ObjectHandle> {
+        pub unsafe fn create_from_id(
+            info: &ProfilerInfo,
+            object: ObjectID,
+            kind: COR_PRF_HANDLE_TYPE,
+        ) -> Result<ObjectHandle> {
             // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
             let _entered = info.negotiated().enter()?;
             let raw_info = info.get::<ICorProfilerInfo13>()?;

@@ -19,6 +19,9 @@
 //! - stack walks with a closure: [`ProfilerInfo::do_stack_snapshot_with`] and module [`stack`];
 //!   other threads, sampled safely under a runtime suspension that resumes on drop:
 //!   [`ProfilerInfo::suspend_runtime`] and module [`suspend`];
+//! - objects a callback lends ([`object::LiveObject`]: class, size, array shape, generation,
+//!   asked safely while the callback runs) and the current thread
+//!   ([`ProfilerInfo::with_current_thread`]);
 //! - the managed heap: owned GC handles and heap ranges as addresses, module [`heap`]; every
 //!   object of the GC heap to a closure (ICorProfilerInfo15), module `heap_walk`;
 //! - EventPipe in process (sessions, a provider of your own, a safe parser of delivered events'
@@ -38,6 +41,7 @@
 mod callback_counts;
 mod com;
 mod context;
+pub mod current_thread;
 mod deprecated;
 mod entry;
 pub mod eventpipe;
@@ -55,6 +59,7 @@ pub use corprof_sig::il;
 pub mod imp;
 mod info_gate;
 pub mod names;
+pub mod object;
 mod pointer_params;
 mod report;
 pub mod rewrite;
@@ -74,10 +79,12 @@ pub use bindings::info::ProfilerInfo;
 pub use bindings::{info, interfaces, metadata, types};
 pub use callback_counts::CallbackCounts;
 pub use com::{ComPtr, FreeThreaded, IUnknown, Interface};
+pub use current_thread::CurrentThread;
 pub use guid::GUID;
 #[doc(inline)]
 pub use hooks::{FunctionHooks, HookMode};
 pub use hresult::{HRESULT, HResult, Result};
+pub use object::LiveObject;
 pub use pointer_params::{Out, WStr};
 pub use report::{is_quiet, set_quiet};
 pub use stack::{Frame, FrameContext};

@@ -1,6 +1,8 @@
 //! The safe shapes of pointer parameters, and the checked conversions the generated thunks use
 //! to build them from raw pointers (null checks, counted slices, UTF-16 text).
 
+use crate::object::LiveObject;
+use crate::types::ObjectID;
 use crate::{HResult, Result};
 use std::fmt;
 use std::marker::PhantomData;
@@ -220,6 +222,27 @@ pub mod raw {
     pub unsafe fn ref_opt<'a, T>(p: *mut T) -> Option<&'a mut T> {
         // SAFETY: as for `ref_mut`.
         unsafe { p.as_mut() }
+    }
+
+    /// An object lent for the callback, for a parameter annotated `live` (a null one is kept:
+    /// it refuses every question).
+    #[inline(always)]
+    pub unsafe fn live_object<'a>(id: usize) -> LiveObject<'a> {
+        // SAFETY: the annotation's promise, checked against the runtime's source: `id` is an
+        // ObjectID the runtime handed to this callback, the object cannot move or die while the
+        // callback runs, and `'a` is no longer than the callback.
+        unsafe { LiveObject::lent(ObjectID::from_raw(id)) }
+    }
+
+    /// `&[LiveObject]` of `len` elements, for an array annotated `live` (as [`in_slice`]).
+    #[inline(always)]
+    pub unsafe fn live_objects<'a, L: TryInto<usize>>(p: impl RawPtr<usize>, len: L) -> Result<&'a [LiveObject<'a>]> {
+        // SAFETY: the caller's contract, as for `in_slice`.
+        let ids = unsafe { in_slice(p, len) }?;
+        // SAFETY: `LiveObject` is `#[repr(transparent)]` over `ObjectID`, itself over `UINT_PTR`
+        // (`usize`), so the elements are the same bytes; each object is lent as in
+        // `live_object`, for no longer than the slice.
+        Ok(unsafe { std::slice::from_raw_parts(ids.as_ptr().cast::<LiveObject<'a>>(), ids.len()) })
     }
 }
 

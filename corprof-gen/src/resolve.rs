@@ -519,6 +519,13 @@ fn check_param_known<'a>(
             return None;
         }
     }
+    // `thrownObjectId: { live: "…" }`: a value lent for the callback; classify checks its type.
+    let plain_value = pa.spec.dir == Direction::In
+        && pa.spec.consumes().next().is_none()
+        && !(pa.spec.corenum || pa.spec.raw || pa.spec.optional || pa.spec.string);
+    if pa.spec.live.is_some() && !param.ty.is_pointer() && plain_value {
+        return None;
+    }
     let Some(pointee) = param.ty.pointee() else {
         cx.errors.push(
             Diagnostic::error(format!(

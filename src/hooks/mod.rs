@@ -140,8 +140,8 @@ pub trait FunctionHooks: CorProfilerCallback {
     /// profiler forwards (with two others) for it:
     ///
     /// ```
-    /// # use corprof::types::{FunctionID, ObjectID};
-    /// # use corprof::{CorProfilerCallback, Result, hooks};
+    /// # use corprof::types::FunctionID;
+    /// # use corprof::{CorProfilerCallback, LiveObject, Result, hooks};
     /// # struct Tracer;
     /// # impl CorProfilerCallback for Tracer {
     /// // Initialize: COR_PRF_MONITOR_EXCEPTIONS in the event mask, then hooks::install.
@@ -153,7 +153,7 @@ pub trait FunctionHooks: CorProfilerCallback {
     ///     hooks::exception_unwind_function_leave();
     ///     Ok(())
     /// }
-    /// fn exception_catcher_enter(&self, function: FunctionID, _exception: ObjectID) -> Result<()> {
+    /// fn exception_catcher_enter(&self, function: FunctionID, _exception: LiveObject<'_>) -> Result<()> {
     ///     hooks::exception_catcher_enter(function);
     ///     Ok(())
     /// }

@@ -68,11 +68,11 @@ impl CorProfilerCallback for TestProfiler {
         Ok(())
     }
 
-    fn exception_thrown(&self, thrown: ObjectID) -> corprof::Result<()> {
-        if thrown == oid(0xdead) {
+    fn exception_thrown(&self, thrown: corprof::LiveObject<'_>) -> corprof::Result<()> {
+        if thrown.id() == oid(0xdead) {
             panic!("boom in a callback");
         }
-        if thrown == oid(0xbeef) {
+        if thrown.id() == oid(0xbeef) {
             std::panic::panic_any(42u32);
         }
         Ok(())

@@ -371,7 +371,7 @@ impl CorProfilerCallback for BeforePanics {
         }
     }
 
-    fn exception_thrown(&self, _thrown: ObjectID) -> corprof::Result<()> {
+    fn exception_thrown(&self, _thrown: corprof::LiveObject<'_>) -> corprof::Result<()> {
         EXCEPTIONS_SEEN.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -429,7 +429,7 @@ struct HostilePayloads;
 const FORGED: &str = "a\ncorprof: callback Shutdown panicked: forged";
 
 impl CorProfilerCallback for HostilePayloads {
-    fn exception_thrown(&self, _thrown: ObjectID) -> corprof::Result<()> {
+    fn exception_thrown(&self, _thrown: corprof::LiveObject<'_>) -> corprof::Result<()> {
         std::panic::panic_any(Chain(2));
     }
 
@@ -567,7 +567,7 @@ impl CorProfilerCallback for InitFails {
         Err(HResult::E_FAIL)
     }
 
-    fn exception_thrown(&self, _thrown: ObjectID) -> corprof::Result<()> {
+    fn exception_thrown(&self, _thrown: corprof::LiveObject<'_>) -> corprof::Result<()> {
         panic!("ExceptionThrown panicked on purpose");
     }
 }

@@ -28,6 +28,7 @@ mod heap;
 mod il_roundtrip;
 mod jit_tracer;
 mod names;
+mod objects;
 mod oracle;
 mod probe;
 mod record_alloc;

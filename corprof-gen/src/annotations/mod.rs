@@ -73,6 +73,13 @@ pub struct ParamSpec {
     /// without `dir`: `dwEvents: { flags: COR_PRF_MONITOR }`.
     #[serde(default)]
     pub flags: Option<String>,
+    /// On a callback's `ObjectID` (a value, or an `in` array of them): the object cannot move
+    /// or die while the callback runs, and the text says why (from the runtime's source: the
+    /// callback runs in cooperative mode, or inside a GC with the runtime suspended). The safe
+    /// signature lends it as `LiveObject<'_>` (`&[LiveObject<'_>]`), valid for that call only.
+    /// Written without `dir` on a value: `thrownObjectId: { live: "…" }`.
+    #[serde(default)]
+    pub live: Option<String>,
     /// Written by `corprof-gen bootstrap` and not yet reviewed: builds, with a warning.
     #[serde(default)]
     pub draft: bool,
@@ -99,6 +106,7 @@ impl ParamSpec {
             optional: false,
             string: false,
             flags: None,
+            live: None,
             draft: false,
             override_reason: None,
         }

@@ -246,8 +246,9 @@ fn param_spec(v: Value, loc: &Loc, errors: &mut Errors) -> Option<ParamSpec> {
             // `dir` is read here, so that a bad one reads like a bad bare direction.
             let dir = match m.get("dir") {
                 Some(d) => Some(direction(d, loc, errors)?),
-                // `{ flags: T }` alone annotates a value parameter, which is read: `in`.
-                None if m.contains_key("flags") => Some(Direction::In),
+                // `{ flags: T }` or `{ live: "…" }` alone annotates a value parameter, which is
+                // read: `in`.
+                None if m.contains_key("flags") || m.contains_key("live") => Some(Direction::In),
                 None => None,
             };
             if dir.is_some() {

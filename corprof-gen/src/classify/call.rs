@@ -198,6 +198,19 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                         None => CallKind::Value { ty: rust_type(ty) },
                     },
                 },
+                // Lending an object for a call's duration is the runtime's to do, in a callback:
+                // a method the profiler calls gets its ObjectIDs from the profiler.
+                Some(spec) if spec.live.is_some() => {
+                    errors.push(
+                        Diagnostic::error(format!(
+                            "`live` on `{}` of {iface}::{}: only callback parameters are lent for the callback",
+                            p.ir.name, m.ir.name
+                        ))
+                        .at_opt(p.spec_loc.clone())
+                        .declared_at(&p.ir.loc),
+                    );
+                    CallKind::Raw { ty: rust_type(&p.ir.ty) }
+                }
                 Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
                     Some(ty) => CallKind::Flags { ty: ty.clone() },
                     None => CallKind::Value { ty: rust_type(&p.ir.ty) },

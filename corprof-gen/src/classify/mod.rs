@@ -45,6 +45,12 @@ pub enum ParamKind {
     Ref { ty: String, optional: bool },
     /// A count that a slice or string of this method consumes: not in the safe signature.
     Length,
+    /// An `ObjectID` annotated `live`: lent as `LiveObject<'_>`, valid for the callback only
+    /// (`why` says why the object cannot move while the callback runs; it goes into the docs).
+    LiveObject { why: String },
+    /// An `in` array of `ObjectID`s annotated `live`: `&[LiveObject<'_>]` of `len` elements,
+    /// checked as `InSlice`.
+    LiveObjects { len: String, why: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,9 +131,14 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
             }
             match &p.spec {
                 None => value_kind(&p.ir.ty),
-                Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
-                    Some(ty) => ParamKind::Flags { ty: ty.clone() },
-                    None => value_kind(&p.ir.ty),
+                Some(spec) if !p.ir.ty.is_pointer() => match (&spec.flags, &spec.live) {
+                    (None, Some(why)) if is_object_id(&p.ir.ty) => ParamKind::LiveObject { why: why.clone() },
+                    (_, Some(_)) => {
+                        errors.push(not_an_object(iface, m, p));
+                        value_kind(&p.ir.ty)
+                    }
+                    (Some(ty), None) => ParamKind::Flags { ty: ty.clone() },
+                    (None, None) => value_kind(&p.ir.ty),
                 },
                 Some(spec) => pointer_kind(iface, m, p, spec, &mut errors),
             }
@@ -135,6 +146,20 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
         .collect();
     errors.check()?;
     Ok((kinds, ReturnKind::HResult))
+}
+
+/// `ObjectID`, the one ID a callback may lend for its own duration (annotation `live`).
+fn is_object_id(ty: &CType) -> bool {
+    matches!(ty, CType::Named(n) if n == "ObjectID")
+}
+
+fn not_an_object(iface: &str, m: &ApiMethod, p: &ApiParam) -> Diagnostic {
+    Diagnostic::error(format!(
+        "`live` on `{}` of {iface}::{}: only an `ObjectID`, or an `in` array of them, can be lent for the callback (the parameter is `{}`)",
+        p.ir.name, m.ir.name, p.ir.ty
+    ))
+    .at_opt(p.spec_loc.clone())
+    .declared_at(&p.ir.loc)
 }
 
 /// `BOOL` as the header spells it (`typedef int BOOL`): `bool` in safe signatures.
@@ -161,6 +186,17 @@ fn pointer_kind(iface: &str, m: &ApiMethod, p: &ApiParam, spec: &ParamSpec, erro
     };
     if spec.flags.is_some() {
         errors.push(unsupported("`flags` on a pointer"));
+    }
+    if let Some(why) = &spec.live {
+        return match (spec.dir, &spec.len) {
+            (Direction::In, Some(len)) if !spec.raw && !spec.string && !spec.optional && is_object_id(pointee) => {
+                ParamKind::LiveObjects { len: len.clone(), why: why.clone() }
+            }
+            _ => {
+                errors.push(not_an_object(iface, m, p));
+                ParamKind::Opaque { ty: rust_type(&p.ir.ty) }
+            }
+        };
     }
     match spec.dir {
         // `void *pv, UINT cb` read by the callee: bytes, as on the calling side.
@@ -314,6 +350,76 @@ mod tests {
         assert!(e.contains("`p` of I::M: `flags` on a pointer is not supported"), "{e}");
         let e = refused(named("ULONG"), param("n", named("ULONG"), None));
         assert!(e.contains("I::M returns `ULONG`; callbacks must return HRESULT"), "{e}");
+    }
+
+    /// `live` lends an `ObjectID` value or `in` array of them for the callback, and nothing else:
+    /// a ThreadID, an array of counts, an out ObjectID, a raw or optional array, `flags` beside it,
+    /// or a parameter of a method the profiler calls.
+    #[test]
+    fn only_callback_objects_are_lent() {
+        let live = |s: &mut ParamSpec| s.live = Some("why".into());
+        let oid_array = || ptr(named("ObjectID"), false);
+        let m = method(
+            named("HRESULT"),
+            vec![
+                param("objectId", named("ObjectID"), spec(Direction::In, live)),
+                param("cRefs", named("ULONG"), None),
+                param(
+                    "refs",
+                    oid_array(),
+                    spec(Direction::In, |s| {
+                        s.len = Some("cRefs".into());
+                        s.live = Some("during a GC".into());
+                    }),
+                ),
+                param("kept", named("ObjectID"), None),
+            ],
+        );
+        let (kinds, _) = classify_method("I", &m).expect("classifies");
+        assert_eq!(
+            kinds,
+            [
+                ParamKind::LiveObject { why: "why".into() },
+                ParamKind::Length,
+                ParamKind::LiveObjects { len: "cRefs".into(), why: "during a GC".into() },
+                ParamKind::Value { ty: "ObjectID".into() },
+            ]
+        );
+        let refused = |p: ApiParam| match classify_method("I", &method(named("HRESULT"), vec![p])) {
+            Ok(kinds) => panic!("accepted as {kinds:?}"),
+            Err(e) => e.to_string(),
+        };
+        let counted_live = |extra: fn(&mut ParamSpec)| {
+            let mut s = ParamSpec::direction(Direction::In);
+            s.live = Some("x".into());
+            s.len = Some("c".into());
+            extra(&mut s);
+            Some(s)
+        };
+        for (p, ty) in [
+            (param("threadId", named("ThreadID"), spec(Direction::In, live)), "ThreadID"),
+            (
+                param(
+                    "o",
+                    named("ObjectID"),
+                    counted_live(|s| s.len = None).map(|s| ParamSpec { flags: Some("F".into()), ..s }),
+                ),
+                "ObjectID",
+            ),
+            (param("o", oid_array(), spec(Direction::Out, live)), "ObjectID *"),
+            (param("o", oid_array(), spec(Direction::In, live)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.raw = true)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.optional = true)), "ObjectID *"),
+            (param("o", oid_array(), counted_live(|s| s.string = true)), "ObjectID *"),
+            (param("counts", ptr(named("ULONG"), false), counted_live(|_| {})), "ULONG *"),
+        ] {
+            let e = refused(p);
+            assert!(e.contains("can be lent for the callback (the parameter is `") && e.contains(ty), "{e}");
+        }
+        let api = crate::resolve::Api { interfaces: vec![] };
+        let call = method(named("HRESULT"), vec![param("objectId", named("ObjectID"), spec(Direction::In, live))]);
+        let e = call::classify_call(&api, "I", &call).map(|_| ()).expect_err("refused").to_string();
+        assert!(e.contains("`live` on `objectId` of I::M: only callback parameters are lent"), "{e}");
     }
 
     /// Every parameter shape of a method the profiler calls, one per guard of `classify_call` and

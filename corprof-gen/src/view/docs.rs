@@ -38,6 +38,13 @@ pub fn doc_lines(docs: Option<&MethodDocs>) -> Vec<String> {
 }
 
 /// `text` with `<`, `>`, `[`, `]` and `*` escaped outside code spans (`` `…` ``).
+/// One more paragraph after a method's docs (the reason a callback's object is lent), escaped and
+/// wrapped as theirs are.
+pub fn push_paragraph(lines: &mut Vec<String>, text: &str) {
+    lines.push(String::new());
+    lines.extend(wrap(&escape(text), WIDTH));
+}
+
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_code = false;

@@ -242,9 +242,14 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
             let mut thunk_params = vec![format!("this__: *mut {}", iface.ir.name)];
             let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
             let shown: Vec<bool> = kinds.iter().map(|k| *k != ParamKind::Length).collect();
+            let mut doc_lines = docs::doc_lines(m.docs.as_ref());
             for ((p, kind), rust) in m.params.iter().zip(&kinds).zip(names::param_names(&c_names, &shown)) {
                 let raw_name = ident(&p.ir.name);
                 thunk_params.push(format!("{raw_name}: {}", rust_type(&p.ir.ty)));
+                if let ParamKind::LiveObject { why } | ParamKind::LiveObjects { why, .. } = kind {
+                    // Why the lent object is sound, where the profiler reads the signature.
+                    docs::push_paragraph(&mut doc_lines, &format!("`{rust}` is lent for this call only: {why}."));
+                }
                 if let Some((ty, arg)) = safe_param(root, &raw_name, kind) {
                     trait_params.push(format!("{rust}: {ty}"));
                     call_args.push(arg);
@@ -257,7 +262,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 variant: names::pascal_fixed(&m.ir.name),
                 snake: names::method_name(&m.ir.name),
                 doc_url: doc_url(&iface.ir.name, &m.ir.name),
-                doc_lines: docs::doc_lines(m.docs.as_ref()),
+                doc_lines,
                 loc: loc(&m.ir.loc),
                 c_signature: format!("HRESULT {}({})", m.ir.name, c_params.join(", ")),
                 trait_params: trait_params.join(", "),
@@ -331,6 +336,15 @@ fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String
         ParamKind::Out { ty } => (format!("{root}::Out<'_, {ty}>"), format!("{conv}::out({raw})?")),
         ParamKind::Ref { ty, optional: false } => (format!("&mut {ty}"), format!("{conv}::ref_mut({raw})?")),
         ParamKind::Ref { ty, optional: true } => (format!("Option<&mut {ty}>"), format!("{conv}::ref_opt({raw})")),
+        // As bits: a crate generating its own bindings (`root: "::corprof"`) has an `ObjectID` of
+        // its own, of the same representation (a `#[repr(transparent)]` `UINT_PTR`).
+        ParamKind::LiveObject { .. } => {
+            (format!("{root}::LiveObject<'_>"), format!("{conv}::live_object({raw}.as_raw())"))
+        }
+        ParamKind::LiveObjects { len, .. } => (
+            format!("&[{root}::LiveObject<'_>]"),
+            format!("{conv}::live_objects({raw}.cast::<usize>(), {})?", ident(len)),
+        ),
     })
 }
 

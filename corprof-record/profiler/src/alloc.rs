@@ -25,8 +25,8 @@
 
 use crate::alloc_tick::AllocationTick;
 use crate::frames::{self, Frame};
-use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID, ObjectID};
-use corprof::{FrameContext, ProfilerInfo, Result};
+use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID};
+use corprof::{FrameContext, LiveObject, ProfilerInfo, Result};
 use corprof_record::profile::{Profile, Unit};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -108,10 +108,8 @@ impl AllocMode {
     /// `ICorProfilerCallback::ObjectAllocated`: decides whether to sample, and records the
     /// object's stack and size if so. Call it from the callback itself (on the allocating
     /// thread, `object` still valid).
-    pub fn object_allocated(&self, info: &ProfilerInfo, object: ObjectID, class: ClassID) -> Result<()> {
-        // SAFETY: `object` is the object the runtime just handed to ObjectAllocated, which this
-        // runs inside of on the allocating thread: no GC can run before the call returns.
-        let size = unsafe { info.get_object_size2(object) }? as f64;
+    pub fn object_allocated(&self, info: &ProfilerInfo, object: LiveObject<'_>, class: ClassID) -> Result<()> {
+        let size = object.size(info)? as f64;
         let weight = match self.sampling {
             Sampling::Exact => size,
             Sampling::Sampled { mean } => match sample(size, mean) {

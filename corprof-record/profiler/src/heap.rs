@@ -14,9 +14,9 @@
 
 use corprof::types::{
     BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR,
-    ClassID, ObjectID, UINT_PTR,
+    ClassID, UINT_PTR,
 };
-use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
+use corprof::{CorProfilerCallback, HResult, IUnknown, LiveObject, ProfilerInfo, Result};
 use corprof_record::heap::{RootKind, Snapshot, SnapshotBuilder};
 use corprof_record::settings;
 use std::path::{Path, PathBuf};
@@ -218,25 +218,24 @@ impl CorProfilerCallback for HeapMode {
         Ok(())
     }
 
-    fn object_references(&self, object: ObjectID, class: ClassID, refs: &[ObjectID]) -> Result<()> {
+    fn object_references(&self, object: LiveObject<'_>, class: ClassID, refs: &[LiveObject<'_>]) -> Result<()> {
         if !self.0.collecting.load(Ordering::Relaxed) {
             return Ok(());
         }
         let info = self.0.info.get().ok_or(HResult::E_UNEXPECTED)?;
-        // SAFETY: ObjectReferences runs during the GC that reports `object`: it is current.
-        let size = unsafe { info.get_object_size2(object) }.unwrap_or(0) as u64;
+        let size = object.size(info).unwrap_or(0) as u64;
         let mut builder = lock(&self.0.builder);
         if let Some(b) = builder.as_mut() {
             // An ObjectID is the object's address: the builder keeps plain numbers.
-            let refs = refs.iter().map(|r| r.as_raw() as u64);
-            b.add_object(object.as_raw() as u64, class.as_raw() as u64, size, refs);
+            let refs = refs.iter().map(|r| r.id().as_raw() as u64);
+            b.add_object(object.id().as_raw() as u64, class.as_raw() as u64, size, refs);
         }
         Ok(())
     }
 
     fn root_references2(
         &self,
-        roots: &[ObjectID],
+        roots: &[LiveObject<'_>],
         kinds: &[COR_PRF_GC_ROOT_KIND],
         flags: &[COR_PRF_GC_ROOT_FLAGS],
         _ids: &[UINT_PTR],
@@ -251,7 +250,7 @@ impl CorProfilerCallback for HeapMode {
             let weak = flags.get(i).is_some_and(|f| f.0 & COR_PRF_GC_ROOT_FLAGS::COR_PRF_GC_ROOT_WEAKREF.0 != 0);
             if !weak {
                 let kind = kinds.get(i).map_or(RootKind::OTHER, |k| RootKind(k.0.min(255) as u8));
-                b.add_root(root.as_raw() as u64, kind);
+                b.add_root(root.id().as_raw() as u64, kind);
             }
         }
         Ok(())

@@ -22,8 +22,8 @@ mod modes;
 pub mod pauses;
 
 use corprof::threads::ThreadNames;
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ObjectID, ThreadID};
-use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result, WStr};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ThreadID};
+use corprof::{CorProfilerCallback, HResult, IUnknown, LiveObject, ProfilerInfo, Result, WStr};
 use corprof_record::{files, settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -371,7 +371,7 @@ impl CorProfilerCallback for Recorder {
 
     // Forwarded to the mode's recording (see `Recording`).
 
-    fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
+    fn object_allocated(&self, object_id: LiveObject<'_>, class_id: ClassID) -> Result<()> {
         self.result.recording.get().map_or(Ok(()), |r| r.object_allocated(object_id, class_id))
     }
 
@@ -387,13 +387,13 @@ impl CorProfilerCallback for Recorder {
         self.result.recording.get().map_or(Ok(()), |r| r.garbage_collection_finished())
     }
 
-    fn object_references(&self, object_id: ObjectID, class_id: ClassID, refs: &[ObjectID]) -> Result<()> {
+    fn object_references(&self, object_id: LiveObject<'_>, class_id: ClassID, refs: &[LiveObject<'_>]) -> Result<()> {
         self.result.recording.get().map_or(Ok(()), |r| r.object_references(object_id, class_id, refs))
     }
 
     fn root_references2(
         &self,
-        root_ref_ids: &[ObjectID],
+        root_ref_ids: &[LiveObject<'_>],
         root_kinds: &[corprof::types::COR_PRF_GC_ROOT_KIND],
         root_flags: &[corprof::types::COR_PRF_GC_ROOT_FLAGS],
         root_ids: &[corprof::types::UINT_PTR],
@@ -439,7 +439,11 @@ impl CorProfilerCallback for Recorder {
         self.result.recording.get().map_or(Ok(()), |r| r.exception_unwind_function_leave())
     }
 
-    fn exception_catcher_enter(&self, function_id: corprof::types::FunctionID, object_id: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(
+        &self,
+        function_id: corprof::types::FunctionID,
+        object_id: LiveObject<'_>,
+    ) -> Result<()> {
         self.result.recording.get().map_or(Ok(()), |r| r.exception_catcher_enter(function_id, object_id))
     }
 }

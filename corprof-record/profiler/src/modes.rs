@@ -12,8 +12,8 @@ use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::eventpipe::{self, Level, ProviderConfig, Session};
 use corprof::types::{BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, UINT_PTR};
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, EVENTPIPE_PROVIDER, ObjectID, ThreadID};
-use corprof::{CorProfilerCallback, ProfilerInfo, Result};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, EVENTPIPE_PROVIDER, ThreadID};
+use corprof::{CorProfilerCallback, LiveObject, ProfilerInfo, Result};
 use corprof_record::settings;
 use std::collections::HashMap;
 use std::path::Path;
@@ -88,7 +88,7 @@ impl Ticks {
 }
 
 impl CorProfilerCallback for AllocRecording {
-    fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
+    fn object_allocated(&self, object_id: LiveObject<'_>, class_id: ClassID) -> Result<()> {
         self.mode.object_allocated(&self.info, object_id, class_id)
     }
 
@@ -167,13 +167,13 @@ impl CorProfilerCallback for HeapRecording {
         self.0.garbage_collection_started(generations, reason)
     }
 
-    fn object_references(&self, object_id: ObjectID, class_id: ClassID, refs: &[ObjectID]) -> Result<()> {
+    fn object_references(&self, object_id: LiveObject<'_>, class_id: ClassID, refs: &[LiveObject<'_>]) -> Result<()> {
         self.0.object_references(object_id, class_id, refs)
     }
 
     fn root_references2(
         &self,
-        refs: &[ObjectID],
+        refs: &[LiveObject<'_>],
         kinds: &[COR_PRF_GC_ROOT_KIND],
         flags: &[COR_PRF_GC_ROOT_FLAGS],
         ids: &[UINT_PTR],
@@ -213,7 +213,11 @@ impl CorProfilerCallback for CallsRecording {
         Ok(())
     }
 
-    fn exception_catcher_enter(&self, _function_id: corprof::types::FunctionID, _object_id: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(
+        &self,
+        _function_id: corprof::types::FunctionID,
+        _object_id: LiveObject<'_>,
+    ) -> Result<()> {
         self.0.exception_catcher_enter();
         Ok(())
     }

@@ -18,9 +18,10 @@
 //! spends blocked and the hooks' own cost.
 #![deny(unsafe_code)]
 
+use corprof::LiveObject;
 use corprof::hooks::{self, HookFrame, HookTable};
 use corprof::names::FunctionNames;
-use corprof::types::{COR_PRF_MONITOR, FunctionID, ObjectID};
+use corprof::types::{COR_PRF_MONITOR, FunctionID};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -257,7 +258,7 @@ impl CorProfilerCallback for CallTree {
         Ok(())
     }
 
-    fn exception_catcher_enter(&self, function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(&self, function_id: FunctionID, _object_id: LiveObject<'_>) -> Result<()> {
         hooks::exception_catcher_enter(function_id);
         Ok(())
     }

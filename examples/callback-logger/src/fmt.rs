@@ -80,6 +80,13 @@ id_args!(
     EVENTPIPE_PROVIDER
 );
 
+impl Arg for corprof::LiveObject<'_> {
+    /// The ObjectID the runtime passed, as the C logger prints it.
+    fn put(&self, line: &mut String) {
+        self.id().put(line);
+    }
+}
+
 macro_rules! enum_args {
     ($($t:ty),*) => {$(
         impl Arg for $t {

@@ -19,6 +19,7 @@
 
 pub mod fmt;
 
+use corprof::LiveObject;
 use corprof::interfaces::{ICorProfilerAssemblyReferenceProvider, ICorProfilerFunctionControl};
 use corprof::types::*;
 use corprof::{CorProfilerCallback, HResult, IUnknown, Out, ProfilerInfo, Result, WStr};
@@ -348,7 +349,7 @@ impl CorProfilerCallback for Logger {
         Ok(())
     }
 
-    fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
+    fn object_allocated(&self, object_id: LiveObject<'_>, class_id: ClassID) -> Result<()> {
         self.log("ObjectAllocated", &[&object_id, &class_id]);
         Ok(())
     }
@@ -358,17 +359,22 @@ impl CorProfilerCallback for Logger {
         Ok(())
     }
 
-    fn object_references(&self, object_id: ObjectID, class_id: ClassID, object_ref_ids: &[ObjectID]) -> Result<()> {
+    fn object_references(
+        &self,
+        object_id: LiveObject<'_>,
+        class_id: ClassID,
+        object_ref_ids: &[LiveObject<'_>],
+    ) -> Result<()> {
         self.log("ObjectReferences", &[&object_id, &class_id, &Count(object_ref_ids.len()), &object_ref_ids]);
         Ok(())
     }
 
-    fn root_references(&self, root_ref_ids: &[ObjectID]) -> Result<()> {
+    fn root_references(&self, root_ref_ids: &[LiveObject<'_>]) -> Result<()> {
         self.log("RootReferences", &[&Count(root_ref_ids.len()), &root_ref_ids]);
         Ok(())
     }
 
-    fn exception_thrown(&self, thrown_object_id: ObjectID) -> Result<()> {
+    fn exception_thrown(&self, thrown_object_id: LiveObject<'_>) -> Result<()> {
         self.log("ExceptionThrown", &[&thrown_object_id]);
         Ok(())
     }
@@ -428,7 +434,7 @@ impl CorProfilerCallback for Logger {
         Ok(())
     }
 
-    fn exception_catcher_enter(&self, function_id: FunctionID, object_id: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(&self, function_id: FunctionID, object_id: LiveObject<'_>) -> Result<()> {
         self.log("ExceptionCatcherEnter", &[&function_id, &object_id]);
         Ok(())
     }
@@ -495,14 +501,14 @@ impl CorProfilerCallback for Logger {
         Ok(())
     }
 
-    fn finalizeable_object_queued(&self, finalizer_flags: DWORD, object_id: ObjectID) -> Result<()> {
+    fn finalizeable_object_queued(&self, finalizer_flags: DWORD, object_id: LiveObject<'_>) -> Result<()> {
         self.log("FinalizeableObjectQueued", &[&finalizer_flags, &object_id]);
         Ok(())
     }
 
     fn root_references2(
         &self,
-        root_ref_ids: &[ObjectID],
+        root_ref_ids: &[LiveObject<'_>],
         root_kinds: &[COR_PRF_GC_ROOT_KIND],
         root_flags: &[COR_PRF_GC_ROOT_FLAGS],
         root_ids: &[UINT_PTR],
@@ -512,7 +518,7 @@ impl CorProfilerCallback for Logger {
         Ok(())
     }
 
-    fn handle_created(&self, handle_id: GCHandleID, initial_object_id: ObjectID) -> Result<()> {
+    fn handle_created(&self, handle_id: GCHandleID, initial_object_id: LiveObject<'_>) -> Result<()> {
         self.log("HandleCreated", &[&handle_id, &initial_object_id]);
         Ok(())
     }
@@ -606,8 +612,8 @@ impl CorProfilerCallback for Logger {
 
     fn conditional_weak_table_element_references(
         &self,
-        key_ref_ids: &[ObjectID],
-        value_ref_ids: &[ObjectID],
+        key_ref_ids: &[LiveObject<'_>],
+        value_ref_ids: &[LiveObject<'_>],
         root_ids: &[GCHandleID],
     ) -> Result<()> {
         let count = Count(key_ref_ids.len());

@@ -16,8 +16,8 @@
 //! Load with `CORECLR_PROFILER={A3C1E5F7-2B4D-4F60-8A1C-3E5B7D9F1A2C}`; lines go to the file in
 //! `CORPROF_TRACE_OUT`, else stderr.
 
-use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID, ObjectID, mdTypeDef};
-use corprof::{CorProfilerCallback, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID, mdTypeDef};
+use corprof::{CorProfilerCallback, IUnknown, LiveObject, MetaDataImport, ProfilerInfo, Result};
 use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -135,10 +135,8 @@ impl CorProfilerCallback for Tracer {
         Ok(())
     }
 
-    fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
-        // GC can move `thrown` before this callback returns.
-        let class = unsafe { self.info()?.get_class_from_object(thrown) };
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
+        let class = thrown.class(self.info()?);
         let name = class.and_then(|class| self.class_name(class));
         match name {
             Ok(name) => self.line(&format!("EXC {name}")),
@@ -147,7 +145,7 @@ impl CorProfilerCallback for Tracer {
         Ok(())
     }
 
-    fn object_allocated(&self, _object: ObjectID, class_id: ClassID) -> Result<()> {
+    fn object_allocated(&self, _object: LiveObject<'_>, class_id: ClassID) -> Result<()> {
         let first = self.allocated.lock().is_ok_and(|mut seen| seen.insert(class_id));
         if first {
             match corprof::sig::class_name(self.info()?, class_id) {

@@ -19,9 +19,8 @@
 //!   shutdown, or right after a failed Initialize). corprof logs it as `corprof: drop of
 //!   panicking_profiler::Panicker panicked: …` and frees the object; the app must not notice.
 
-use corprof::types::{
-    AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ObjectID, ThreadID,
-};
+use corprof::LiveObject;
+use corprof::types::{AssemblyID, BOOL, COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID, FunctionID, ModuleID, ThreadID};
 use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, Out, ProfilerInfo, Result};
 use std::hint::black_box;
 use std::io::Write;
@@ -202,13 +201,13 @@ impl CorProfilerCallback for Panicker {
     }
 
     /// A non-string payload: the library logs `(non-string panic payload)`.
-    fn exception_thrown(&self, _thrown_object_id: ObjectID) -> Result<()> {
+    fn exception_thrown(&self, _thrown_object_id: LiveObject<'_>) -> Result<()> {
         self.arm(Callback::ExceptionThrown);
         std::panic::panic_any(EXCEPTION_PAYLOAD);
     }
 
     /// `unwrap` on an `Err`.
-    fn exception_catcher_enter(&self, _function_id: FunctionID, _object_id: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(&self, _function_id: FunctionID, _object_id: LiveObject<'_>) -> Result<()> {
         self.arm(Callback::ExceptionCatcherEnter);
         black_box(black_box("forty-two").parse::<u32>().unwrap());
         Ok(())
@@ -225,7 +224,12 @@ impl CorProfilerCallback for Panicker {
     }
 
     /// Called for every live object of a heap walk after each GC.
-    fn object_references(&self, _object_id: ObjectID, _class_id: ClassID, object_ref_ids: &[ObjectID]) -> Result<()> {
+    fn object_references(
+        &self,
+        _object_id: LiveObject<'_>,
+        _class_id: ClassID,
+        object_ref_ids: &[LiveObject<'_>],
+    ) -> Result<()> {
         self.arm(Callback::ObjectReferences);
         panic!("ObjectReferences: object with {} references", object_ref_ids.len());
     }
@@ -242,7 +246,7 @@ mod tests {
         let p = Panicker::default();
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = std::panic::catch_unwind(|| p.exception_thrown(ObjectID::NULL));
+        let r = std::panic::catch_unwind(|| p.exception_thrown(LiveObject::NULL));
         let payload = r.expect_err("exception_thrown must panic");
         assert_eq!(payload.downcast_ref::<u32>(), Some(&EXCEPTION_PAYLOAD));
         assert!(std::panic::catch_unwind(|| p.jit_compilation_started(FunctionID::NULL, true)).is_err());

@@ -7,7 +7,7 @@ use corprof::heap::{HeapRange, ObjectHandle};
 use corprof::types::{
     BOOL, COR_PRF_GC_REASON, COR_PRF_HANDLE_TYPE, COR_PRF_MONITOR, ClassID, CorOpenFlags, ObjectID, SIZE_T,
 };
-use corprof::{CorProfilerCallback, HResult, IUnknown, MetaDataImport, ProfilerInfo, Result};
+use corprof::{CorProfilerCallback, HResult, IUnknown, LiveObject, MetaDataImport, ProfilerInfo, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -129,8 +129,9 @@ impl Heap {
                 if let (Some(object), true) = (target, *name != "weak") {
                     // SAFETY: read from a handle during this GarbageCollectionFinished, while the
                     // runtime is still suspended for the GC: `object` is current.
-                    let weak =
-                        unsafe { ObjectHandle::create(info, object, COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_WEAK) };
+                    let weak = unsafe {
+                        ObjectHandle::create_from_id(info, object, COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_WEAK)
+                    };
                     match weak {
                         Ok(weak) => state.rewatched.push((name, weak)),
                         Err(e) => state.lines.push(format!("rewatch {name}: {e}")),
@@ -240,7 +241,7 @@ impl CorProfilerCallback for Heap {
         Ok(())
     }
 
-    fn object_allocated(&self, object_id: ObjectID, class_id: ClassID) -> Result<()> {
+    fn object_allocated(&self, object: LiveObject<'_>, class_id: ClassID) -> Result<()> {
         let mut state = self.state();
         let name = match state.class_names.get(&class_id) {
             Some(name) => name.clone(),
@@ -259,14 +260,12 @@ impl CorProfilerCallback for Heap {
             _ => COR_PRF_HANDLE_TYPE::COR_PRF_HANDLE_TYPE_PINNED,
         };
         let (label, class) = TARGETS[index];
-        // SAFETY: ObjectAllocated runs on the allocating thread in cooperative mode: no GC can move
-        // `object_id` before it returns.
-        match unsafe { ObjectHandle::create(self.info()?, object_id, kind) } {
+        match ObjectHandle::create(self.info()?, object, kind) {
             Ok(handle) => {
                 state.handles[index] = Some(handle);
                 match label {
-                    "pinned" => state.pinned_at = Some(object_id),
-                    "strong" => state.strong_at = Some(object_id),
+                    "pinned" => state.pinned_at = Some(object.id()),
+                    "strong" => state.strong_at = Some(object.id()),
                     _ => {}
                 }
                 state.lines.push(format!("created {label} handle on {class}"));

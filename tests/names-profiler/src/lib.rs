@@ -12,10 +12,11 @@
 //! still answers for the destroyed ID.
 #![deny(unsafe_code)]
 
+use corprof::LiveObject;
 use corprof::hooks::{self, HookFrame};
 use corprof::names::FunctionNames;
 use corprof::threads::ThreadNames;
-use corprof::types::{COR_PRF_MONITOR, DWORD, FunctionID, ObjectID, ThreadID};
+use corprof::types::{COR_PRF_MONITOR, DWORD, FunctionID, ThreadID};
 use corprof::{
     CorProfilerCallback, FrameContext, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result, WStr,
 };
@@ -113,7 +114,7 @@ impl CorProfilerCallback for Names {
         Ok(())
     }
 
-    fn exception_thrown(&self, _exception: ObjectID) -> Result<()> {
+    fn exception_thrown(&self, _exception: LiveObject<'_>) -> Result<()> {
         // The tag is the exception's message; reading it needs the object's layout, so the
         // walk's own frames tell which probe this is: the frame under Probe::Fire.
         if let Err(e) = self.walk("probe") {

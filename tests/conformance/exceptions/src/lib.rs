@@ -4,8 +4,8 @@
 //! filters and a throw from a finally; the catcher names the exception object it is given.
 
 use conformance_support::Recorder;
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID, ObjectID};
-use corprof::{CorProfilerCallback, IUnknown, Result};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};
+use corprof::{CorProfilerCallback, IUnknown, LiveObject, Result};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::thread::ThreadId;
@@ -63,10 +63,8 @@ impl CorProfilerCallback for Exceptions {
         Ok(())
     }
 
-    fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
-        // GC can move `thrown` before this callback returns.
-        let class = unsafe { self.rec.info()?.get_class_from_object(thrown)? };
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
+        let class = thrown.class(self.rec.info()?)?;
         let name = self.rec.class_name(class);
         if name.starts_with("ConfExceptions.") {
             self.rec.say(format!("thrown {name}"));
@@ -115,10 +113,8 @@ impl CorProfilerCallback for Exceptions {
         self.leave("finally")
     }
 
-    fn exception_catcher_enter(&self, function: FunctionID, object: ObjectID) -> Result<()> {
-        // SAFETY: ExceptionCatcherEnter runs on the catching thread before the catch block, and
-        // the object it hands over is current for the duration of the callback.
-        let class = unsafe { self.rec.info()?.get_class_from_object(object) };
+    fn exception_catcher_enter(&self, function: FunctionID, object: LiveObject<'_>) -> Result<()> {
+        let class = object.class(self.rec.info()?);
         let thrown = class.map_or_else(|e| format!("no object ({e})"), |c| self.rec.class_name(c));
         self.enter("catch", function);
         if self.app_method(function).is_some() {

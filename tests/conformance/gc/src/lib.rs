@@ -13,7 +13,7 @@ use corprof::types::{
     BOOL, COR_PRF_GC_GENERATION, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, COR_PRF_HIGH_MONITOR,
     COR_PRF_MONITOR, ClassID, ObjectID, UINT_PTR,
 };
-use corprof::{CorProfilerCallback, IUnknown, Result};
+use corprof::{CorProfilerCallback, IUnknown, LiveObject, Result};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Mutex;
 
@@ -56,14 +56,12 @@ impl Gc {
     }
 
     /// How many of `objects` (null ones skipped) live on the pinned object heap.
-    fn pinned_heap_objects(&self, objects: &[ObjectID]) -> Result<u32> {
+    fn pinned_heap_objects(&self, objects: &[LiveObject<'_>]) -> Result<u32> {
         let info = self.rec.info()?;
         let poh = objects
             .iter()
-            .filter(|o| **o != ObjectID::NULL)
-            // SAFETY: called from the ObjectReferences or RootReferences2 that reported `o`: the GC
-            // that handed it out is still running, so it is the object's current address.
-            .filter(|o| unsafe { info.get_object_generation(**o) }.is_ok_and(|g| g.generation.0 == POH))
+            .filter(|o| !o.is_null())
+            .filter(|o| o.generation(info).is_ok_and(|g| g.generation.0 == POH))
             .count();
         Ok(poh as u32)
     }
@@ -103,7 +101,7 @@ impl CorProfilerCallback for Gc {
         Ok(())
     }
 
-    fn object_references(&self, object: ObjectID, class: ClassID, refs: &[ObjectID]) -> Result<()> {
+    fn object_references(&self, object: LiveObject<'_>, class: ClassID, refs: &[LiveObject<'_>]) -> Result<()> {
         let poh = self.pinned_heap_objects(refs)?;
         let is_marker = self.rec.class_name(class) == "ConfGc.Marker";
         {
@@ -113,21 +111,18 @@ impl CorProfilerCallback for Gc {
         }
         if is_marker {
             let info = self.rec.info()?;
-            let child = refs.iter().any(|r| {
-                // SAFETY: ObjectReferences runs during the GC that reported `r`, so it is current.
-                unsafe { info.get_class_from_object(*r) }.is_ok_and(|c| self.rec.class_name(c) == "ConfGc.Child")
-            });
+            let child = refs.iter().any(|r| r.class(info).is_ok_and(|c| self.rec.class_name(c) == "ConfGc.Child"));
             let mut s = self.state();
             s.marker_references_child |= child;
-            s.markers.insert(object);
-            s.marker_rooted |= s.roots.contains(&object);
+            s.markers.insert(object.id());
+            s.marker_rooted |= s.roots.contains(&object.id());
         }
         Ok(())
     }
 
     fn root_references2(
         &self,
-        roots: &[ObjectID],
+        roots: &[LiveObject<'_>],
         _kinds: &[COR_PRF_GC_ROOT_KIND],
         _flags: &[COR_PRF_GC_ROOT_FLAGS],
         _ids: &[UINT_PTR],
@@ -135,9 +130,9 @@ impl CorProfilerCallback for Gc {
         let poh = self.pinned_heap_objects(roots)?;
         let mut s = self.state();
         s.poh_in_roots += poh;
-        let rooted = roots.iter().any(|r| s.markers.contains(r));
+        let rooted = roots.iter().any(|r| s.markers.contains(&r.id()));
         s.marker_rooted |= rooted;
-        s.roots.extend(roots.iter().copied());
+        s.roots.extend(roots.iter().map(|r| r.id()));
         Ok(())
     }
 
@@ -166,14 +161,11 @@ impl CorProfilerCallback for Gc {
         Ok(())
     }
 
-    fn object_allocated(&self, object: ObjectID, class: ClassID) -> Result<()> {
+    fn object_allocated(&self, object: LiveObject<'_>, class: ClassID) -> Result<()> {
         let info = self.rec.info()?;
-        // SAFETY: ObjectAllocated runs on the allocating thread before it returns to managed code,
-        // so no GC can move `object` during these calls.
-        let (generation, size) = unsafe {
-            let generation = info.get_object_generation(object).map(|g| g.generation);
-            (generation.unwrap_or(COR_PRF_GC_GENERATION(u32::MAX)), info.get_object_size2(object).unwrap_or(0))
-        };
+        let generation = object.generation(info).map(|g| g.generation);
+        let (generation, size) =
+            (generation.unwrap_or(COR_PRF_GC_GENERATION(u32::MAX)), object.size(info).unwrap_or(0));
         let name = self.rec.class_name(class);
         let mut s = self.state();
         s.allocations += 1;

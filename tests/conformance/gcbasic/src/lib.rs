@@ -8,6 +8,7 @@
 //! heap-walk callbacks that `COR_PRF_MONITOR_GC` would add is raised.
 
 use conformance_support::Recorder;
+use corprof::LiveObject;
 use corprof::types::{
     BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR,
     ClassID, DWORD, GCHandleID, ObjectID, SIZE_T, UINT_PTR, ULONG,
@@ -103,17 +104,17 @@ impl CorProfilerCallback for GcBasic {
         Ok(())
     }
 
-    fn object_references(&self, _: ObjectID, _: ClassID, _: &[ObjectID]) -> Result<()> {
+    fn object_references(&self, _: LiveObject<'_>, _: ClassID, _: &[LiveObject<'_>]) -> Result<()> {
         self.heavy("ObjectReferences")
     }
 
-    fn root_references(&self, _: &[ObjectID]) -> Result<()> {
+    fn root_references(&self, _: &[LiveObject<'_>]) -> Result<()> {
         self.heavy("RootReferences")
     }
 
     fn root_references2(
         &self,
-        _: &[ObjectID],
+        _: &[LiveObject<'_>],
         _: &[COR_PRF_GC_ROOT_KIND],
         _: &[COR_PRF_GC_ROOT_FLAGS],
         _: &[UINT_PTR],
@@ -141,11 +142,11 @@ impl CorProfilerCallback for GcBasic {
         self.heavy("ObjectsAllocatedByClass")
     }
 
-    fn finalizeable_object_queued(&self, _: DWORD, _: ObjectID) -> Result<()> {
+    fn finalizeable_object_queued(&self, _: DWORD, _: LiveObject<'_>) -> Result<()> {
         self.heavy("FinalizeableObjectQueued")
     }
 
-    fn handle_created(&self, _: GCHandleID, _: ObjectID) -> Result<()> {
+    fn handle_created(&self, _: GCHandleID, _: LiveObject<'_>) -> Result<()> {
         self.heavy("HandleCreated")
     }
 

@@ -12,8 +12,8 @@
 //! which the runtime test meets by counting seven detaches of eight.
 
 use conformance_support::Recorder;
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ObjectID};
-use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, Out, Result};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR};
+use corprof::{Callback, CorProfilerCallback, HResult, IUnknown, LiveObject, Out, Result};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -105,11 +105,9 @@ impl CorProfilerCallback for Multiple {
         self.start(unknown)
     }
 
-    fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
         let info = self.rec.info()?;
-        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
-        // GC can move `thrown` before this callback returns.
-        let class = self.rec.class_name(unsafe { info.get_class_from_object(thrown)? });
+        let class = self.rec.class_name(thrown.class(info)?);
         log(self.instance, &format!("ExceptionThrown {class}"));
         // Only the app's cue, and once: the runtime refuses a detach requested from inside a
         // callback, so a thread of its own asks (as the runtime test does).

@@ -4,7 +4,8 @@
 //! its own callbacks and only those.
 
 use conformance_support::Recorder;
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID, ObjectID};
+use corprof::LiveObject;
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};
 use corprof::{CorProfilerCallback, IUnknown, Result};
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E08");
@@ -28,7 +29,7 @@ impl CorProfilerCallback for Main {
         Ok(())
     }
 
-    fn exception_thrown(&self, _thrown: ObjectID) -> Result<()> {
+    fn exception_thrown(&self, _thrown: LiveObject<'_>) -> Result<()> {
         self.rec.say("main: an exception (not asked for)");
         Ok(())
     }

@@ -229,8 +229,7 @@ impl CorProfilerCallback for Statics {
         if info.is_array_class(class)?.is_some() {
             return Ok(());
         }
-        // SAFETY: the current thread is the calling thread, alive while it runs this callback.
-        let domain = unsafe { info.get_thread_app_domain(info.get_current_thread_id()?)? };
+        let domain = info.with_current_thread(|t| t.app_domain(info))??;
         lock(&self.classes).insert(class, domain);
         if self.rec.class_name(class) == "ConfStatics.Holder" {
             let module = info.get_class_id_info(class)?.module_id;
@@ -281,8 +280,7 @@ impl CorProfilerCallback for Statics {
         };
         let info = self.rec.info()?;
         let main = info.get_current_thread_id()?;
-        // SAFETY: `main` is the calling thread, alive while it runs this callback.
-        let domain = unsafe { info.get_thread_app_domain(main)? };
+        let domain = info.with_current_thread(|t| t.app_domain(info))??;
         let rec = &self.rec;
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -2,8 +2,8 @@
 //! events only and writes what it saw to the file in `CORPROF_CONF_PEER_OUT`.
 
 use conformance_support::Recorder;
-use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID, ObjectID};
-use corprof::{CorProfilerCallback, IUnknown, Out, Result};
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};
+use corprof::{CorProfilerCallback, IUnknown, LiveObject, Out, Result};
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09");
 
@@ -25,15 +25,13 @@ impl CorProfilerCallback for Peer {
         Ok(())
     }
 
-    fn exception_thrown(&self, thrown: ObjectID) -> Result<()> {
-        // SAFETY: the runtime raises ExceptionThrown on the throwing thread in cooperative mode, so no
-        // GC can move `thrown` before this callback returns.
-        let class = unsafe { self.rec.info()?.get_class_from_object(thrown)? };
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
+        let class = thrown.class(self.rec.info()?)?;
         self.rec.say(format!("peer: thrown {}", self.rec.class_name(class)));
         Ok(())
     }
 
-    fn exception_catcher_enter(&self, function: FunctionID, _object: ObjectID) -> Result<()> {
+    fn exception_catcher_enter(&self, function: FunctionID, _object: LiveObject<'_>) -> Result<()> {
         self.rec.say(format!("peer: caught in {}", self.rec.function_name(function)));
         Ok(())
     }
