@@ -9,6 +9,7 @@
 //! construction, out-pointer conversions, buffers).
 
 pub use crate::com::{ComClass, ComObject, IUnknown_Vtbl};
+pub use crate::context::{refuse_in_hook, refuse_on_unknown_thread};
 pub use crate::entry::{
     IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory, dispatch, dispatch_initialize, dll_get_class_object,
     new_profiler_object,
@@ -16,6 +17,6 @@ pub use crate::entry::{
 pub use crate::pointer_params::raw;
 pub use crate::suspend::refuse_on_suspending_thread;
 pub use crate::wrapper_support::{
-    Buffer, CorEnum, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted, wrap_out,
-    zeroed,
+    Buffer, CorEnum, EnumOp, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted,
+    wrap_out, zeroed,
 };

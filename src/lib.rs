@@ -40,6 +40,7 @@
 
 mod callback_counts;
 mod com;
+mod context;
 pub mod current_thread;
 mod deprecated;
 mod entry;
@@ -90,7 +91,7 @@ pub use stack::{Frame, FrameContext};
 pub use suspend::{SuspendedThread, SuspendedThreads, Suspension};
 // Traits that appear in public bounds (`get_module_metadata::<W: Wrapper>`, `Wrapper::get::<I:
 // FamilyMember>`, `ComPtr<T>: Send` for `T: FreeThreaded`): readable where the bound is.
-pub use wrapper_support::{FamilyMember, Wrapper};
+pub use wrapper_support::{CorEnum, FamilyMember, Wrapper};
 
 // The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x has none), so
 // the generator lists whichever this header gives for a glob (an empty one without cor.h).

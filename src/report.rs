@@ -92,7 +92,7 @@ pub fn is_quiet() -> bool {
 /// lines from several threads do not interleave; a failed write is ignored (nowhere to report it).
 /// Control characters and Unicode line breaks in `line` are escaped ([`escape_controls`]), so a
 /// panic message cannot end the line early and forge a second report.
-fn write_line(line: &str) {
+pub(crate) fn write_line(line: &str) {
     if is_quiet() {
         return;
     }

@@ -99,6 +99,7 @@ pub(crate) fn while_runtime_suspends_here<R>(call: impl FnOnce() -> Result<R>) -
             HELD.store(false, Ordering::Release);
         }
     }
+    crate::context::refuse_in_hook()?;
     if HELD.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         return Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS);
     }
@@ -133,6 +134,8 @@ impl ProfilerInfo {
     pub fn suspend_runtime(&self) -> Result<Suspension<'_>> {
         // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
         let _entered = self.negotiated().enter()?;
+        // A GC-triggering call, as `refuse_in: [hook]` methods are (`crate::context`).
+        crate::context::refuse_in_hook()?;
         let raw = self.get::<ICorProfilerInfo10>()?;
         if HELD.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(HResult::CORPROF_E_SUSPENSION_IN_PROGRESS);

@@ -310,28 +310,44 @@ pub fn ask_then_fill<B: Buffers<N>, R, const N: usize>(
 pub type HCORENUM = *mut c_void;
 
 type Fill<'a, T> = Box<dyn FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a>;
-type Close<'a> = Box<dyn FnMut(HCORENUM) + 'a>;
+type Control<'a> = Box<dyn FnMut(EnumOp<'_>) -> HRESULT + 'a>;
+
+/// What a [`CorEnum`] asks of the interface its handle belongs to, besides the batches: the
+/// handle never leaves the enumeration, so the runtime only ever sees one it made.
+pub enum EnumOp<'a> {
+    /// Free the handle (`CloseEnum`), once, when the enumeration drops.
+    Close(HCORENUM),
+    /// Write how many items the enumeration holds in all (`CountEnum`).
+    Count(HCORENUM, &'a mut u32),
+    /// Move the cursor to an index counted from the first item (`ResetEnum`).
+    Reset(HCORENUM, u32),
+}
 
 /// An `HCORENUM` enumeration (`EnumTypeDefs`, `EnumMethods`, …) as an iterator. Fetches in
 /// batches; closes the handle when dropped. The first batch is fetched by `new`, so an error
-/// there is returned; an error in a later batch ends the iteration.
+/// there is returned; an error in a later batch ends the iteration. [`total`](Self::total),
+/// [`remaining`](Self::remaining) and [`reset`](Self::reset) offer what `CountEnum` and
+/// `ResetEnum` do on the enumeration's own handle, which safe code never holds.
 pub struct CorEnum<'a, T> {
     handle: HCORENUM,
     buf: Vec<T>,
     pos: usize,
     len: usize,
     done: bool,
+    /// How many items `next` has handed out since the start (or the index `reset` moved to).
+    index: usize,
     fill: Fill<'a, T>,
-    close: Close<'a>,
+    control: Control<'a>,
 }
 
 const BATCH: usize = 64;
 
 impl<'a, T: Zeroable> CorEnum<'a, T> {
-    /// An enumeration that calls `fill` for each batch and `close` once at the end.
+    /// An enumeration that calls `fill` for each batch, and `control` to count, reset and (once,
+    /// at the end) close its handle.
     pub fn new(
         fill: impl FnMut(&mut HCORENUM, &mut [T], &mut u32) -> HRESULT + 'a,
-        close: impl FnMut(HCORENUM) + 'a,
+        control: impl FnMut(EnumOp<'_>) -> HRESULT + 'a,
     ) -> Result<Self> {
         let mut e = CorEnum {
             handle: std::ptr::null_mut(),
@@ -339,8 +355,9 @@ impl<'a, T: Zeroable> CorEnum<'a, T> {
             pos: 0,
             len: 0,
             done: false,
+            index: 0,
             fill: Box::new(fill),
-            close: Box::new(close),
+            control: Box::new(control),
         };
         e.refill()?;
         Ok(e)
@@ -355,6 +372,38 @@ impl<'a, T: Zeroable> CorEnum<'a, T> {
         self.done = hr != 0 || self.len < self.buf.len();
         HResult(hr).ok()
     }
+
+    /// How many items the enumeration holds in all, whatever has been read (`CountEnum`). An
+    /// enumeration that found nothing counts 0. `Err(E_NOTIMPL)` from an interface without
+    /// `CountEnum` (IMetaDataAssemblyImport).
+    pub fn total(&mut self) -> Result<usize> {
+        if self.handle.is_null() {
+            // The runtime frees an enumeration that found nothing at once, leaving no handle.
+            return Ok(0);
+        }
+        let mut n = 0u32;
+        HResult((self.control)(EnumOp::Count(self.handle, &mut n))).ok()?;
+        Ok(n as usize)
+    }
+
+    /// How many items `next` has yet to hand out: [`total`](Self::total) less those read.
+    pub fn remaining(&mut self) -> Result<usize> {
+        Ok(self.total()?.saturating_sub(self.index))
+    }
+
+    /// Moves to the item at `index` (0 starts over; `ResetEnum`), so that `next` hands it out
+    /// next. An index past the end leaves nothing to read. `Err(E_NOTIMPL)` from an interface
+    /// without `ResetEnum`, `Err(E_INVALIDARG)` for an index beyond `u32`.
+    pub fn reset(&mut self, index: usize) -> Result<()> {
+        let Ok(at) = u32::try_from(index) else { return Err(HResult::E_INVALIDARG) };
+        if self.handle.is_null() {
+            // Nothing was found: there is nothing to move over.
+            return Ok(());
+        }
+        HResult((self.control)(EnumOp::Reset(self.handle, at))).ok()?;
+        self.index = index;
+        self.refill()
+    }
 }
 
 impl<T: Zeroable> Iterator for CorEnum<'_, T> {
@@ -364,6 +413,7 @@ impl<T: Zeroable> Iterator for CorEnum<'_, T> {
             return None;
         }
         self.pos += 1;
+        self.index += 1;
         Some(self.buf[self.pos - 1])
     }
 }
@@ -371,7 +421,7 @@ impl<T: Zeroable> Iterator for CorEnum<'_, T> {
 impl<T> Drop for CorEnum<'_, T> {
     fn drop(&mut self) {
         if !self.handle.is_null() {
-            (self.close)(self.handle);
+            (self.control)(EnumOp::Close(self.handle));
         }
     }
 }
@@ -397,12 +447,70 @@ mod tests {
                 *n = k;
                 if k == 0 { 1 } else { 0 }
             },
-            |_| closed.set(closed.get() + 1),
+            |op| {
+                if let EnumOp::Close(_) = op {
+                    closed.set(closed.get() + 1);
+                }
+                0
+            },
         )
         .unwrap();
         let all: Vec<u32> = e.collect();
         assert_eq!(all, (0..150).collect::<Vec<_>>());
         assert_eq!(closed.get(), 1);
+    }
+
+    /// A runtime enumeration of `total` items, its cursor shared with the test, counted and
+    /// rewound through `EnumOp`: the handle the callee sees is always the one it made.
+    #[test]
+    fn cor_enum_counts_and_resets_through_its_own_handle() {
+        let total = 150u32;
+        let cursor = Cell::new(0u32);
+        let handle = 0x77 as HCORENUM;
+        let seen = std::cell::RefCell::new(Vec::new());
+        let mut e = CorEnum::<u32>::new(
+            |h, buf, n| {
+                assert!(h.is_null() || *h == handle);
+                *h = handle;
+                let k = (total - cursor.get()).min(buf.len() as u32);
+                for (i, slot) in buf.iter_mut().take(k as usize).enumerate() {
+                    *slot = cursor.get() + i as u32;
+                }
+                cursor.set(cursor.get() + k);
+                *n = k;
+                if k == 0 { 1 } else { 0 }
+            },
+            |op| {
+                let h = match op {
+                    EnumOp::Close(h) => h,
+                    EnumOp::Count(h, n) => {
+                        *n = total;
+                        h
+                    }
+                    EnumOp::Reset(h, at) => {
+                        cursor.set(at.min(total));
+                        h
+                    }
+                };
+                seen.borrow_mut().push(h);
+                0
+            },
+        )
+        .unwrap();
+        assert_eq!(e.total(), Ok(150));
+        assert_eq!(e.by_ref().take(10).count(), 10);
+        assert_eq!(e.remaining(), Ok(140));
+        e.reset(100).unwrap();
+        assert_eq!(e.next(), Some(100));
+        assert_eq!(e.remaining(), Ok(49));
+        e.reset(0).unwrap();
+        assert_eq!(e.by_ref().count(), 150);
+        e.reset(500).unwrap();
+        assert_eq!(e.next(), None);
+        assert_eq!(e.reset(usize::MAX), Err(HResult::E_INVALIDARG));
+        drop(e);
+        assert!(seen.borrow().iter().all(|h| *h == handle), "only the enumeration's own handle reaches the callee");
+        assert_eq!(seen.borrow().len(), 1 + 1 + 1 + 1 + 1 + 1 + 1, "count ×3 (total, remaining ×2), reset ×3, close");
     }
 
     #[test]

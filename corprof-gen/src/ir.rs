@@ -21,6 +21,10 @@ impl fmt::Display for Loc {
     }
 }
 
+/// The typedefs of `void *` the headers pass by value and extract keeps by name: cor.h's
+/// enumeration handle and the Windows spellings of `void *`.
+pub const OPAQUE_POINTERS: &[&str] = &["HCORENUM", "PVOID", "LPVOID", "LPCVOID", "HANDLE"];
+
 /// A C type as the header spells it, with pointer-ness made explicit (typedefs to pointers such
 /// as `LPCBYTE` are unfolded; arrays and C++ references count as pointers).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +58,13 @@ impl CType {
 
     pub fn is_pointer(&self) -> bool {
         matches!(self, CType::Pointer { .. })
+    }
+
+    /// A typedef of `void *` that extract keeps by its name (`HCORENUM`, `PVOID`): a raw pointer
+    /// passed by value, which the callee dereferences. Taken as an input it is as unchecked as any
+    /// raw pointer, so it makes a wrapper `unsafe` (`classify::call`), whatever the annotations say.
+    pub fn is_opaque_pointer(&self) -> bool {
+        matches!(self, CType::Named(n) if OPAQUE_POINTERS.contains(&n.as_str()))
     }
 
     /// `void *` or `IUnknown *`: what a `void **` / `IUnknown **` out points to when a REFIID

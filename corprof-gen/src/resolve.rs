@@ -35,6 +35,8 @@ pub struct ApiMethod {
     pub wrapper: WrapperRule,
     /// The runtime suspends itself for the call (annotation `wrapper: { suspends: true }`).
     pub suspends: bool,
+    /// The contexts the wrapper refuses the call in (annotation `wrapper: { refuse_in: [...] }`).
+    pub refuse_in: Vec<crate::annotations::Context>,
     /// Its entry in the docs table (annotations/docs/), if any.
     pub docs: Option<crate::annotations::docs::MethodDocs>,
 }
@@ -212,11 +214,13 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                 _ => WrapperRule::Generated,
             };
             let suspends = method_ann.and_then(|ma| ma.wrapper.as_ref()).is_some_and(|(w, _)| w.suspends);
+            let refuse_in =
+                method_ann.and_then(|ma| ma.wrapper.as_ref()).map(|(w, _)| w.refuse_in.clone()).unwrap_or_default();
             let docs = docs::entry_for(&ann.docs, &iface.name, &m.name, method_ann).cloned();
             if safe && docs.is_none() {
                 undocumented.push(format!("{}::{}", iface.name, m.name));
             }
-            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, docs };
+            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, refuse_in, docs };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
                 if !consumed.contains(&p.ir.name.as_str()) {
@@ -468,12 +472,12 @@ fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Metho
     } else {
         match (&spec.unsafe_reason, &spec.manual) {
             (Some(_), Some(_)) => Some("says both `unsafe` and `manual`: a hand-written wrapper states its own safety"),
-            (None, Some(_)) if spec.suspends => {
-                Some("says both `suspends` and `manual`: a hand-written wrapper refuses on its own")
+            (None, Some(_)) if spec.suspends || !spec.refuse_in.is_empty() => {
+                Some("says both `suspends` or `refuse_in` and `manual`: a hand-written wrapper refuses on its own")
             }
-            (None, None) if !spec.suspends => {
-                Some("says none of `unsafe: \"<requirement>\"`, `manual: \"<where>\"`, `suspends: true`")
-            }
+            (None, None) if !spec.suspends && spec.refuse_in.is_empty() => Some(
+                "says none of `unsafe: \"<requirement>\"`, `manual: \"<where>\"`, `suspends: true`, `refuse_in: [...]`",
+            ),
             (Some(t), _) | (_, Some(t)) if t.trim().is_empty() => Some("needs its text: the requirement, or where"),
             _ => None,
         }

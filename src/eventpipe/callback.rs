@@ -25,6 +25,14 @@
 //! - a panic in the closure is caught in the trampoline (the runtime's EventPipe code is below
 //!   it) and logged, `corprof: EventPipe provider callback (<name>) panicked: …`; the runtime
 //!   goes on.
+//! - a closure that starts (or stops) a session enabling its own provider makes the runtime call
+//!   it again, inside that call, on the same thread: without a bound, a closure starting a
+//!   session each time it is told of one recursed until the stack overflowed (CoreCLR 8.0.4).
+//!   So a call made while the same provider's closure runs on this thread is not passed on (the
+//!   closure is already handling a change of that provider, which it made itself), and the first
+//!   such call is logged, `corprof: EventPipe provider callback (<name>) called again inside
+//!   itself: not run`. Calls on other threads, and of other providers, run as usual; a chain
+//!   through other providers' closures is bounded by the [`MAX_CALLBACK_PROVIDERS`] slots.
 //!
 //! One thing no type can check: the call goes through Info14's vtable slot after
 //! GetNonGCHeapBounds, which released .NET 8 runtimes have (8.0.4 does) but a .NET 8 preview of
@@ -42,9 +50,10 @@
 use super::runtime::Provider;
 use crate::types::{COR_PRF_FILTER_DATA, EventPipeProviderCallback, UINT8, UINT32, UINT64};
 use crate::{HResult, ProfilerInfo, Result};
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// How many providers with a callback one profiler library can create (each needs a function of
 /// its own: the runtime gives the callback no context). [`Provider::create_with_callback`]
@@ -94,6 +103,34 @@ static HOOKS: [OnceLock<(String, Hook)>; MAX_CALLBACK_PROVIDERS] = [const { Once
 /// The next free slot.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// The slots whose closure runs on this thread, one bit each: a call into a running slot is
+    /// the runtime reporting a session change the closure itself made, and is not run.
+    static RUNNING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether each slot's reentered call has been logged (once per slot, for the process).
+static REENTRY_LOGGED: [AtomicBool; MAX_CALLBACK_PROVIDERS] =
+    [const { AtomicBool::new(false) }; MAX_CALLBACK_PROVIDERS];
+
+/// Marks slot `SLOT` as running on this thread until dropped (a panic caught above included).
+struct Running<const SLOT: usize>;
+
+impl<const SLOT: usize> Running<SLOT> {
+    /// `None` when the slot already runs on this thread.
+    fn enter() -> Option<Self> {
+        let bit = 1u32 << SLOT;
+        let before = RUNNING.with(|r| r.replace(r.get() | bit));
+        (before & bit == 0).then_some(Running)
+    }
+}
+
+impl<const SLOT: usize> Drop for Running<SLOT> {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.set(r.get() & !(1u32 << SLOT)));
+    }
+}
+
 /// The callback the runtime calls for slot `SLOT`'s provider.
 ///
 /// # Safety
@@ -109,6 +146,14 @@ unsafe extern "C" fn trampoline<const SLOT: usize>(
     _callback_data: *mut std::ffi::c_void,
 ) {
     let Some((name, hook)) = HOOKS[SLOT].get() else { return };
+    let Some(_running) = Running::<SLOT>::enter() else {
+        if !REENTRY_LOGGED[SLOT].swap(true, Ordering::Relaxed) {
+            crate::report::write_line(&format!(
+                "corprof: EventPipe provider callback ({name}) called again inside itself: not run"
+            ));
+        }
+        return;
+    };
     // SAFETY: null, or the runtime's descriptor for the call, whose `Ptr` is null or addresses
     // `Size` bytes it owns until the callback returns (`ProviderEnabled` is only lent for it).
     let filter_data = unsafe { filter_data.as_ref() }
@@ -131,6 +176,8 @@ unsafe extern "C" fn trampoline<const SLOT: usize>(
 macro_rules! trampolines {
     ($($slot:literal)*) => { [$(Some(trampoline::<$slot> as unsafe extern "C" fn(_, _, _, _, _, _, _))),*] };
 }
+
+const _: () = assert!(MAX_CALLBACK_PROVIDERS <= u32::BITS as usize, "one bit of RUNNING per slot");
 
 /// Slot `n`'s trampoline.
 static TRAMPOLINES: [EventPipeProviderCallback; MAX_CALLBACK_PROVIDERS] =

@@ -433,6 +433,8 @@ unsafe extern "C" fn fast_hook<P: FunctionHooks, const KIND: u8>(raw: usize, ins
     // ends. The stub's plain read of the static is ordered after that store as `run_hook`'s
     // acquire load is: the mapper read the instance before the runtime could call this hook.
     let profiler = unsafe { &*instance.cast::<P>() };
+    // Calls that may trigger a GC are refused until the hook returns (`crate::context`).
+    let _in_hook = crate::context::InFastHook::enter();
     run_hook_on::<P, KIND>(profiler, sealed::Sealed::from_raw(raw), &HookFrame::fast(kind_of(KIND)));
 }
 

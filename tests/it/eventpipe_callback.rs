@@ -87,6 +87,7 @@ fn line(e: &ProviderEnabled<'_>) -> String {
 fn callback_providers_on_a_fake_runtime() {
     each_provider_hears_its_own_enables_and_disables();
     a_panicking_closure_never_unwinds_into_the_runtime();
+    a_closure_enabling_its_own_provider_is_not_called_inside_itself();
     refusals_name_their_cause();
 }
 
@@ -135,6 +136,39 @@ fn a_panicking_closure_never_unwinds_into_the_runtime() {
     assert_eq!(*calls.lock().unwrap(), 2);
 }
 
+/// A closure that starts a session enabling its own provider: the runtime calls the provider's
+/// callback inside that call, on the same thread (CoreCLR 8.0.4 did so without end, until the
+/// stack overflowed). The fake plays that by calling the trampoline again from inside the
+/// closure, up to a depth of 50 so that a broken bound fails the test instead of overflowing.
+fn a_closure_enabling_its_own_provider_is_not_called_inside_itself() {
+    let (obj, info) = fake();
+    let depth = Arc::new(Mutex::new((0u32, 0u32)));
+    let seen = depth.clone();
+    let callbacks = &obj.callbacks;
+    let provider = Provider::create_with_callback(&info, "Reenters", move |_| {
+        let now = {
+            let mut d = seen.lock().unwrap();
+            d.0 += 1;
+            d.1 = d.1.max(d.0);
+            d.0
+        };
+        if now < 50 {
+            let mine = callbacks.lock().unwrap().iter().find(|(n, _)| n == "Reenters").map(|c| c.1);
+            if let Some(callback) = mine {
+                call(callback, true); // the session this closure starts enables the provider again
+            }
+        }
+        seen.lock().unwrap().0 -= 1;
+    })
+    .unwrap();
+    assert_eq!(depth.lock().unwrap().1, 1, "the enable inside the closure was not passed on");
+    // A later call (another session, on this thread but not inside the closure) runs again.
+    let callback = obj.callbacks.lock().unwrap().last().unwrap().1;
+    call(callback, false);
+    assert_eq!(*depth.lock().unwrap(), (0, 1));
+    drop(provider);
+}
+
 fn refusals_name_their_cause() {
     let (obj, info) = fake();
     let none = |_: &ProviderEnabled<'_>| {};
@@ -148,8 +182,8 @@ fn refusals_name_their_cause() {
         results.push(Provider::create_with_callback(&info, &format!("Many{i}"), none).map(|_| ()));
     }
     assert_eq!(results.last(), Some(&Err(HResult::E_OUTOFMEMORY)));
-    // Three slots went to the providers above, one to the runtime's refusal.
-    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), MAX_CALLBACK_PROVIDERS - 4);
+    // Four slots went to the providers above, one to the runtime's refusal.
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), MAX_CALLBACK_PROVIDERS - 5);
 }
 
 #[test]

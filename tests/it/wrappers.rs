@@ -131,6 +131,17 @@ unsafe extern "system" fn close_enum(this: *mut IFixInfo, h: HCORENUM) {
     fake(this).closes.fetch_add(1, SeqCst);
     drop(unsafe { Box::from_raw(h as *mut u32) });
 }
+/// The fake's handle is a box of its position: 100 items in all, the cursor moved by ResetEnum.
+unsafe extern "system" fn count_enum(_: *mut IFixInfo, h: HCORENUM, out: *mut ULONG) -> HRESULT {
+    unsafe { *out = if h.is_null() { 0 } else { 100 } };
+    0
+}
+unsafe extern "system" fn reset_enum(_: *mut IFixInfo, h: HCORENUM, pos: ULONG) -> HRESULT {
+    if !h.is_null() {
+        unsafe { *(h as *mut u32) = pos.min(100) };
+    }
+    0
+}
 unsafe extern "system" fn count(_: *mut IFixInfo) -> ULONG {
     42
 }
@@ -202,6 +213,8 @@ const unsafe fn v1<C: ComClass>() -> IFixInfo_Vtbl {
         GetObject: get_object,
         EnumItems: enum_items,
         CloseEnum: close_enum,
+        CountEnum: count_enum,
+        ResetEnum: reset_enum,
         Count: count,
         IsReady: is_ready,
         FindValue: find_value,
@@ -359,6 +372,23 @@ fn hcorenum_enumerations_iterate_in_batches_and_close_once() {
     assert_eq!(partial, [0, 1, 2]);
     let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
     assert_eq!(fake.closes.load(SeqCst), 2, "each enumeration closed its handle exactly once");
+}
+
+/// What CountEnum and ResetEnum offer, on the enumeration's own handle: safe code never holds an
+/// HCORENUM (the raw-handle wrappers are `unsafe`: tests/compile_fail/enum_handles_are_owned.rs).
+#[test]
+fn hcorenum_enumerations_count_and_rewind_their_own_handle() {
+    let info = info_v2(None);
+    let mut items = info.enum_items().unwrap();
+    assert_eq!(items.total(), Ok(100));
+    assert_eq!(items.by_ref().take(70).last(), Some(69));
+    assert_eq!(items.remaining(), Ok(30));
+    items.reset(10).unwrap();
+    assert_eq!(items.next(), Some(10));
+    items.reset(0).unwrap();
+    assert_eq!(items.collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+    let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
+    assert_eq!(fake.closes.load(SeqCst), 1, "closed once, after the resets");
 }
 
 #[test]

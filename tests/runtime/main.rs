@@ -19,6 +19,7 @@ mod call_tree;
 mod conformance;
 mod conformance_eventpipe;
 mod conformance_ipc;
+mod doors;
 mod e2e;
 mod elt;
 mod elt_reference;

@@ -150,6 +150,25 @@ pub struct WrapperSpec {
     /// `CORPROF_E_SUSPENSION_IN_PROGRESS` (`corprof::suspend`).
     #[serde(default)]
     pub suspends: bool,
+    /// The other contexts in which the runtime takes the call without refusing it and then
+    /// crashes: the wrapper refuses there first (`corprof::threads::context`).
+    #[serde(default)]
+    pub refuse_in: Vec<Context>,
+}
+
+/// A context in which a call the runtime does not refuse would take the process down, named in
+/// `wrapper: { refuse_in: [...] }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Context {
+    /// Inside a fast-mode enter/leave/tailcall hook: the thread runs managed code in cooperative
+    /// mode with no frame, and a call that may trigger a GC (the runtime's `kP2EETriggers`
+    /// methods) corrupts it. Refused with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, the code the
+    /// runtime gives such a call where it checks.
+    Hook,
+    /// On a thread the runtime has no Thread object for (one the profiler started): a call that
+    /// loads types dereferences the missing Thread. Refused with `CORPROF_E_NOT_MANAGED_THREAD`.
+    UnknownThread,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -127,6 +127,12 @@ pub fn is_free_threaded(family_root: &str) -> bool {
     family_root == "ICorProfilerInfo" || crate::resolve::is_metadata(family_root)
 }
 
+/// Whether a family's root interface can say if the calling thread is one the runtime knows
+/// (`ICorProfilerInfo::GetCurrentThreadID`, which `refuse_in: [unknown_thread]`'s guard calls).
+pub fn can_ask_thread(family_root: &str) -> bool {
+    family_root == "ICorProfilerInfo"
+}
+
 impl CallKind {
     pub fn is_output(&self) -> bool {
         matches!(
@@ -179,6 +185,8 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
             }
             match &p.spec {
                 None if p.ir.ty.is_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
+                // A handle the callee dereferences (`HCORENUM hEnum`): a raw pointer by value.
+                _ if p.ir.ty.is_opaque_pointer() => CallKind::Raw { ty: rust_type(&p.ir.ty) },
                 None => match &p.ir.ty {
                     ty if ty.is_hresult() => CallKind::HResult,
                     ty @ CType::FnPtr { typedef, .. } => {

@@ -11,6 +11,10 @@ use crate::resolve::{ApiInterface, ApiMethod};
 const NEXT: &str = "Next";
 /// The method of a metadata interface that frees an HCORENUM.
 const CLOSE_ENUM: &str = "CloseEnum";
+/// The method that counts an HCORENUM's items, beside `CloseEnum` (IMetaDataImport).
+const COUNT_ENUM: &str = "CountEnum";
+/// The method that moves an HCORENUM's cursor, beside `CloseEnum` (IMetaDataImport).
+const RESET_ENUM: &str = "ResetEnum";
 
 /// `Next` of an enumerator interface, as an `Iterator` calls it: one item at a time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +71,22 @@ pub fn close_enum_interface<'a>(chain: &[&'a ApiInterface]) -> Option<&'a str> {
     chain.iter().find(|i| i.methods.iter().any(|m| m.ir.name == CLOSE_ENUM)).map(|i| i.ir.name.as_str())
 }
 
+/// What the interface closing a family's HCORENUMs (`close_iface`) also offers: `CountEnum` and
+/// `ResetEnum` (IMetaDataImport has both, IMetaDataAssemblyImport neither). `CorEnum` answers
+/// `E_NOTIMPL` for what it lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnumControls {
+    pub count: bool,
+    pub reset: bool,
+}
+
+pub fn enum_controls(chain: &[&ApiInterface], close_iface: &str) -> EnumControls {
+    let declares = |name: &str| {
+        chain.iter().filter(|i| i.ir.name == close_iface).any(|i| i.methods.iter().any(|m| m.ir.name == name))
+    };
+    EnumControls { count: declares(COUNT_ENUM), reset: declares(RESET_ENUM) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +113,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         }
     }

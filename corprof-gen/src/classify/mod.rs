@@ -267,6 +267,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         }
     }
@@ -594,6 +595,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
@@ -631,6 +633,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
@@ -656,6 +659,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
             params: vec![
                 param("hr", named("HRESULT"), None),

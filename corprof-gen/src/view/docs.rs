@@ -6,7 +6,7 @@
 use crate::annotations::docs::MethodDocs;
 
 /// The width of a doc line's text.
-const WIDTH: usize = 92;
+pub(super) const WIDTH: usize = 92;
 
 /// The lines, empty ones separating paragraphs (nothing without an entry).
 pub fn doc_lines(docs: Option<&MethodDocs>) -> Vec<String> {
@@ -65,7 +65,7 @@ fn escape(text: &str) -> String {
 }
 
 /// Greedy word wrap; a word longer than the width stays whole on its own line.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(super) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {

@@ -3,10 +3,11 @@
 
 use super::loc;
 use super::names::{self, ident};
+use crate::annotations::Context;
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, classify_call, count_type, is_free_threaded,
+    CallKind, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
 };
-use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, iterator_next};
+use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, enum_controls, iterator_next};
 use crate::diag::Errors;
 use crate::resolve::{Api, ApiMethod, WrapperRule, doc_url, numbered};
 use std::collections::HashMap;
@@ -130,6 +131,11 @@ pub struct CallMethodView {
     pub enum_item: String,
     /// The family's interface holding `CloseEnum`, which `CorEnum` calls when done.
     pub close_iface: String,
+    /// The closing interface also counts the items (`CountEnum`), which `CorEnum::total` calls;
+    /// without it `CorEnum` gets `E_NOTIMPL`.
+    pub counts: bool,
+    /// The closing interface also moves the cursor (`ResetEnum`), which `CorEnum::reset` calls.
+    pub resets: bool,
 }
 
 pub fn wrappers_view(
@@ -144,7 +150,7 @@ pub fn wrappers_view(
         let Some(family) = chain.first().map(|i| i.ir.name.as_str()) else { continue };
         let name = names::wrapper_name(family);
         let module = names::results_module(&name);
-        let cx = FamilyCx { root, wrapper: &name, module: &module, pointer_records };
+        let cx = FamilyCx { root, family, wrapper: &name, module: &module, pointer_records };
         let mut methods = Vec::new();
         let mut results = Vec::new();
         let mut iterator = None;
@@ -173,6 +179,14 @@ pub fn wrappers_view(
                     iterator = Some(it);
                     continue;
                 }
+                if m.refuse_in.contains(&Context::UnknownThread) && !can_ask_thread(family) {
+                    errors.push(crate::diag::Diagnostic::error(format!(
+                        "`refuse_in: [unknown_thread]` of {}::{}: the guard asks ICorProfilerInfo::GetCurrentThreadID, \
+                         which only ICorProfilerInfo's family has",
+                        iface.ir.name, m.ir.name
+                    )));
+                    continue;
+                }
                 let (mut mv, result) = method_view(&cx, &iface.ir.name, m, &kinds, &ret);
                 if let Some(d) = result.as_ref().and_then(|r| super::check::result(&at, r)) {
                     errors.push(d);
@@ -188,7 +202,11 @@ pub fn wrappers_view(
                 }
                 if mv.is_enum {
                     match close {
-                        Some(ci) => mv.close_iface = ci.to_string(),
+                        Some(ci) => {
+                            let controls = enum_controls(&chain, ci);
+                            mv.close_iface = ci.to_string();
+                            (mv.counts, mv.resets) = (controls.count, controls.reset);
+                        }
                         None => {
                             errors.push(crate::diag::Diagnostic::error(format!(
                                 "{}::{} enumerates with HCORENUM but the family has no CloseEnum",
@@ -526,10 +544,40 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
     }
 }
 
+/// `lines` with a paragraph saying where the wrapper refuses the call (`refuse_in`), so that the
+/// rustdoc of every such wrapper says it, from the one list the guards come from.
+fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
+    if refuse_in.is_empty() {
+        return lines;
+    }
+    lines.push(String::new());
+    lines.push("**Refused by corprof** (the runtime would take the call and crash):".to_string());
+    for context in refuse_in {
+        let item = match context {
+            Context::Hook => {
+                "- inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`: the call \
+                 may trigger a GC, and the hook's thread runs managed code with no frame."
+            }
+            Context::UnknownThread => {
+                "- on a thread the runtime has no Thread object for (one the profiler started), with \
+                 `CORPROF_E_NOT_MANAGED_THREAD`: the call loads types, which needs one."
+            }
+        };
+        let mut item = super::docs::wrap(item, super::docs::WIDTH);
+        for continued in item.iter_mut().skip(1) {
+            continued.insert_str(0, "  ");
+        }
+        lines.extend(item);
+    }
+    lines
+}
+
 /// What every method of one family shares.
 struct FamilyCx<'a> {
     /// The runtime crate's path in generated code.
     root: &'a str,
+    /// The family's root interface (`ICorProfilerInfo`).
+    family: &'a str,
     /// `ProfilerInfo`
     wrapper: &'a str,
     /// `profiler_info`: where the result structs go.
@@ -546,7 +594,7 @@ fn method_view(
     kinds: &[CallKind],
     ret: &CallReturn,
 ) -> (CallMethodView, Option<ResultView>) {
-    let FamilyCx { root, wrapper, module, pointer_records } = *cx;
+    let FamilyCx { root, family, wrapper, module, pointer_records } = *cx;
     let c_names: Vec<&str> = m.params.iter().map(|p| p.ir.name.as_str()).collect();
     let shown: Vec<bool> = kinds.iter().map(|k| !matches!(k, CallKind::Consumed | CallKind::CorEnum)).collect();
     let rust_names = names::param_names(&c_names, &shown);
@@ -586,6 +634,22 @@ fn method_view(
     }
     if m.suspends {
         l.setup.insert(0, format!("{root}::imp::refuse_on_suspending_thread()?;"));
+    }
+    // Before anything reaches the runtime, cheapest first.
+    for context in m.refuse_in.iter().rev() {
+        let guard = match context {
+            Context::Hook => format!("{root}::imp::refuse_in_hook()?;"),
+            Context::UnknownThread => format!(
+                "let thread__ = self.get::<{family}>()?; \
+                 {root}::imp::refuse_on_unknown_thread(|| {{ \
+                     let mut id__ = {root}::imp::zeroed(); \
+                     __safety__!(\"`thread__` is this wrapper's own object, its gate entered; GetCurrentThreadID \
+                     writes one ThreadID to a local, and may be called on any thread.\"); \
+                     unsafe {{ thread__.GetCurrentThreadID(&mut id__) }} \
+                 }})?;"
+            ),
+        };
+        l.setup.insert(0, guard);
     }
     if let WrapperRule::Unsafe(why) = &m.wrapper {
         l.safety.insert(0, format!("- {}", why.trim()));
@@ -628,7 +692,7 @@ fn method_view(
         snake: names::wrapper_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
-        doc_lines: super::docs::doc_lines(m.docs.as_ref()),
+        doc_lines: with_refusals(super::docs::doc_lines(m.docs.as_ref()), &m.refuse_in),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
         ret_ty: if l.is_enum { format!("{root}::imp::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
@@ -649,6 +713,8 @@ fn method_view(
         generics: l.generics,
         safety: l.safety,
         close_iface: String::new(),
+        counts: false,
+        resets: false,
     };
     (view, result_view)
 }
@@ -784,6 +850,7 @@ mod tests {
             s_false: None,
             wrapper: Default::default(),
             suspends: false,
+            refuse_in: Vec::new(),
             docs: None,
         };
         let iface = ApiInterface {

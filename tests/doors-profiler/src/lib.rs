@@ -1,0 +1,169 @@
+//! The doors an outside attack went through with the public API alone (each an exit 139 before
+//! corprof refused it), as a profiler that has no `unsafe` and prints what it got, one `DOORS …`
+//! line on stderr per call. `DOORS_MODE` picks the door (tests/runtime/doors.rs asserts the lines
+//! and a clean exit on CoreCLR 8.0.4 and 3.1.23):
+//!
+//! - `hook`: fast-mode enter hooks calling `force_gc` (a GC-triggering call in a thread running
+//!   managed code with no frame: `Ok` once, then a crash) and `get_function_info` (allowed);
+//! - `thread`: in `ModuleLoadFinished` of the app's module, the app's first TypeDef is looked up
+//!   with `get_class_from_token` on the callback's thread (allowed) and on a thread of the
+//!   profiler's own, before and after `initialize_current_thread` (a crash in the runtime's type
+//!   loader); the TypeDef enumeration counts and rewinds its own handle on the way;
+//! - `provider`: a provider whose callback starts a session naming that same provider each time
+//!   it is enabled (the runtime called it again inside the start, without end: stack overflow).
+#![forbid(unsafe_code)]
+
+use corprof::eventpipe::{Provider, ProviderConfig, Session};
+use corprof::hooks::{self, HookFrame};
+use corprof::metadata::MetaDataImport;
+use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID};
+use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+pub const CLSID: corprof::GUID = corprof::GUID::parse("3D5C7E91-2A4B-4C6D-8E0F-1A2B3C4D5E6F");
+
+fn say(line: impl AsRef<str>) {
+    eprintln!("DOORS {}", line.as_ref());
+}
+
+fn shown<T: std::fmt::Debug>(r: Result<T>) -> String {
+    match r {
+        Ok(v) => format!("Ok {v:?}"),
+        Err(e) => format!("Err {}", e.name().map_or_else(|| format!("{:#010x}", e.0 as u32), str::to_string)),
+    }
+}
+
+#[derive(Default)]
+pub struct Doors {
+    info: OnceLock<ProfilerInfo>,
+    hook_calls: AtomicUsize,
+    module_done: AtomicUsize,
+}
+
+/// Sessions the provider callback started, kept (a `Session` is a handle; the runtime stops them
+/// at exit).
+static SESSIONS: Mutex<Vec<Session>> = Mutex::new(Vec::new());
+static STARTS: AtomicUsize = AtomicUsize::new(0);
+
+impl Doors {
+    fn info(&self) -> Result<&ProfilerInfo> {
+        self.info.get().ok_or(HResult::E_UNEXPECTED)
+    }
+
+    fn provider(&self, info: &ProfilerInfo) {
+        let inner = info.clone();
+        // The attack's closure: a session naming its own provider at every enable.
+        let created = Provider::create_with_callback(info, "Doors-Reenter", move |e| {
+            if !e.enabled {
+                return;
+            }
+            let n = STARTS.fetch_add(1, Ordering::Relaxed);
+            let started = Session::start(&inner, &[ProviderConfig::new("Doors-Reenter")], false);
+            say(format!("callback {n} start session {}", shown(started.as_ref().map(|_| ()).map_err(|e| *e))));
+            if let Ok(s) = started {
+                SESSIONS.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+            }
+        });
+        say(format!("create provider {}", shown(created.as_ref().map(|_| ()).map_err(|e| *e))));
+        let started = Session::start(info, &[ProviderConfig::new("Doors-Reenter")], false);
+        say(format!("start session {}", shown(started.as_ref().map(|_| ()).map_err(|e| *e))));
+        if let Ok(s) = started {
+            SESSIONS.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+        }
+        say(format!("callbacks ran {}", STARTS.load(Ordering::Relaxed)));
+    }
+
+    fn module(&self, info: &ProfilerInfo, module: ModuleID) -> Result<()> {
+        let import = info.get_module_metadata::<MetaDataImport>(module, CorOpenFlags::ofRead)?;
+        let mut types = import.enum_type_defs()?;
+        let total = types.total()?;
+        let first = types.next().ok_or(HResult::E_FAIL)?;
+        let _second = types.next();
+        let remaining = types.remaining()?;
+        types.reset(0)?;
+        let again = types.next();
+        say(format!("typedefs total>2 {} read {} first again {}", total > 2, total - remaining, again == Some(first)));
+        // Types nothing has loaded yet (the module has just loaded): the loader's own work, not a
+        // lookup in the module's map.
+        let all: Vec<_> = types.collect();
+        let (Some(&last), Some(&before_last)) = (all.last(), all.iter().rev().nth(1)) else {
+            return Err(HResult::E_FAIL);
+        };
+        let own = info.clone();
+        let thread = std::thread::spawn(move || {
+            say(format!(
+                "own thread get_class_from_token {}",
+                shown(own.get_class_from_token(module, last).map(|_| ()))
+            ));
+            say(format!("own thread initialize_current_thread {}", shown(own.initialize_current_thread())));
+            say(format!(
+                "own thread after initialize get_class_from_token {}",
+                shown(own.get_class_from_token(module, last).map(|_| ()))
+            ));
+            say(format!(
+                "own thread get_class_from_token_and_type_args {}",
+                shown(own.get_class_from_token_and_type_args(module, before_last, &[]).map(|_| ()))
+            ));
+        });
+        let _ = thread.join();
+        say(format!(
+            "callback thread get_class_from_token {}",
+            shown(info.get_class_from_token(module, last).map(|_| ()))
+        ));
+        Ok(())
+    }
+}
+
+impl CorProfilerCallback for Doors {
+    fn initialize(&self, unknown: &IUnknown) -> Result<()> {
+        let info = ProfilerInfo::from_unknown(unknown)?;
+        let info = self.info.get_or_init(|| info);
+        match std::env::var("DOORS_MODE").as_deref() {
+            Ok("hook") => {
+                info.set_event_mask(COR_PRF_MONITOR::COR_PRF_MONITOR_NONE)?;
+                hooks::install(self, info, HookMode::Fast)
+            }
+            Ok("thread") => info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS),
+            Ok("provider") => {
+                self.provider(info);
+                Ok(())
+            }
+            _ => Err(HResult::E_INVALIDARG),
+        }
+    }
+
+    fn module_load_finished(&self, module_id: ModuleID, hr_status: HResult) -> Result<()> {
+        if !hr_status.is_ok() {
+            return Ok(());
+        }
+        let info = self.info()?;
+        let is_app = info.get_module_info(module_id).is_ok_and(|m| m.name.ends_with("Workload.dll"));
+        if is_app
+            && self.module_done.fetch_add(1, Ordering::Relaxed) == 0
+            && let Err(e) = self.module(info, module_id)
+        {
+            say(format!("module {}", shown::<()>(Err(e))));
+        }
+        Ok(())
+    }
+}
+
+impl FunctionHooks for Doors {
+    type Data = FunctionID;
+
+    fn map_function(&self, function: FunctionID) -> Option<FunctionID> {
+        Some(function)
+    }
+
+    fn enter(&self, function: FunctionID, _frame: &HookFrame<'_>) {
+        let n = self.hook_calls.fetch_add(1, Ordering::Relaxed);
+        if n < 3 {
+            let Ok(info) = self.info() else { return };
+            say(format!("hook {n} force_gc {}", shown(info.force_gc())));
+            say(format!("hook {n} get_function_info {}", shown(info.get_function_info(function).map(|_| ()))));
+        }
+    }
+}
+
+corprof::export_profiler!(Doors, CLSID);
