@@ -29,10 +29,16 @@ use std::cell::Cell;
 
 /// Refuses, with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, a call that may trigger a GC when made
 /// inside a fast-mode hook on this thread (annotation `refuse_in: [hook]`). The generated
-/// wrappers call it first.
+/// wrappers call it first. Elsewhere it lets the call through and marks the objects lent to the
+/// callbacks running on this thread as possibly moved ([`LiveObject`](crate::LiveObject)).
 #[inline]
 pub fn refuse_in_hook() -> Result<()> {
-    if in_fast_hook() { Err(HResult::CORPROF_E_UNSUPPORTED_CALL_SEQUENCE) } else { Ok(()) }
+    if in_fast_hook() {
+        return Err(HResult::CORPROF_E_UNSUPPORTED_CALL_SEQUENCE);
+    }
+    // Allowed here, the call may move the objects a running callback lent on this thread.
+    crate::lending::gc_may_run();
+    Ok(())
 }
 
 /// Refuses, with `CORPROF_E_NOT_MANAGED_THREAD`, a call that needs the runtime's Thread object of

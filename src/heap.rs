@@ -142,12 +142,11 @@ mod handles {
         /// a handle of `kind` to an object a callback lent. `Err(E_NOINTERFACE)` before .NET 7,
         /// `Err(E_INVALIDARG)` for a null object.
         pub fn create(info: &ProfilerInfo, object: LiveObject<'_>, kind: COR_PRF_HANDLE_TYPE) -> Result<ObjectHandle> {
-            if object.is_null() {
-                return Err(HResult::E_INVALIDARG);
-            }
+            let id = object.checked()?;
             // SAFETY: a non-null object lent for a callback that is still running (`object`
-            // cannot outlive it): it cannot move or die before this call returns.
-            unsafe { Self::create_from_id(info, object.id(), kind) }
+            // cannot outlive it), and no call that may trigger a GC ran on this thread since
+            // (`checked`): it cannot move or die before this call returns.
+            unsafe { Self::create_from_id(info, id, kind) }
         }
 
         /// [`create`](Self::create) from an `ObjectID` kept from earlier (under a runtime

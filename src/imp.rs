@@ -14,6 +14,7 @@ pub use crate::entry::{
     IClassFactory_Vtbl, IID_ICLASSFACTORY, ProfilerFactory, dispatch, dispatch_initialize, dll_get_class_object,
     new_profiler_object,
 };
+pub use crate::lending::{Lending, lend};
 pub use crate::pointer_params::raw;
 pub use crate::suspend::refuse_on_suspending_thread;
 pub use crate::wrapper_support::{

@@ -51,6 +51,7 @@ pub mod heap;
 pub mod heap_walk;
 pub mod hooks;
 mod hresult;
+mod lending;
 #[doc(inline)]
 pub use corprof_sig::il;
 // What generated code reaches by path: public so that those paths resolve from another crate,

@@ -8,6 +8,16 @@
 //! `live:` in `annotations/callbacks.yaml`, with the reason read from the runtime's source for
 //! each), and the questions below are safe on them: the lifetime ends with the callback, and the
 //! type cannot leave the callback's thread.
+//!
+//! One thing can still move a lent object before its callback returns: the profiler itself,
+//! calling from that callback something that may trigger a GC. `ObjectAllocated` and
+//! `ExceptionThrown` are GC-triggering callbacks, so the runtime takes such calls there
+//! (`get_class_from_token` loading a type may allocate, and a GC then moves the object the
+//! runtime protects for itself, not the profiler's copy of its address). Every such call (the
+//! annotation `refuse_in: [hook]`, CoreCLR's `kP2EETriggers` methods) marks the objects lent on
+//! its thread as possibly moved, and from then on until the outermost lending callback returns
+//! they answer every question with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` instead of asking the
+//! runtime about an address that may be stale. Ask about the objects first, then make such calls.
 
 use crate::types::{COR_PRF_GC_GENERATION_RANGE, ClassID, ObjectID};
 use crate::{HResult, ProfilerInfo, Result};
@@ -76,8 +86,16 @@ impl<'a> LiveObject<'a> {
         self.id.is_null()
     }
 
-    fn checked(self) -> Result<ObjectID> {
-        if self.id.is_null() { Err(HResult::E_INVALIDARG) } else { Ok(self.id) }
+    /// The ID to ask about: refused when null, and when a call that may trigger a GC ran on this
+    /// thread while it was lent (see the module's docs).
+    pub(crate) fn checked(self) -> Result<ObjectID> {
+        if self.id.is_null() {
+            return Err(HResult::E_INVALIDARG);
+        }
+        if crate::lending::moved() {
+            return Err(HResult::CORPROF_E_UNSUPPORTED_CALL_SEQUENCE);
+        }
+        Ok(self.id)
     }
 
     /// The object's class

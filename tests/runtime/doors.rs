@@ -12,7 +12,10 @@
 //!   enumeration of the module's TypeDefs counts and rewinds through its own handle;
 //! - a provider callback starting a session that names its own provider (the runtime called it
 //!   again inside the start, without end): the nested call is not run and is logged once
-//!   (CoreCLR 8.0.4; 3.1.23 has no EventPipe providers for profilers and says so).
+//!   (CoreCLR 8.0.4; 3.1.23 has no EventPipe providers for profilers and says so);
+//! - an object lent by `ObjectAllocated` asked about after a call that may trigger a GC (which
+//!   may move it: the runtime would get a stale address): refused,
+//!   `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, while the next callback's object answers again.
 
 use crate::common::*;
 
@@ -110,4 +113,29 @@ fn a_provider_callback_starting_its_own_session_runs_once_net3() {
     let _runtime = runtime_lock();
     let (lines, _) = run("3", "provider");
     assert_eq!(lines, ["create provider Err E_NOINTERFACE", "start session Err E_NOINTERFACE", "callbacks ran 0"]);
+}
+
+fn objects_after_a_gc_may_have_run(runtime: &'static str) {
+    let (lines, _) = run(runtime, "lent");
+    assert_eq!(
+        lines,
+        [
+            "lent before class Ok ()",
+            "lent enum_modules Ok ()",
+            "lent after class Err CORPROF_E_UNSUPPORTED_CALL_SEQUENCE",
+            "lent next callback class Ok ()",
+        ]
+    );
+}
+
+#[test]
+fn a_lent_object_is_refused_after_a_call_that_may_move_it_net8() {
+    let _runtime = runtime_lock();
+    objects_after_a_gc_may_have_run("8");
+}
+
+#[test]
+fn a_lent_object_is_refused_after_a_call_that_may_move_it_net3() {
+    let _runtime = runtime_lock();
+    objects_after_a_gc_may_have_run("3");
 }

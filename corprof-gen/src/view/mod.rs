@@ -105,6 +105,9 @@ pub struct CallbackMethodView {
     /// For `Initialize`/`InitializeForAttach`, the thunk parameter holding the runtime's Info
     /// object (the first interface parameter), whose gate the thunk opens; empty otherwise.
     pub info_arg: String,
+    /// Whether the callback lends objects (a `LiveObject` parameter): the thunk holds a lending
+    /// scope for the call, which a call that may trigger a GC marks.
+    pub lends: bool,
 }
 
 pub struct VtblCtorView {
@@ -270,6 +273,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 thunk_params: thunk_params.join(", "),
                 call_args: call_args.join(", "),
                 info_arg: info_object_param(m).map(ident).unwrap_or_default(),
+                lends: kinds.iter().any(|k| matches!(k, ParamKind::LiveObject { .. } | ParamKind::LiveObjects { .. })),
             });
             let view = methods.last().expect("just pushed");
             if let Some(d) = check::callback(&format!("{}::{}", iface.ir.name, m.ir.name), view) {

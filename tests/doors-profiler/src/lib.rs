@@ -11,13 +11,16 @@
 //!   loader); the TypeDef enumeration counts and rewinds its own handle on the way;
 //! - `provider`: a provider whose callback starts a session naming that same provider each time
 //!   it is enabled (the runtime called it again inside the start, without end: stack overflow).
+//! - `lent`: in `ObjectAllocated`, the lent object's class is asked, then a call that may trigger
+//!   a GC is made (`enum_modules`), then the class is asked again (the object may have moved: a
+//!   stale address handed to the runtime); the next allocation's object is asked once more.
 #![forbid(unsafe_code)]
 
 use corprof::eventpipe::{Provider, ProviderConfig, Session};
 use corprof::hooks::{self, HookFrame};
 use corprof::metadata::MetaDataImport;
-use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID};
-use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
+use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID};
+use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, LiveObject, ProfilerInfo, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -39,6 +42,9 @@ pub struct Doors {
     info: OnceLock<ProfilerInfo>,
     hook_calls: AtomicUsize,
     module_done: AtomicUsize,
+    /// `lent` mode: 0 before the first allocation, 1 while it runs, 2 after, 3 once the next
+    /// allocation was asked about.
+    lent_stage: AtomicUsize,
 }
 
 /// Sessions the provider callback started, kept (a `Session` is a handle; the runtime stops them
@@ -129,8 +135,15 @@ impl CorProfilerCallback for Doors {
                 self.provider(info);
                 Ok(())
             }
+            Ok("lent") => info
+                .set_event_mask(COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED),
             _ => Err(HResult::E_INVALIDARG),
         }
+    }
+
+    fn object_allocated(&self, object: LiveObject<'_>, _class: ClassID) -> Result<()> {
+        self.lent(self.info()?, object);
+        Ok(())
     }
 
     fn module_load_finished(&self, module_id: ModuleID, hr_status: HResult) -> Result<()> {
@@ -146,6 +159,26 @@ impl CorProfilerCallback for Doors {
             say(format!("module {}", shown::<()>(Err(e))));
         }
         Ok(())
+    }
+}
+
+impl Doors {
+    fn lent(&self, info: &ProfilerInfo, object: LiveObject<'_>) {
+        let class = |when: &str| say(format!("lent {when} class {}", shown(object.class(info).map(|_| ()))));
+        match self.lent_stage.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                class("before");
+                say(format!("lent enum_modules {}", shown(info.enum_modules().map(|_| ()))));
+                class("after");
+                self.lent_stage.store(2, Ordering::Release);
+            }
+            Err(2) => {
+                if self.lent_stage.compare_exchange(2, 3, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    class("next callback");
+                }
+            }
+            Err(_) => {}
+        }
     }
 }
 
