@@ -17,7 +17,7 @@ pub const YAML_CAP: u64 = 16 << 20;
 /// corprof.idl 173 KB.
 pub const HEADER_CAP: u64 = 64 << 20;
 
-/// The bytes of `path`, or why it cannot be read, as text to follow "cannot read <file>: ".
+/// The bytes of `path`, or why it cannot be read, as text to follow "cannot read `<file>`: ".
 pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     check(path, cap)?;
     let file = open(path).map_err(|e| e.to_string())?;

@@ -272,7 +272,7 @@ const NOT_COUNTS: &[(&str, &str)] = &[
     ("WCHAR", "a character"),
 ];
 
-/// What an integer typedef named `name` holds when it is no count ([`NOT_COUNTS`]).
+/// What an integer typedef named `name` holds when it is no count (`NOT_COUNTS`).
 pub fn not_a_count(name: &str) -> Option<&'static str> {
     NOT_COUNTS.iter().find(|(n, _)| *n == name).map(|(_, what)| *what)
 }

@@ -12,6 +12,9 @@
 //! Without chromium (or speedscope) a test says so loudly and passes: it cannot run, which is not
 //! a failure of the formats.
 
+mod support;
+use support::TempDir;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,24 +36,6 @@ fn chromium() -> Option<PathBuf> {
         .iter()
         .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
         .find(|candidate| candidate.is_file())
-}
-
-/// A directory of its own under the system's temp directory, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("corprof-record-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The DOM Chromium built from `file`, after its scripts ran.

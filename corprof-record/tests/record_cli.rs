@@ -6,6 +6,9 @@
 //! Needs the profiler library next to the command: `cargo build -p corprof-record-profiler`
 //! first (same profile), and the apps and runtimes of `bash scripts/setup`.
 
+mod support;
+use support::TempDir;
+
 use corprof_record::settings;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -288,24 +291,6 @@ fn bad_command_lines_are_one_line_errors() {
         &record(&["record", "--pid", "1", "--duration", "0.0001"]),
         "--duration 0.0001: give a number of seconds from 0.001 to 86400",
     );
-}
-
-/// A temporary folder of the test's own, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("corprof-record-test-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn mkfifo(path: &Path) {
