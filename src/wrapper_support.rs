@@ -391,15 +391,20 @@ impl<'a, T: Zeroable> CorEnum<'a, T> {
         Ok(self.total()?.saturating_sub(self.index))
     }
 
-    /// Moves to the item at `index` (0 starts over; `ResetEnum`), so that `next` hands it out
-    /// next. An index past the end leaves nothing to read. `Err(E_NOTIMPL)` from an interface
-    /// without `ResetEnum`, `Err(E_INVALIDARG)` for an index beyond `u32`.
+    /// Moves to the item at `index` (0 starts over, [`total`](Self::total) is the end;
+    /// `ResetEnum`), so that `next` hands it out next. `Err(E_INVALIDARG)` for an index past the
+    /// end, `Err(E_NOTIMPL)` from an interface without `ResetEnum` or `CountEnum`.
     pub fn reset(&mut self, index: usize) -> Result<()> {
-        let Ok(at) = u32::try_from(index) else { return Err(HResult::E_INVALIDARG) };
         if self.handle.is_null() {
-            // Nothing was found: there is nothing to move over.
-            return Ok(());
+            // Nothing was found: there is nothing to move over, and only the start is in range.
+            return if index == 0 { Ok(()) } else { Err(HResult::E_INVALIDARG) };
         }
+        // CoreCLR's ResetEnum stores the position unchecked, and its enumeration then takes
+        // `end - position` items, unsigned: a position past the end reads past the scope's array.
+        if index > self.total()? {
+            return Err(HResult::E_INVALIDARG);
+        }
+        let Ok(at) = u32::try_from(index) else { return Err(HResult::E_INVALIDARG) };
         HResult((self.control)(EnumOp::Reset(self.handle, at))).ok()?;
         self.index = index;
         self.refill()

@@ -385,6 +385,13 @@ fn hcorenum_enumerations_count_and_rewind_their_own_handle() {
     assert_eq!(items.remaining(), Ok(30));
     items.reset(10).unwrap();
     assert_eq!(items.next(), Some(10));
+    // The runtime moves to any position it is given and then reads `end - position` items,
+    // unsigned: past the end is refused here, before it is asked.
+    assert_eq!(items.reset(101), Err(HResult::E_INVALIDARG));
+    assert_eq!(items.reset(usize::MAX), Err(HResult::E_INVALIDARG));
+    assert_eq!(items.next(), Some(11), "a refused reset moves nothing");
+    items.reset(100).unwrap();
+    assert_eq!(items.next(), None, "the end is a position, with nothing to read");
     items.reset(0).unwrap();
     assert_eq!(items.collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
     let fake = unsafe { ComObject::<FakeV2>::value(info.get::<IFixInfo>().unwrap() as *const _ as *mut c_void) };
