@@ -6,11 +6,14 @@
 //! Renamed callbacks (`re_jit_compilation_started` → `rejit_compilation_started`, …) get no
 //! forwarder: a trait method of the old name would compile and never be called.
 
-use crate::types::{COR_PRF_REJIT_FLAGS, CorOpenFlags, FunctionID, ModuleID, ReJITID, mdMethodDef};
+#[cfg(corprof_iface = "IMetaDataImport")]
+use crate::types::CorOpenFlags;
+use crate::types::{COR_PRF_REJIT_FLAGS, FunctionID, ModuleID, ReJITID, mdMethodDef};
 use crate::{ComPtr, IUnknown, ProfilerInfo, Result, Wrapper};
 
 impl ProfilerInfo {
     /// Renamed [`ProfilerInfo::get_module_metadata`].
+    #[cfg(corprof_iface = "IMetaDataImport")]
     #[deprecated(note = "renamed: get_module_metadata")]
     pub fn get_module_meta_data<W: Wrapper>(&self, module_id: ModuleID, open_flags: CorOpenFlags) -> Result<W> {
         self.get_module_metadata(module_id, open_flags)
