@@ -135,7 +135,13 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), (std::io::Error, bool
     let tmp = path.with_file_name(format!(".{name}.corprof-gen-tmp"));
     let old = std::fs::metadata(path).ok();
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        // A new file of our own: never through whatever a stale name beside the target points at
+        // (a link to another file, a FIFO), which `File::create` would truncate or wait on.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
         if let Some(m) = &old {
@@ -241,4 +247,26 @@ pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result
         }
     }
     Ok(Output { stdout: out, messages: Vec::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_atomically;
+
+    /// A stale name beside the target (a link another user left, say) is replaced, never written
+    /// through: the file it points at keeps its content.
+    #[test]
+    fn the_copy_beside_the_target_is_a_new_file() {
+        let dir = std::env::temp_dir().join(format!("corprof-gen-write-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (target, victim) = (dir.join("info.yaml"), dir.join("victim"));
+        std::fs::write(&target, "old\n").unwrap();
+        std::fs::write(&victim, "keep\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(".info.yaml.corprof-gen-tmp")).unwrap();
+        write_atomically(&target, "new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new\n");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n", "written through the stale link");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
