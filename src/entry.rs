@@ -54,8 +54,18 @@ pub unsafe fn dispatch_initialize<C: ComClass>(
     body: impl FnOnce(&C::Value) -> Result<()>,
 ) -> HRESULT {
     crate::info_gate::open(this, info);
+    // SAFETY: the caller passes the Info object argument of the call: null or a live COM object
+    // for the call's duration, whose first field is its vtable pointer, as `IUnknown` is laid out.
+    let unknown = unsafe { info.cast::<crate::IUnknown>().as_ref() };
+    // Before the profiler's code runs: an ID it is handed (`enum_modules` in InitializeForAttach)
+    // is tracked from the start.
+    crate::unloads::start(unknown);
     // SAFETY: the caller's contract, passed on.
-    unsafe { dispatch::<C>(this, name, body) }
+    let hr = unsafe { dispatch::<C>(this, name, body) };
+    if hr >= 0 {
+        crate::unloads::confirm(unknown);
+    }
+    hr
 }
 
 /// The error path of [`dispatch`]. Inlined so that `name`, a constant in each thunk, folds the

@@ -43,7 +43,7 @@
 use crate::{HResult, Result};
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering, compiler_fence, fence};
 
 /// What every call through a closed gate returns: `CORPROF_E_PROFILER_DETACHING`, the code the
 /// runtime itself gives Info calls made while it is letting go of the profiler.
@@ -58,6 +58,9 @@ pub struct Gate {
     profiler: usize,
     /// [`CLOSED_BIT`] and [`FENCE_BIT`]: one byte, so that entering loads one location.
     state: AtomicU8,
+    /// The low event mask the profiler last set through a wrapper (`crate::unloads`: the load
+    /// and unload callbacks corprof keeps set reach the profiler only when it asked for them).
+    wanted: AtomicU32,
     next: *const Gate,
 }
 
@@ -89,6 +92,7 @@ pub(crate) fn open(profiler: *const c_void, object: *const c_void) -> &'static G
         object: object as usize,
         profiler: profiler as usize,
         state: AtomicU8::new(if heavy { FENCE_BIT } else { 0 }),
+        wanted: AtomicU32::new(0),
         next: ptr::null(),
     }));
     let mut head = GATES.load(Ordering::Acquire);
@@ -172,6 +176,46 @@ impl Gate {
     #[inline]
     pub fn is_closed(&self) -> bool {
         self.state.load(Ordering::Acquire) & CLOSED_BIT != 0
+    }
+
+    /// Records the low event mask the profiler set.
+    pub(crate) fn set_wanted(&self, low: u32) {
+        self.wanted.store(low, Ordering::Relaxed);
+    }
+
+    /// The low event mask the profiler last set through a wrapper (0 before it set one).
+    pub(crate) fn wanted(&self) -> u32 {
+        self.wanted.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether the profiler object `profiler` asked for the callbacks of the low mask bit `bit`
+/// (its newest gate's mask; no gate, no profiler code has run: no).
+pub(crate) fn wants(profiler: *const c_void, bit: u32) -> bool {
+    gates().find(|g| g.profiler == profiler as usize).is_some_and(|g| g.wanted() & bit != 0)
+}
+
+/// Waits until no other thread is inside a gated call, through any gate: what an unload does
+/// after marking IDs dead (`crate::unloads`), by the same barrier argument as closing.
+pub(crate) fn drain_all() {
+    barrier();
+    let own = mine::get();
+    for slot in Slot::all().filter(|s| !ptr::eq(*s, own)) {
+        wait_while(|| slot.count.load(Ordering::Acquire) != 0);
+    }
+}
+
+fn wait_while(busy: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while busy() {
+        spins += 1;
+        if spins < 100 {
+            std::hint::spin_loop();
+        } else if spins < 1000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
     }
 }
 
@@ -364,17 +408,7 @@ fn drain(closing: &[usize]) {
         }
     };
     for slot in Slot::all().filter(|s| !ptr::eq(*s, own)) {
-        let mut spins = 0u32;
-        while inside(slot) {
-            spins += 1;
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else if spins < 1000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(100));
-            }
-        }
+        wait_while(|| inside(slot));
     }
 }
 

@@ -68,6 +68,7 @@ pub mod sig;
 pub mod stack;
 pub mod suspend;
 pub mod threads;
+mod unloads;
 mod wrapper_support;
 
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code, unnecessary_transmutes, clippy::all)]

@@ -160,6 +160,11 @@ impl Negotiated {
         }
     }
 
+    /// The gate calls through this object enter, if it has one (the runtime's Info object).
+    pub fn gate(&self) -> Option<&'static Gate> {
+        self.gate
+    }
+
     /// Whether calls through this object are refused (its gate has closed).
     pub fn is_closed(&self) -> bool {
         self.gate.is_some_and(Gate::is_closed)
@@ -244,7 +249,12 @@ impl<T: Zeroable> Buffer<T> {
 
     /// The first `len` elements.
     pub fn to_vec(&self, len: usize) -> Vec<T> {
-        self.data[..len.min(self.data.len())].to_vec()
+        self.slice(len).to_vec()
+    }
+
+    /// The first `len` elements, borrowed.
+    pub fn slice(&self, len: usize) -> &[T] {
+        &self.data[..len.min(self.data.len())]
     }
 }
 

@@ -367,6 +367,43 @@ type AnySlot = unsafe extern "system" fn(
     usize,
 ) -> corprof::HRESULT;
 
+/// The load and unload callbacks corprof keeps its mask bits set for (to see collectible code
+/// unload): a profiler's own method runs only when its mask asked for them, and this one's
+/// never did.
+const TRACKED: [&str; 9] = [
+    "AssemblyLoadStarted",
+    "AssemblyLoadFinished",
+    "AssemblyUnloadStarted",
+    "AssemblyUnloadFinished",
+    "ModuleLoadStarted",
+    "ModuleLoadFinished",
+    "ModuleUnloadStarted",
+    "ModuleUnloadFinished",
+    "ModuleAttachedToAssembly",
+];
+
+/// An object that answers no interface: what the initialize slots are handed here (corprof
+/// asks the runtime's object for ICorProfilerInfo before the profiler's code runs).
+#[repr(C)]
+struct NoInterfaces {
+    vtbl: &'static [*const (); 3],
+}
+
+unsafe extern "system" fn no_interface(_: *mut c_void, _: *const corprof::GUID, out: *mut *mut c_void) -> i32 {
+    // SAFETY: the caller passes a valid out pointer.
+    unsafe { *out = null_mut() };
+    HResult::E_NOINTERFACE.0
+}
+
+unsafe extern "system" fn one(_: *mut c_void) -> u32 {
+    1
+}
+
+struct Slots([*const (); 3]);
+// SAFETY: function pointers, never written.
+unsafe impl Sync for Slots {}
+static NO_INTERFACES_VTBL: Slots = Slots([no_interface as *const (), one as *const (), one as *const ()]);
+
 #[test]
 fn every_vtable_slot_runs_the_callback_the_header_declares_there() {
     let slots = c_vtable(&header(), HIGHEST_CALLBACK);
@@ -391,6 +428,10 @@ fn every_vtable_slot_runs_the_callback_the_header_declares_there() {
             scratch.fill(0);
             *arg = scratch.as_mut_ptr() as usize;
         }
+        let no_interfaces = NoInterfaces { vtbl: &NO_INTERFACES_VTBL.0 };
+        if name.starts_with("Initialize") {
+            args[0] = &no_interfaces as *const NoInterfaces as usize;
+        }
         // SAFETY: slot `3 + i` exists (counted above). Every parameter of a callback is an
         // integer or a pointer, passed in an integer register or an 8-byte stack slot in
         // declaration order (x86-64 SysV and AArch64 alike), and the caller removes its own
@@ -402,7 +443,8 @@ fn every_vtable_slot_runs_the_callback_the_header_declares_there() {
         };
         let (before, _) = p.take();
         let ran: Vec<&str> = before.iter().map(|c| c.name()).collect();
-        if hr != 0 || ran != [name.as_str()] || Callback::ALL[i].name() != name {
+        let expected: &[&str] = if TRACKED.contains(&name.as_str()) { &[] } else { &[name.as_str()] };
+        if hr != 0 || ran != expected || Callback::ALL[i].name() != name {
             wrong.push(format!("slot {}: {name} declared, {ran:?} ran, {}", 3 + i, HResult(hr)));
         }
     }

@@ -25,12 +25,14 @@ pub enum CallKind {
     InRef { ty: String, optional: bool },
     /// Stays a raw pointer (`raw: true`, `void *`, pointers to pointers).
     Raw { ty: String },
-    /// `&[T]` / `Option<&[T]>`; the count parameter is filled from the slice.
-    InSlice { ty: String, len: String, optional: bool },
+    /// `&[T]` / `Option<&[T]>`; the count parameter is filled from the slice. Elements that are
+    /// IDs of unloadable code are each checked (`unload`).
+    InSlice { ty: String, len: String, optional: bool, unload: Option<Unload> },
     /// `&str` / `Option<&str>`, passed as UTF-16 (NUL-terminated, or counted by `len`).
     InStr { len: Option<String>, optional: bool },
-    /// A value the callee writes: returned.
-    Out { ty: String },
+    /// A value the callee writes: returned. An ID of unloadable code is lent to a lending
+    /// callback it was asked in (`unload`).
+    Out { ty: String, unload: Option<Unload> },
     /// An interface the callee returns (`IFoo **`): returned as the wrapper of its family (`family`
     /// names the family's root interface), or a `ComPtr` when it has none.
     OutInterface { iface: String, family: Option<String> },
@@ -38,8 +40,9 @@ pub enum CallKind {
     OutIid { iid: String },
     /// A UTF-16 buffer with capacity and actual-length parameters: returned as `String`.
     OutString { cap: String, len: String },
-    /// An array with capacity and actual-count parameters: returned as `Vec<T>`.
-    OutArray { ty: String, cap: String, len: String },
+    /// An array with capacity and actual-count parameters: returned as `Vec<T>` (IDs of
+    /// unloadable code lent as `Out`'s).
+    OutArray { ty: String, cap: String, len: String, unload: Option<Unload> },
     /// `&mut T` / `Option<&mut T>`.
     Ref { ty: String, optional: bool },
     /// An `HCORENUM *` handle: the method becomes an iterator.
@@ -53,6 +56,51 @@ pub enum CallKind {
     /// may still hold it (a `ThreadID` after ThreadDestroyed, an `ObjectID` after the next GC):
     /// passed like a value; the wrapper is an `unsafe fn` stating `contract`.
     LiveId { ty: String, contract: IdContract },
+    /// An ID of code a collectible `AssemblyLoadContext` may unload, passed by value: the
+    /// wrapper stays safe and refuses one that unloaded (`corprof`'s `unloads` module).
+    Unloadable { ty: String, id: Unload },
+}
+
+/// The IDs the runtime frees when a collectible `AssemblyLoadContext` unloads, by typedef: a
+/// wrapper taking one checks it first (`imp::alive_*`), and one a lending callback gets back is
+/// lent to it (`imp::lend_output`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unload {
+    Module,
+    Assembly,
+    Class,
+    Function,
+}
+
+impl Unload {
+    pub fn of(c_type: &CType) -> Option<Unload> {
+        match c_type {
+            CType::Named(n) => match n.as_str() {
+                "ModuleID" => Some(Unload::Module),
+                "AssemblyID" => Some(Unload::Assembly),
+                "ClassID" => Some(Unload::Class),
+                "FunctionID" => Some(Unload::Function),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The `imp` function that refuses an ID of this kind that unloaded.
+    pub fn guard(self) -> &'static str {
+        match self {
+            Unload::Module => "alive_module",
+            Unload::Assembly => "alive_assembly",
+            Unload::Class => "alive_class",
+            Unload::Function => "alive_function",
+        }
+    }
+
+    /// Whether an output of this kind is lent to the callback it was asked in (module and
+    /// assembly IDs are tracked exactly, and need no lending).
+    pub fn lent_as_output(self) -> bool {
+        matches!(self, Unload::Class | Unload::Function)
+    }
 }
 
 /// When an ID the runtime dereferences is still alive, by the ID's typedef. IDs not listed here
@@ -193,9 +241,10 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                         CallKind::FnPtr { ty: rust_type(ty), contract: FnContract::of(typedef) }
                     }
                     ty if super::is_bool(ty) => CallKind::Bool,
-                    ty => match IdContract::of(ty) {
-                        Some(contract) => CallKind::LiveId { ty: rust_type(ty), contract },
-                        None => CallKind::Value { ty: rust_type(ty) },
+                    ty => match (IdContract::of(ty), Unload::of(ty)) {
+                        (Some(contract), _) => CallKind::LiveId { ty: rust_type(ty), contract },
+                        (None, Some(id)) => CallKind::Unloadable { ty: rust_type(ty), id },
+                        (None, None) => CallKind::Value { ty: rust_type(ty) },
                     },
                 },
                 // Lending an object for a call's duration is the runtime's to do, in a callback:
@@ -211,9 +260,10 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                     );
                     CallKind::Raw { ty: rust_type(&p.ir.ty) }
                 }
-                Some(spec) if !p.ir.ty.is_pointer() => match &spec.flags {
-                    Some(ty) => CallKind::Flags { ty: ty.clone() },
-                    None => CallKind::Value { ty: rust_type(&p.ir.ty) },
+                Some(spec) if !p.ir.ty.is_pointer() => match (&spec.flags, Unload::of(&p.ir.ty)) {
+                    (Some(ty), _) => CallKind::Flags { ty: ty.clone() },
+                    (None, Some(id)) => CallKind::Unloadable { ty: rust_type(&p.ir.ty), id },
+                    (None, None) => CallKind::Value { ty: rust_type(&p.ir.ty) },
                 },
                 Some(_) => pointer_kind(api, iface, m, p, &mut errors),
             }
@@ -271,18 +321,25 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
             ty: "u8".to_string(),
             len: spec.len.clone().unwrap_or_default(),
             optional: spec.optional,
+            unload: None,
         },
         Direction::In if matches!(pointee, CType::Void) || pointee.is_pointer() => raw(),
         Direction::In if spec.len.is_some() => CallKind::InSlice {
             ty: rust_type(pointee),
             len: spec.len.clone().unwrap_or_default(),
             optional: spec.optional,
+            unload: Unload::of(pointee),
         },
         Direction::In => CallKind::InRef { ty: rust_type(pointee), optional: spec.optional },
         Direction::Out if spec.iid.is_some() => CallKind::OutIid { iid: spec.iid.clone().unwrap_or_default() },
         Direction::Out if spec.cap.is_some() || spec.len.is_some() => match (&spec.cap, &spec.len) {
             (Some(cap), Some(len)) if spec.string => CallKind::OutString { cap: cap.clone(), len: len.clone() },
-            (Some(cap), Some(len)) => CallKind::OutArray { ty: rust_type(pointee), cap: cap.clone(), len: len.clone() },
+            (Some(cap), Some(len)) => CallKind::OutArray {
+                ty: rust_type(pointee),
+                cap: cap.clone(),
+                len: len.clone(),
+                unload: Unload::of(pointee),
+            },
             _ => fail("an out buffer needs both `cap` (its capacity) and `len` (the count written back)"),
         },
         Direction::Out => match pointee {
@@ -292,14 +349,14 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
                         api.interface(name).filter(|i| i.gets_wrapper()).map(|_| api.family_root(name).to_string());
                     CallKind::OutInterface { iface: name.clone(), family }
                 }
-                _ => CallKind::Out { ty: rust_type(pointee) },
+                _ => CallKind::Out { ty: rust_type(pointee), unload: None },
             },
             CType::Void => fail("`void *` outs need `iid` or `raw: true`"),
             _ if spec.flags.is_some() => {
                 CallKind::OutFlags { ty: spec.flags.clone().unwrap_or_default(), raw: rust_type(pointee) }
             }
             _ if super::is_bool(pointee) => CallKind::OutBool,
-            _ => CallKind::Out { ty: rust_type(pointee) },
+            _ => CallKind::Out { ty: rust_type(pointee), unload: Unload::of(pointee) },
         },
         Direction::Ref if spec.len.is_some() || spec.string => {
             fail("in-out arrays are not supported: mark it `raw: true`")

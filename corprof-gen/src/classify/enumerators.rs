@@ -45,7 +45,7 @@ pub fn iterator_next(m: &ApiMethod, kinds: &[CallKind]) -> Option<IteratorNext> 
         return None;
     }
     let (item, cap, len) = kinds.iter().find_map(|k| match k {
-        CallKind::OutArray { ty, cap, len } => Some((ty.clone(), cap.as_str(), len.as_str())),
+        CallKind::OutArray { ty, cap, len, .. } => Some((ty.clone(), cap.as_str(), len.as_str())),
         _ => None,
     })?;
     if kinds.iter().any(|k| !matches!(k, CallKind::OutArray { .. } | CallKind::Consumed)) {
@@ -124,7 +124,12 @@ mod tests {
     #[test]
     fn an_enumerators_next_fetches_one_item_at_a_time() {
         let items =
-            |cap: &str, len: &str| CallKind::OutArray { ty: "ClassID".into(), cap: cap.into(), len: len.into() };
+            |cap: &str, len: &str| CallKind::OutArray {
+            ty: "ClassID".into(),
+            cap: cap.into(),
+            len: len.into(),
+            unload: Some(crate::classify::call::Unload::Class),
+        };
         let m = method("Next", &["celt", "ids", "pceltFetched", "others", "cOthers", "pcOthers"]);
         let kinds = [
             CallKind::Consumed,

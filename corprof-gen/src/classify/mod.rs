@@ -51,6 +51,17 @@ pub enum ParamKind {
     /// An `in` array of `ObjectID`s annotated `live`: `&[LiveObject<'_>]` of `len` elements,
     /// checked as `InSlice`.
     LiveObjects { len: String, why: String },
+    /// A `ModuleID`, `AssemblyID`, `ClassID` or `FunctionID` the callback hands over while its
+    /// code is loaded: given as a value and lent to the thread for the callback, so that the
+    /// wrappers take it even after some collectible code unloaded (corprof's `unloads` module).
+    LentId { ty: String },
+}
+
+/// Whether a callback's unloadable IDs are of code already gone when it runs: the runtime
+/// documents an ID as invalid once its `*UnloadStarted` callback returned, so the `Finished`
+/// callbacks (and the unload of a function, whose memory goes with it) lend nothing.
+pub fn hands_over_dead_ids(callback: &str) -> bool {
+    callback.ends_with("UnloadFinished") || matches!(callback, "FunctionUnloadStarted" | "DynamicMethodUnloaded")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +140,9 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
             if consumed.contains(&p.ir.name.as_str()) {
                 return ParamKind::Length;
             }
+            let lends = !hands_over_dead_ids(&m.ir.name);
             match &p.spec {
+                None if lends && call::Unload::of(&p.ir.ty).is_some() => ParamKind::LentId { ty: rust_type(&p.ir.ty) },
                 None => value_kind(&p.ir.ty),
                 Some(spec) if !p.ir.ty.is_pointer() => match (&spec.flags, &spec.live) {
                     (None, Some(why)) if is_object_id(&p.ir.ty) => ParamKind::LiveObject { why: why.clone() },
@@ -477,19 +490,24 @@ mod tests {
                 CallKind::Raw { ty: "*mut ULONG".into() },
                 CallKind::InRef { ty: "WCHAR".into(), optional: true },
                 CallKind::InStr { len: None, optional: false },
-                CallKind::InSlice { ty: "u8".into(), len: "cbData".into(), optional: false },
+                CallKind::InSlice { ty: "u8".into(), len: "cbData".into(), optional: false, unload: None },
                 CallKind::Consumed,
                 CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
                 CallKind::Raw { ty: "*mut *mut ULONG".into() },
-                CallKind::InSlice { ty: "FunctionID".into(), len: "cIds".into(), optional: false },
+                CallKind::InSlice {
+                    ty: "FunctionID".into(),
+                    len: "cIds".into(),
+                    optional: false,
+                    unload: Some(call::Unload::Function),
+                },
                 CallKind::Consumed,
                 CallKind::Consumed,
                 CallKind::OutIid { iid: "riid".into() },
                 CallKind::OutInterface { iface: "IUnknown".into(), family: None },
-                CallKind::Out { ty: "*mut ULONG".into() },
+                CallKind::Out { ty: "*mut ULONG".into(), unload: None },
                 CallKind::OutFlags { ty: "F".into(), raw: "DWORD".into() },
                 CallKind::OutBool,
-                CallKind::Out { ty: "ULONG".into() },
+                CallKind::Out { ty: "ULONG".into(), unload: None },
                 CallKind::Ref { ty: "ULONG".into(), optional: false },
                 CallKind::Raw { ty: "*mut ::core::ffi::c_void".into() },
             ]
@@ -500,7 +518,7 @@ mod tests {
         assert_eq!(outputs, expected, "is_output of {kinds:?}");
         let buffers = [
             CallKind::OutString { cap: "c".into(), len: "pc".into() },
-            CallKind::OutArray { ty: "T".into(), cap: "c".into(), len: "pc".into() },
+            CallKind::OutArray { ty: "T".into(), cap: "c".into(), len: "pc".into(), unload: None },
         ];
         assert!(buffers.iter().all(CallKind::is_output));
     }
@@ -642,7 +660,7 @@ mod tests {
             [
                 CallKind::LiveId { ty: "ThreadID".into(), contract: IdContract::Thread },
                 CallKind::LiveId { ty: "ObjectID".into(), contract: IdContract::Object },
-                CallKind::Value { ty: "ClassID".into() },
+                CallKind::Unloadable { ty: "ClassID".into(), id: call::Unload::Class },
             ]
         );
     }

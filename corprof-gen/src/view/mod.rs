@@ -108,6 +108,13 @@ pub struct CallbackMethodView {
     /// Whether the callback lends objects (a `LiveObject` parameter): the thunk holds a lending
     /// scope for the call, which a call that may trigger a GC marks.
     pub lends: bool,
+    /// The IDs of unloadable code the callback lends to its thread (`a.as_raw() as usize, …`);
+    /// empty: none.
+    pub lent_ids: String,
+    /// For the load and unload callbacks corprof tracks: the `imp::Tracked` variant, and the
+    /// ID parameter it reports (its own method runs only when the profiler's mask asked for it).
+    pub tracked: String,
+    pub tracked_id: String,
 }
 
 pub struct VtblCtorView {
@@ -274,6 +281,19 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                 call_args: call_args.join(", "),
                 info_arg: info_object_param(m).map(ident).unwrap_or_default(),
                 lends: kinds.iter().any(|k| matches!(k, ParamKind::LiveObject { .. } | ParamKind::LiveObjects { .. })),
+                lent_ids: m
+                    .params
+                    .iter()
+                    .zip(&kinds)
+                    .filter(|(_, k)| matches!(k, ParamKind::LentId { .. }))
+                    .map(|(p, _)| format!("{}.as_raw() as usize", ident(&p.ir.name)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tracked: tracked_callback(&m.ir.name).map(str::to_string).unwrap_or_default(),
+                tracked_id: tracked_callback(&m.ir.name)
+                    .and_then(|_| m.params.iter().find(|p| crate::classify::call::Unload::of(&p.ir.ty).is_some()))
+                    .map(|p| format!("{}.as_raw() as usize", ident(&p.ir.name)))
+                    .unwrap_or_default(),
             });
             let view = methods.last().expect("just pushed");
             if let Some(d) = check::callback(&format!("{}::{}", iface.ir.name, m.ir.name), view) {
@@ -308,11 +328,28 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.
+/// The load and unload callbacks corprof keeps its mask bits for (`imp::Tracked`, named as the
+/// callback), to see collectible code unload.
+fn tracked_callback(name: &str) -> Option<&'static str> {
+    const TRACKED: [&str; 9] = [
+        "AssemblyLoadStarted",
+        "AssemblyLoadFinished",
+        "AssemblyUnloadStarted",
+        "AssemblyUnloadFinished",
+        "ModuleLoadStarted",
+        "ModuleLoadFinished",
+        "ModuleUnloadStarted",
+        "ModuleUnloadFinished",
+        "ModuleAttachedToAssembly",
+    ];
+    TRACKED.into_iter().find(|t| *t == name)
+}
+
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {
     let conv = format!("{root}::imp::raw");
     Some(match kind {
         ParamKind::Length => return None,
-        ParamKind::Value { ty } | ParamKind::Opaque { ty } => (ty.clone(), raw.to_string()),
+        ParamKind::Value { ty } | ParamKind::Opaque { ty } | ParamKind::LentId { ty } => (ty.clone(), raw.to_string()),
         ParamKind::HResult => (format!("{root}::HResult"), format!("{root}::HResult({raw})")),
         ParamKind::Bool => ("bool".to_string(), format!("{raw} != 0")),
         // The flag enum's field is the DWORD's width (both `u32` on the wire).

@@ -5,7 +5,7 @@ use super::loc;
 use super::names::{self, ident};
 use crate::annotations::Context;
 use crate::classify::call::{
-    CallKind, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
+    CallKind, Unload, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
 };
 use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, enum_controls, iterator_next};
 use crate::diag::Errors;
@@ -339,13 +339,27 @@ impl<'a> Lowering<'a> {
 }
 
 /// Inputs: how a value, reference, slice, text or function pointer is taken and passed.
+/// The flag type of the low event mask: corprof keeps the bits it sees unloads with set in what
+/// `SetEventMask(2)` passes on, and shows the profiler only those it asked for in what
+/// `GetEventMask(2)` returns (`imp::keep_tracked`, `imp::view_tracked`).
+const EVENT_MASK: &str = "COR_PRF_MONITOR";
+
 fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
     let root = l.root;
     let (param, arg) = match kind {
         CallKind::Value { ty } | CallKind::Raw { ty } => (format!("{rust}: {ty}"), rust.clone()),
+        CallKind::Unloadable { ty, id } => {
+            l.setup.push(format!("{root}::imp::{}({rust})?;", id.guard()));
+            (format!("{rust}: {ty}"), rust.clone())
+        }
         CallKind::HResult => (format!("{rust}: {root}::HResult"), format!("{rust}.0")),
         CallKind::Bool => (format!("{rust}: bool"), format!("BOOL::from({rust})")),
-        CallKind::Flags { ty } => (format!("{rust}: {ty}"), format!("{rust}.0 as _")),
+        CallKind::Flags { ty } => {
+            if ty == EVENT_MASK {
+                l.setup.push(format!("let {rust} = {ty}({root}::imp::keep_tracked(&self.inner, {rust}.0 as u32) as _);"));
+            }
+            (format!("{rust}: {ty}"), format!("{rust}.0 as _"))
+        }
         CallKind::FnPtr { ty, contract } => {
             l.safety.push(fn_safety(&rust, ty, *contract));
             (format!("{rust}: {ty}"), rust.clone())
@@ -368,7 +382,11 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
         CallKind::Ref { ty, optional: false } => {
             (format!("{rust}: &mut {ty}"), format!("::core::ptr::from_mut({rust}) as _"))
         }
-        CallKind::InSlice { ty, len, optional } => {
+        CallKind::InSlice { ty, len, optional, unload } => {
+            if let Some(id) = unload {
+                let each = if *optional { format!("{rust}.unwrap_or(&[])") } else { rust.clone() };
+                l.setup.push(format!("for id__ in {each} {{ {root}::imp::{}(*id__)?; }}", id.guard()));
+            }
             let (param, ptr, count) = if *optional {
                 (
                     format!("{rust}: Option<&[{ty}]>"),
@@ -421,9 +439,12 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     let root = l.root;
     let c_name = l.m.params[i].ir.name.as_str();
     match kind {
-        CallKind::Out { ty } => {
+        CallKind::Out { ty, unload } => {
             let v = l.local(c_name, ty, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
+            if unload.is_some_and(Unload::lent_as_output) {
+                l.finish.push(format!("{root}::imp::lend_output({v}.as_raw() as usize);"));
+            }
             l.output(c_name, ty.clone(), v);
         }
         CallKind::OutBool => {
@@ -434,7 +455,12 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         CallKind::OutFlags { ty, raw } => {
             let v = l.local(c_name, raw, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
-            l.output(c_name, ty.clone(), format!("{ty}({v} as _)"));
+            let value = if ty == EVENT_MASK {
+                format!("{ty}({root}::imp::view_tracked(&self.inner, {v} as u32) as _)")
+            } else {
+                format!("{ty}({v} as _)")
+            };
+            l.output(c_name, ty.clone(), value);
         }
         CallKind::OutInterface { iface, family } => {
             let v = l.local(c_name, &format!("*mut {iface}"), "::core::ptr::null_mut()");
@@ -478,7 +504,7 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     let root = l.root;
     let p = &l.m.params[i];
     let (elem, conv, out_ty, cap, len) = match kind {
-        CallKind::OutArray { ty, cap, len } => (ty.clone(), "to_vec", format!("Vec<{ty}>"), cap, len),
+        CallKind::OutArray { ty, cap, len, .. } => (ty.clone(), "to_vec", format!("Vec<{ty}>"), cap, len),
         CallKind::OutString { cap, len } => ("u16".to_string(), "to_string", "String".to_string(), cap, len),
         _ => unreachable!("lower_buffer takes buffers only"),
     };
@@ -500,6 +526,11 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         new: format!("{root}::imp::Buffer::<{elem}>::new()"),
         needed: n.clone(),
     });
+    if let CallKind::OutArray { unload: Some(id), .. } = kind
+        && id.lent_as_output()
+    {
+        l.finish.push(format!("for id__ in {b}.slice({n} as usize) {{ {root}::imp::lend_output(id__.as_raw() as usize); }}"));
+    }
     let is_text = matches!(kind, CallKind::OutString { .. });
     l.outputs.push(Output { c_name, is_text, ty: out_ty, value: format!("{b}.{conv}({n} as usize)") });
 }
