@@ -14,11 +14,17 @@
 //!   last valid moment, as the runtime documents) or `AssemblyUnloadFinished` (3.1.23 reports
 //!   no `AssemblyUnloadStarted`) until its `*LoadStarted` hands the address out again: exact;
 //! - a `ClassID` or `FunctionID` has no such callback for every kind (no unload callback for a
-//!   generic instantiation on 8.0.4 or 3.1.23, none at all for functions). So once any unload
-//!   has begun, one is taken only while it is **lent** to the thread: a parameter of the callback
-//!   running on it (except the `*UnloadFinished` ones), or an output of a call made there after
-//!   the unload began (the class of a lent function, a type argument of a lent class). Before any
-//!   unload, every ID is alive, and checks cost one relaxed load.
+//!   generic instantiation on 8.0.4 or 3.1.23, none at all for functions). So corprof notes each
+//!   one it sees while it is surely alive (handed to a callback, returned by a wrapper, or
+//!   checked before any unload: [`record`]), and when an unload begins, while everything is
+//!   still in memory, asks the runtime which collectible modules each noted ID depends on (its
+//!   module, its class, its type arguments, an array's element type: [`classify`]). Once an
+//!   unload has begun, an ID is taken if it is **lent** to the thread (a parameter of the
+//!   callback running on it, except in the unload callbacks, or an output of a call made there)
+//!   or classified with every module it depends on still loaded; an ID of a dynamic method
+//!   (which dies without a module unload), one the runtime could not classify, or one first
+//!   seen elsewhere after an unload (a stack walk's, a hook's) is refused. Before any unload,
+//!   a check costs one relaxed load and a look in a small per-thread cache.
 //!
 //! A call refused answers [`UNLOADED`]. If corprof could not keep the mask bits (the runtime
 //! refused them), it cannot see unloads: every ID is then taken only while lent.
@@ -36,9 +42,9 @@ use crate::info_gate::Gate;
 use crate::wrapper_support::Negotiated;
 use crate::{HResult, Result};
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 /// What a call with an ID of unloaded code (or one corprof cannot tell alive) answers.
@@ -61,6 +67,20 @@ static GENERATION: AtomicU32 = AtomicU32::new(1);
 
 /// The `ModuleID`s and `AssemblyID`s that unloaded and were not handed out again.
 static DEAD: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// The `ClassID`s and `FunctionID`s seen alive since the last unload began, not classified yet.
+static PENDING: Mutex<Option<HashMap<usize, Kind>>> = Mutex::new(None);
+
+/// Classified IDs → the collectible modules each depends on (empty: code that never unloads).
+/// An entry goes when one of its modules unloads.
+static MEMO: Mutex<Option<HashMap<usize, Vec<usize>>>> = Mutex::new(None);
+
+/// The runtime's Info object the classification asks (the first profiler's).
+static INFO: OnceLock<crate::ProfilerInfo> = OnceLock::new();
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Which of the tracked callbacks a thunk reports.
 #[doc(hidden)]
@@ -131,22 +151,34 @@ impl Drop for Mark {
 }
 
 fn revive(id: usize) {
-    let mut dead = DEAD.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(set) = dead.as_mut() {
+    if let Some(set) = lock(&DEAD).as_mut() {
         set.remove(&id);
     }
 }
 
-/// Some collectible code unloads: `id` is dead (if `dead`), lent outputs of earlier
-/// generations no longer count, and the calls already past their check finish before the
-/// runtime goes on.
+/// Some collectible code unloads: lent outputs of earlier generations no longer count, the
+/// calls already past their check finish, the IDs seen since the last unload are classified
+/// (all still in memory: the runtime frees nothing before this returns), then `id` is dead (if
+/// `dead`) with every classified ID that depends on it.
 fn unloaded(id: usize, dead: bool) {
-    if dead {
-        DEAD.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashSet::new).insert(id);
-    }
     GENERATION.fetch_add(1, Ordering::SeqCst);
     STATE.fetch_or(UNLOADING, Ordering::SeqCst);
     crate::info_gate::drain_all();
+    let pending = lock(&PENDING).take().unwrap_or_default();
+    let mut modules = HashMap::new();
+    let classified: Vec<(usize, Option<Vec<usize>>)> =
+        pending.into_iter().map(|(id, kind)| (id, classify(id, kind, &mut modules))).collect();
+    let mut memo = lock(&MEMO);
+    let memo = memo.get_or_insert_with(HashMap::new);
+    for (seen, deps) in classified {
+        if let Some(deps) = deps {
+            memo.insert(seen, deps);
+        }
+    }
+    if dead {
+        lock(&DEAD).get_or_insert_with(HashSet::new).insert(id);
+        memo.retain(|_, deps| !deps.contains(&id));
+    }
 }
 
 /// Notes that corprof could not keep [`TRACKED_BITS`] set: unloads may go unseen.
@@ -164,6 +196,7 @@ pub(crate) fn start(unknown: Option<&crate::IUnknown>) {
     if info.set_event_mask(mask).is_err() {
         blind();
     }
+    let _ = INFO.set(info);
 }
 
 /// After a profiler's initialize succeeded: the bits are still set (a raw `SetEventMask` from
@@ -202,60 +235,256 @@ pub fn view_tracked(info: &Negotiated, low: u32) -> u32 {
 }
 
 /// One ID kind, for the checks.
-#[derive(Clone, Copy)]
-enum Kind {
-    /// Tracked exactly ([`DEAD`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A `ModuleID` or `AssemblyID`: tracked exactly ([`DEAD`]).
     Exact,
-    /// Taken while lent once an unload began.
-    Lent,
+    /// A `ClassID`: noted and classified.
+    Class,
+    /// A `FunctionID`: noted and classified.
+    Function,
 }
 
 #[inline]
 fn check(id: usize, kind: Kind) -> Result<()> {
     let state = STATE.load(Ordering::Relaxed);
-    if state == 0 { Ok(()) } else { check_slow(id, kind, state) }
+    if state == 0 {
+        if kind != Kind::Exact {
+            record(id, kind);
+        }
+        Ok(())
+    } else {
+        check_slow(id, kind, state)
+    }
 }
 
 #[cold]
 fn check_slow(id: usize, kind: Kind, state: u8) -> Result<()> {
-    if is_lent(id) {
+    if kind == Kind::Exact && state & BLIND == 0 {
+        let dead = lock(&DEAD).as_ref().is_some_and(|d| d.contains(&id));
+        return if dead { Err(UNLOADED) } else { Ok(()) };
+    }
+    if lock(&MEMO).as_ref().is_some_and(|m| m.contains_key(&id)) {
         return Ok(());
     }
-    match kind {
-        Kind::Exact if state & BLIND == 0 => {
-            let dead = DEAD.lock().unwrap_or_else(|p| p.into_inner());
-            if dead.as_ref().is_some_and(|d| d.contains(&id)) { Err(UNLOADED) } else { Ok(()) }
-        }
-        _ => Err(UNLOADED),
+    if !is_lent(id) {
+        return Err(UNLOADED);
     }
+    // Alive while lent: classified now, so that it is still taken once the callback is over.
+    if kind != Kind::Exact && !in_unload_callback() {
+        let deps = classify(id, kind, &mut HashMap::new());
+        if let Some(deps) = deps {
+            let dead = lock(&DEAD);
+            if !deps.iter().any(|m| dead.as_ref().is_some_and(|d| d.contains(m))) {
+                lock(&MEMO).get_or_insert_with(HashMap::new).insert(id, deps);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Notes a `ClassID` or `FunctionID` seen alive, for the classification at the next unload
+/// (not in an unload callback, whose IDs may be of what unloads). A per-thread cache keeps a
+/// repeated ID from reaching the shared set.
+fn record(id: usize, kind: Kind) {
+    if id == 0 {
+        return;
+    }
+    // On the heap: a profiler library's thread-locals share the small static TLS block glibc
+    // keeps for libraries loaded with `dlopen` (info_gate's initial-exec variable puts the
+    // whole block there).
+    const WAYS: usize = 256;
+    thread_local! {
+        static RECENT: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if in_unload_callback() {
+        return;
+    }
+    let way = (id >> 4) % WAYS;
+    let fresh = RECENT
+        .try_with(|r| {
+            let mut recent = r.borrow_mut();
+            if recent.is_empty() {
+                recent.resize(WAYS, 0);
+            }
+            let fresh = recent[way] != id;
+            recent[way] = id;
+            fresh
+        })
+        .unwrap_or(true);
+    if fresh {
+        lock(&PENDING).get_or_insert_with(HashMap::new).insert(id, kind);
+    }
+}
+
+/// How deep [`classify`] follows type arguments and array elements before it gives up.
+const MAX_NESTING: u32 = 16;
+
+/// The collectible modules the live ID `id` depends on, or `None` when the runtime cannot say
+/// (or the ID is of a dynamic method). Asks the runtime directly (the wrappers would check).
+fn classify(id: usize, kind: Kind, modules: &mut HashMap<usize, bool>) -> Option<Vec<usize>> {
+    let info = INFO.get()?;
+    let mut deps = Vec::new();
+    match kind {
+        Kind::Class => class_deps(info, id, modules, &mut deps, 0)?,
+        Kind::Function => function_deps(info, id, modules, &mut deps)?,
+        Kind::Exact => return None,
+    }
+    deps.sort_unstable();
+    deps.dedup();
+    Some(deps)
+}
+
+fn module_dep(info: &crate::ProfilerInfo, module: usize, modules: &mut HashMap<usize, bool>, deps: &mut Vec<usize>) -> Option<()> {
+    if module == 0 {
+        return Some(());
+    }
+    let collectible = match modules.get(&module) {
+        Some(&c) => c,
+        None => {
+            let raw = info.get::<crate::interfaces::ICorProfilerInfo3>().ok()?;
+            let (mut base, mut len, mut assembly, mut flags) = (std::ptr::null(), 0, crate::imp::zeroed(), 0);
+            // SAFETY: `module` was handed out by the runtime and its module has not unloaded
+            // (the caller's contract); the outs are locals, the name buffer absent (0, null).
+            let hr = unsafe {
+                raw.GetModuleInfo2(
+                    crate::types::ModuleID::from_raw(module as _),
+                    &mut base,
+                    0,
+                    &mut len,
+                    std::ptr::null_mut(),
+                    &mut assembly,
+                    &mut flags,
+                )
+            };
+            if hr < 0 {
+                return None;
+            }
+            let c = flags & crate::types::COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE.0 as u32 != 0;
+            modules.insert(module, c);
+            c
+        }
+    };
+    if collectible {
+        deps.push(module);
+    }
+    Some(())
+}
+
+/// The type arguments an Info call writes, asked with a buffer of 8 and again with the count.
+fn type_args(mut ask: impl FnMut(u32, &mut u32, *mut crate::types::ClassID) -> i32) -> Option<Vec<usize>> {
+    let mut args = vec![crate::types::ClassID::NULL; 8];
+    let mut n = 0u32;
+    if ask(args.len() as u32, &mut n, args.as_mut_ptr()) < 0 {
+        return None;
+    }
+    if n as usize > args.len() {
+        args = vec![crate::types::ClassID::NULL; n as usize];
+        if ask(args.len() as u32, &mut n, args.as_mut_ptr()) < 0 || n as usize > args.len() {
+            return None;
+        }
+    }
+    Some(args[..n as usize].iter().map(|c| c.as_raw() as usize).collect())
+}
+
+fn class_deps(
+    info: &crate::ProfilerInfo,
+    class: usize,
+    modules: &mut HashMap<usize, bool>,
+    deps: &mut Vec<usize>,
+    depth: u32,
+) -> Option<()> {
+    if class == 0 {
+        return Some(());
+    }
+    if depth > MAX_NESTING {
+        return None;
+    }
+    // SAFETY (for the raw calls below): `class` was handed out by the runtime while alive and
+    // no unload has freed it since (the caller's contract); every out is a local or a buffer of
+    // the length passed.
+    let id = unsafe { crate::types::ClassID::from_raw(class as _) };
+    let info1 = info.get::<crate::interfaces::ICorProfilerInfo>().ok()?;
+    let (mut elem_ty, mut elem, mut rank) = (crate::imp::zeroed(), crate::types::ClassID::NULL, 0);
+    // SAFETY: as above.
+    let hr = unsafe { info1.IsArrayClass(id, &mut elem_ty, &mut elem, &mut rank) };
+    if hr == 0 {
+        return class_deps(info, elem.as_raw() as usize, modules, deps, depth + 1);
+    }
+    if hr < 0 {
+        return None;
+    }
+    let info2 = info.get::<crate::interfaces::ICorProfilerInfo2>().ok()?;
+    let (mut module, mut token, mut parent) = (crate::types::ModuleID::NULL, 0, crate::types::ClassID::NULL);
+    let args = type_args(|cap, n, buf| {
+        // SAFETY: as above; `buf` holds `cap` ClassIDs.
+        unsafe { info2.GetClassIDInfo2(id, &mut module, &mut token, &mut parent, cap, n, buf) }
+    })?;
+    module_dep(info, module.as_raw() as usize, modules, deps)?;
+    for arg in args {
+        class_deps(info, arg, modules, deps, depth + 1)?;
+    }
+    Some(())
+}
+
+fn function_deps(
+    info: &crate::ProfilerInfo,
+    function: usize,
+    modules: &mut HashMap<usize, bool>,
+    deps: &mut Vec<usize>,
+) -> Option<()> {
+    // SAFETY (for the raw calls below): as in `class_deps`.
+    let id = unsafe { crate::types::FunctionID::from_raw(function as _) };
+    // A dynamic method dies on its own (no module unload says so): never classified.
+    let info8 = info.get::<crate::interfaces::ICorProfilerInfo8>().ok()?;
+    let mut dynamic = 0;
+    // SAFETY: as above.
+    if unsafe { info8.IsFunctionDynamic(id, &mut dynamic) } < 0 || dynamic != 0 {
+        return None;
+    }
+    let info2 = info.get::<crate::interfaces::ICorProfilerInfo2>().ok()?;
+    let (mut class, mut module, mut token) = (crate::types::ClassID::NULL, crate::types::ModuleID::NULL, 0);
+    let frame = crate::imp::zeroed();
+    let args = type_args(|cap, n, buf| {
+        // SAFETY: as above; a null frame asks for the function's own type arguments.
+        unsafe { info2.GetFunctionInfo2(id, frame, &mut class, &mut module, &mut token, cap, n, buf) }
+    })?;
+    module_dep(info, module.as_raw() as usize, modules, deps)?;
+    class_deps(info, class.as_raw() as usize, modules, deps, 0)?;
+    for arg in args {
+        class_deps(info, arg, modules, deps, 1)?;
+    }
+    Some(())
 }
 
 /// Refuses a `ModuleID` whose module unloaded.
 #[doc(hidden)]
 #[inline]
-pub fn alive_module(id: crate::types::ModuleID) -> Result<()> {
-    check(id.as_raw(), Kind::Exact)
+pub fn alive_module(id: usize) -> Result<()> {
+    check(id, Kind::Exact)
 }
 
 /// Refuses an `AssemblyID` whose assembly unloaded.
 #[doc(hidden)]
 #[inline]
-pub fn alive_assembly(id: crate::types::AssemblyID) -> Result<()> {
-    check(id.as_raw(), Kind::Exact)
+pub fn alive_assembly(id: usize) -> Result<()> {
+    check(id, Kind::Exact)
 }
 
-/// Refuses, once an unload began, a `ClassID` not lent to this thread.
+/// Refuses, once an unload began, a `ClassID` neither lent to this thread nor classified alive.
 #[doc(hidden)]
 #[inline]
-pub fn alive_class(id: crate::types::ClassID) -> Result<()> {
-    check(id.as_raw(), Kind::Lent)
+pub fn alive_class(id: usize) -> Result<()> {
+    check(id, Kind::Class)
 }
 
-/// Refuses, once an unload began, a `FunctionID` not lent to this thread.
+/// Refuses, once an unload began, a `FunctionID` neither lent to this thread nor classified
+/// alive.
 #[doc(hidden)]
 #[inline]
-pub fn alive_function(id: crate::types::FunctionID) -> Result<()> {
-    check(id.as_raw(), Kind::Lent)
+pub fn alive_function(id: usize) -> Result<()> {
+    check(id, Kind::Function)
 }
 
 /// How many IDs one thread holds lent at once; more are not lent (and refused once an unload
@@ -265,23 +494,24 @@ const LENT_CAP: usize = 64;
 /// A lent ID's generation when a callback lends it: valid for the whole callback.
 const ARGUMENT: u32 = 0;
 
-struct LentIds {
-    ids: [(usize, u32); LENT_CAP],
-    len: usize,
-}
-
 thread_local! {
-    static LENT: std::cell::RefCell<LentIds> =
-        const { std::cell::RefCell::new(LentIds { ids: [(0, 0); LENT_CAP], len: 0 }) };
+    /// On the heap, as `RECENT` in [`record`]; at most [`LENT_CAP`] entries.
+    static LENT: std::cell::RefCell<Vec<(usize, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// How many lending callbacks run on this thread: outputs are lent only inside one.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// How many of them are unload callbacks: what they are handed, and what calls made there
+    /// return, may be of the code that unloads, and is never noted for classification.
+    static UNLOADING_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+fn in_unload_callback() -> bool {
+    UNLOADING_DEPTH.try_with(Cell::get).unwrap_or(1) > 0
 }
 
 fn is_lent(id: usize) -> bool {
     let now = GENERATION.load(Ordering::SeqCst);
     LENT.try_with(|l| {
-        let l = l.borrow();
-        l.ids[..l.len].iter().any(|&(lent, generation)| lent == id && (generation == ARGUMENT || generation == now))
+        l.borrow().iter().any(|&(lent, generation)| lent == id && (generation == ARGUMENT || generation == now))
     })
     .unwrap_or(false)
 }
@@ -289,10 +519,8 @@ fn is_lent(id: usize) -> bool {
 fn push(id: usize, generation: u32) {
     let _ = LENT.try_with(|l| {
         let mut l = l.borrow_mut();
-        if l.len < LENT_CAP {
-            let at = l.len;
-            l.ids[at] = (id, generation);
-            l.len += 1;
+        if l.len() < LENT_CAP {
+            l.push((id, generation));
         }
     });
 }
@@ -302,38 +530,47 @@ fn push(id: usize, generation: u32) {
 #[doc(hidden)]
 pub struct LentScope {
     len: usize,
+    unloading: bool,
     _here: PhantomData<*const ()>,
 }
 
-/// Lends a callback's ID parameters (raw values) for the callback.
+/// Lends a callback's ID parameters (raw values, with their kinds) for the callback, and notes
+/// the classes and functions among them, unless the callback is about an unload (`unloading`).
 #[doc(hidden)]
 #[inline]
-pub fn lend_ids(ids: &[usize]) -> LentScope {
-    let len = LENT.try_with(|l| l.borrow().len).unwrap_or(LENT_CAP);
-    for &id in ids {
+pub fn lend_ids(ids: &[(usize, Kind)], unloading: bool) -> LentScope {
+    let len = LENT.try_with(|l| l.borrow().len()).unwrap_or(LENT_CAP);
+    if unloading {
+        let _ = UNLOADING_DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
+    }
+    for &(id, kind) in ids {
         push(id, ARGUMENT);
+        if kind != Kind::Exact {
+            record(id, kind);
+        }
     }
     let _ = DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
-    LentScope { len, _here: PhantomData }
+    LentScope { len, unloading, _here: PhantomData }
 }
 
 impl Drop for LentScope {
     #[inline]
     fn drop(&mut self) {
-        let _ = LENT.try_with(|l| {
-            let mut l = l.borrow_mut();
-            l.len = l.len.min(self.len);
-        });
+        let _ = LENT.try_with(|l| l.borrow_mut().truncate(self.len));
         let _ = DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+        if self.unloading {
+            let _ = UNLOADING_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+        }
     }
 }
 
-/// Lends an ID a wrapper returned, inside a lending callback once an unload began (before,
-/// every ID is alive and nothing needs lending): alive when returned, taken until the next
-/// unload begins or the callback ends.
+/// A `ClassID` or `FunctionID` a wrapper returned (alive then): noted for classification, and,
+/// inside a lending callback once an unload began, lent until the next unload begins or the
+/// callback ends.
 #[doc(hidden)]
 #[inline]
-pub fn lend_output(id: usize) {
+pub fn lend_output(id: usize, kind: Kind) {
+    record(id, kind);
     if STATE.load(Ordering::Relaxed) != 0 && DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
         push(id, GENERATION.load(Ordering::SeqCst));
     }
@@ -348,99 +585,128 @@ pub(crate) mod tests {
 
     pub(crate) fn reset() {
         STATE.store(0, Ordering::SeqCst);
-        *DEAD.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    fn class(raw: usize) -> crate::types::ClassID {
-        // SAFETY: a test value that never reaches the runtime.
-        unsafe { crate::types::ClassID::from_raw(raw) }
-    }
-
-    fn module(raw: usize) -> crate::types::ModuleID {
-        // SAFETY: as above.
-        unsafe { crate::types::ModuleID::from_raw(raw) }
+        *lock(&DEAD) = None;
+        *lock(&PENDING) = None;
+        *lock(&MEMO) = None;
     }
 
     #[test]
-    fn before_any_unload_every_id_is_taken() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    fn before_any_unload_every_id_is_taken_and_classes_are_noted() {
+        let _l = lock(&STATE_LOCK);
         reset();
-        assert_eq!(alive_class(class(0x10)), Ok(()));
-        assert_eq!(alive_module(module(0x20)), Ok(()));
+        assert_eq!(alive_class(0x10), Ok(()));
+        assert_eq!(alive_function(0x18), Ok(()));
+        assert_eq!(alive_module(0x20), Ok(()));
+        let pending = lock(&PENDING).clone().unwrap_or_default();
+        assert_eq!(pending.get(&0x10), Some(&Kind::Class));
+        assert_eq!(pending.get(&0x18), Some(&Kind::Function));
+        assert_eq!(pending.get(&0x20), None, "modules are tracked exactly");
+        reset();
     }
 
     #[test]
     fn an_unloaded_module_is_refused_until_its_address_loads_again() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let _l = lock(&STATE_LOCK);
         reset();
         track(std::ptr::null(), Tracked::ModuleUnloadStarted, 0x20, || Ok(())).unwrap();
-        assert_eq!(alive_module(module(0x20)), Err(UNLOADED));
-        assert_eq!(alive_module(module(0x30)), Ok(()), "another module is alive");
+        assert_eq!(alive_module(0x20), Err(UNLOADED));
+        assert_eq!(alive_module(0x30), Ok(()), "another module is alive");
         track(std::ptr::null(), Tracked::ModuleLoadStarted, 0x20, || Ok(())).unwrap();
-        assert_eq!(alive_module(module(0x20)), Ok(()), "handed out again");
+        assert_eq!(alive_module(0x20), Ok(()), "handed out again");
         reset();
     }
 
     #[test]
-    fn the_unloading_module_answers_inside_its_own_callback() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    fn a_panicking_unload_callback_still_marks_the_module() {
+        let _l = lock(&STATE_LOCK);
         reset();
-        let _scope = lend_ids(&[0x40]);
-        // `wants` finds no gate for a null profiler: the profiler's method is not run, so ask
-        // here, before the callback's bookkeeping.
-        assert_eq!(alive_module(module(0x40)), Ok(()));
-        track(std::ptr::null(), Tracked::ModuleUnloadStarted, 0x40, || Ok(())).unwrap();
-        drop(_scope);
-        assert_eq!(alive_module(module(0x40)), Err(UNLOADED));
+        // A profiler object whose mask asked for assembly loads (its gate, as its initialize opens).
+        let profiler = 0x5a10 as *const std::ffi::c_void;
+        crate::info_gate::open(profiler, 0x5a20 as *const std::ffi::c_void).set_wanted(TRACKED_BITS);
+        let unwound = std::panic::catch_unwind(|| {
+            track(profiler, Tracked::AssemblyUnloadStarted, 0x90, || panic!("in the callback"))
+        });
+        assert!(unwound.is_err(), "the profiler's method ran");
+        assert_eq!(alive_assembly(0x90), Err(UNLOADED));
         reset();
     }
 
     #[test]
-    fn after_an_unload_classes_are_taken_only_while_lent() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    fn after_an_unload_unclassified_classes_are_taken_only_while_lent() {
+        let _l = lock(&STATE_LOCK);
         reset();
+        // No runtime here: nothing noted can be classified, so nothing is taken but what is lent.
         track(std::ptr::null(), Tracked::AssemblyUnloadFinished, 0x50, || Ok(())).unwrap();
-        assert_eq!(alive_class(class(0x60)), Err(UNLOADED), "kept from before");
+        assert_eq!(alive_class(0x60), Err(UNLOADED), "kept from before");
         {
-            let _scope = lend_ids(&[0x60]);
-            assert_eq!(alive_class(class(0x60)), Ok(()), "the callback's own");
-            assert_eq!(alive_class(class(0x70)), Err(UNLOADED));
-            lend_output(0x70);
-            assert_eq!(alive_class(class(0x70)), Ok(()), "returned inside the callback");
+            let _scope = lend_ids(&[(0x60, Kind::Class)], false);
+            assert_eq!(alive_class(0x60), Ok(()), "the callback's own");
+            assert_eq!(alive_class(0x70), Err(UNLOADED));
+            lend_output(0x70, Kind::Class);
+            assert_eq!(alive_class(0x70), Ok(()), "returned inside the callback");
             GENERATION.fetch_add(1, Ordering::SeqCst);
-            assert_eq!(alive_class(class(0x70)), Err(UNLOADED), "an output of before the next unload");
-            assert_eq!(alive_class(class(0x60)), Ok(()), "an argument stays lent");
+            assert_eq!(alive_class(0x70), Err(UNLOADED), "an output of before the next unload");
+            assert_eq!(alive_class(0x60), Ok(()), "an argument stays lent");
         }
-        assert_eq!(alive_class(class(0x60)), Err(UNLOADED), "the callback ended");
-        lend_output(0x80);
-        assert_eq!(alive_class(class(0x80)), Err(UNLOADED), "no callback: nothing is lent");
+        assert_eq!(alive_class(0x60), Err(UNLOADED), "the callback ended");
+        lend_output(0x80, Kind::Class);
+        assert_eq!(alive_class(0x80), Err(UNLOADED), "no callback: nothing is lent");
+        reset();
+    }
+
+    #[test]
+    fn classified_ids_stay_taken_until_a_module_they_depend_on_unloads() {
+        let _l = lock(&STATE_LOCK);
+        reset();
+        STATE.fetch_or(UNLOADING, Ordering::SeqCst);
+        lock(&MEMO).get_or_insert_with(HashMap::new).extend([(0x100, vec![]), (0x200, vec![0x20]), (0x300, vec![0x30])]);
+        assert_eq!(alive_class(0x100), Ok(()), "code that never unloads");
+        assert_eq!(alive_function(0x200), Ok(()), "its module is loaded");
+        track(std::ptr::null(), Tracked::ModuleUnloadStarted, 0x20, || Ok(())).unwrap();
+        assert_eq!(alive_function(0x200), Err(UNLOADED), "its module unloaded");
+        assert_eq!(alive_class(0x300), Ok(()), "another module's");
+        assert_eq!(alive_class(0x100), Ok(()));
+        track(std::ptr::null(), Tracked::ModuleLoadStarted, 0x20, || Ok(())).unwrap();
+        assert_eq!(alive_function(0x200), Err(UNLOADED), "a new module at the old address revives nothing");
+        reset();
+    }
+
+    #[test]
+    fn nothing_an_unload_callback_is_handed_or_returned_is_noted() {
+        let _l = lock(&STATE_LOCK);
+        reset();
+        {
+            let _scope = lend_ids(&[(0x400, Kind::Class)], true);
+            lend_output(0x410, Kind::Class);
+            assert_eq!(alive_class(0x420), Ok(()));
+        }
+        assert!(lock(&PENDING).as_ref().is_none_or(HashMap::is_empty), "{:?}", lock(&PENDING));
         reset();
     }
 
     #[test]
     fn blind_refuses_every_id_not_lent() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let _l = lock(&STATE_LOCK);
         reset();
         blind();
-        assert_eq!(alive_module(module(0x20)), Err(UNLOADED));
-        let _scope = lend_ids(&[0x20]);
-        assert_eq!(alive_module(module(0x20)), Ok(()));
-        drop(_scope);
+        assert_eq!(alive_module(0x20), Err(UNLOADED));
+        let scope = lend_ids(&[(0x20, Kind::Exact)], false);
+        assert_eq!(alive_module(0x20), Ok(()));
+        drop(scope);
         reset();
     }
 
     #[test]
     fn lending_more_than_fits_drops_the_rest_and_writes_nothing_past() {
-        let _l = STATE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let _l = lock(&STATE_LOCK);
         reset();
         blind();
-        let ids: Vec<usize> = (1..=LENT_CAP + 10).collect();
-        let scope = lend_ids(&ids);
-        assert_eq!(alive_class(class(LENT_CAP)), Ok(()));
-        assert_eq!(alive_class(class(LENT_CAP + 1)), Err(UNLOADED), "past the cap: not lent");
+        let ids: Vec<(usize, Kind)> = (1..=LENT_CAP + 10).map(|i| (i << 4, Kind::Class)).collect();
+        let scope = lend_ids(&ids, false);
+        assert_eq!(alive_class(LENT_CAP << 4), Ok(()));
+        assert_eq!(alive_class((LENT_CAP + 1) << 4), Err(UNLOADED), "past the cap: not lent");
         drop(scope);
-        assert_eq!(alive_class(class(1)), Err(UNLOADED));
+        assert_eq!(alive_class(1 << 4), Err(UNLOADED));
         reset();
     }
-
 }

@@ -374,6 +374,20 @@ static const char IID_IClassFactory_S[] = "00000001-0000-0000-C000-000000000046"
 """
 
 
+# The low mask bit each callback corprof tracks for itself hangs on (corprof's `unloads`).
+TRACKED_BITS = {
+    "AssemblyLoadStarted": 0x8,
+    "AssemblyLoadFinished": 0x8,
+    "AssemblyUnloadStarted": 0x8,
+    "AssemblyUnloadFinished": 0x8,
+    "ModuleLoadStarted": 0x4,
+    "ModuleLoadFinished": 0x4,
+    "ModuleUnloadStarted": 0x4,
+    "ModuleUnloadFinished": 0x4,
+    "ModuleAttachedToAssembly": 0x4,
+}
+
+
 def main():
     if len(sys.argv) != 3:
         die("usage: gen_logger.py CORPROF_H CORPROF_IDL")
@@ -421,6 +435,8 @@ static uint32_t cb_Release(Logger *self) { return (uint32_t)__atomic_sub_fetch(&
 
 /* The runtime's info object (ICorProfilerInfo12), kept from Initialize for the requests below. */
 static void *g_info;
+/* The low mask this logger set (what it logs of the callbacks corprof keeps set for itself). */
+static uint32_t g_low;
 static volatile int g_detached;
 /* The function of this thread's last managed-to-unmanaged transition: the P/Invoke method. */
 static __thread uintptr_t t_last_pinvoke;
@@ -450,6 +466,7 @@ static HRESULT set_masks(void *info_unk) {
     void *info = NULL;
     HRESULT hr = ((QueryInterfaceFn)VTBL(info_unk)[0])(info_unk, &iid, &info);
     if (hr < 0) return hr;
+    g_low = low;
     hr = ((HRESULT (*)(void *, uint32_t, uint32_t))VTBL(info)[SLOT_SetEventMask2])(info, low, high);
     if (hr >= 0) hr = start_event_pipe(info);
     if (hr < 0) { ((ReleaseFn)VTBL(info)[2])(info); return hr; }
@@ -519,6 +536,13 @@ __attribute__((visibility("default"))) int oracle_attached(void) { return g_atta
         sig = "Logger *self" + (", " + decl if decl else "")
         pnames = {p["name"]: f"p{i}" for i, (p, _) in enumerate(shapes)}
         body = [f'    Line l; line_start(&l, "{name}");']
+        # corprof keeps MODULE_LOADS and ASSEMBLY_LOADS set for its own bookkeeping: in tee mode
+        # the Rust logger adds them to the runtime's mask, and its own methods hear those
+        # callbacks only if its mask asked. The C logger logs them on the same terms (and still
+        # passes them on, for corprof to see).
+        bit = TRACKED_BITS.get(name)
+        if bit:
+            body[0] = f'    Line l; int logged = (g_low & {bit:#x}) != 0; if (logged) line_start(&l, "{name}");'
         for i, (p, s) in enumerate(shapes):
             v = f"p{i}"
             kind = s[0]
@@ -541,7 +565,12 @@ __attribute__((visibility("default"))) int oracle_attached(void) { return g_atta
                 body.append('    arg(&l); puts_(&l, "out");')
             else:
                 body.append(f"    arg(&l); put_ptr(&l, {v});")
-        body.append("    line_end(&l);")
+        if bit:
+            # Every argument write above is guarded the same way.
+            body = [body[0]] + [b.replace("    arg(&l);", "    if (logged) { arg(&l);", 1) + (" }" if b.startswith("    arg(&l);") else "") for b in body[1:]]
+            body.append("    if (logged) line_end(&l);")
+        else:
+            body.append("    line_end(&l);")
         result = "S_OK"
         if name in ("Initialize", "InitializeForAttach"):
             body.append("    HRESULT hr = set_masks(p0);")

@@ -15,7 +15,13 @@
 //!   (CoreCLR 8.0.4; 3.1.23 has no EventPipe providers for profilers and says so);
 //! - an object lent by `ObjectAllocated` asked about after a call that may trigger a GC (which
 //!   may move it: the runtime would get a stale address): refused,
-//!   `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, while the next callback's object answers again.
+//!   `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`, while the next callback's object answers again;
+//! - the module, assembly, class and function IDs of code in a collectible AssemblyLoadContext,
+//!   kept and asked about after the context unloaded (freed memory: exit 139): refused,
+//!   `COR_E_APPDOMAINUNLOADED`, while the same IDs of the app's own copy, kept as long, still
+//!   answer, and so does a function first seen after the unload, lent to its callback and then
+//!   asked from another thread. The profiler never asked for module or assembly loads: corprof
+//!   follows the unloads by itself.
 
 use crate::common::*;
 
@@ -24,12 +30,17 @@ const CLSID: &str = "3D5C7E91-2A4B-4C6D-8E0F-1A2B3C4D5E6F";
 /// Runs Workload under doors-profiler in `mode`; asserts the clean end and returns the `DOORS`
 /// lines and the corprof report lines.
 fn run(runtime: &'static str, mode: &str) -> (Vec<String>, Vec<String>) {
+    run_on(runtime, "Workload", mode)
+}
+
+/// [`run`] on the test app `app` (which prints `<app> done` at its end).
+fn run_on(runtime: &'static str, app: &str, mode: &str) -> (Vec<String>, Vec<String>) {
     let mut env = profiler_env(CLSID, &profiler_lib("doors_profiler"));
     env.push(("DOORS_MODE", mode.to_string()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let run = run_app(runtime, "Workload", &env);
+    let run = run_app(runtime, app, &env);
     assert_eq!(run.code, Some(0), "the app did not exit cleanly\n{}", run.describe());
-    assert!(run.stdout.contains("Workload done"), "the app did not finish\n{}", run.describe());
+    assert!(run.stdout.contains(&format!("{app} done")), "the app did not finish\n{}", run.describe());
     let lines = |prefix: &str| -> Vec<String> {
         run.stderr.lines().filter_map(|l| l.strip_prefix(prefix)).map(str::to_string).collect()
     };
@@ -138,4 +149,38 @@ fn a_lent_object_is_refused_after_a_call_that_may_move_it_net8() {
 fn a_lent_object_is_refused_after_a_call_that_may_move_it_net3() {
     let _runtime = runtime_lock();
     objects_after_a_gc_may_have_run("3");
+}
+
+fn ids_of_unloaded_code(runtime: &'static str) {
+    let (lines, _) = run_on(runtime, "Unload", "unloaded");
+    let refused = "Err COR_E_APPDOMAINUNLOADED";
+    assert_eq!(
+        lines,
+        [
+            format!("stale module {refused}"),
+            format!("stale assembly {refused}"),
+            format!("stale class {refused}"),
+            format!("stale function {refused}"),
+            "kept module Ok ()".to_string(),
+            "kept assembly Ok ()".to_string(),
+            "kept class Ok ()".to_string(),
+            "kept function Ok ()".to_string(),
+            "lent function Ok ()".to_string(),
+            "other thread lent function Ok ()".to_string(),
+            format!("other thread stale function {refused}"),
+            "other thread kept class Ok ()".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn ids_of_an_unloaded_context_are_refused_net8() {
+    let _runtime = runtime_lock();
+    ids_of_unloaded_code("8");
+}
+
+#[test]
+fn ids_of_an_unloaded_context_are_refused_net3() {
+    let _runtime = runtime_lock();
+    ids_of_unloaded_code("3");
 }

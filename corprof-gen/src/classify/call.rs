@@ -96,10 +96,19 @@ impl Unload {
         }
     }
 
-    /// Whether an output of this kind is lent to the callback it was asked in (module and
-    /// assembly IDs are tracked exactly, and need no lending).
+    /// Whether an output of this kind is noted and lent to the callback it was asked in (module
+    /// and assembly IDs are tracked exactly, and need neither).
     pub fn lent_as_output(self) -> bool {
         matches!(self, Unload::Class | Unload::Function)
+    }
+
+    /// The `imp::IdKind` variant this kind is checked, noted and lent as.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Unload::Module | Unload::Assembly => "Exact",
+            Unload::Class => "Class",
+            Unload::Function => "Function",
+        }
     }
 }
 

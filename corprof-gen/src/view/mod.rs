@@ -111,6 +111,9 @@ pub struct CallbackMethodView {
     /// The IDs of unloadable code the callback lends to its thread (`a.as_raw() as usize, …`);
     /// empty: none.
     pub lent_ids: String,
+    /// Whether the callback is about an unload: the IDs it lends are not noted for
+    /// classification (they may be of what unloads).
+    pub unloading: bool,
     /// For the load and unload callbacks corprof tracks: the `imp::Tracked` variant, and the
     /// ID parameter it reports (its own method runs only when the profiler's mask asked for it).
     pub tracked: String,
@@ -286,9 +289,13 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                     .iter()
                     .zip(&kinds)
                     .filter(|(_, k)| matches!(k, ParamKind::LentId { .. }))
-                    .map(|(p, _)| format!("{}.as_raw() as usize", ident(&p.ir.name)))
+                    .filter_map(|(p, _)| {
+                        let kind = crate::classify::call::Unload::of(&p.ir.ty)?.kind();
+                        Some(format!("({}.as_raw() as usize, {root}::imp::IdKind::{kind})", ident(&p.ir.name)))
+                    })
                     .collect::<Vec<_>>()
                     .join(", "),
+                unloading: m.ir.name.contains("Unload"),
                 tracked: tracked_callback(&m.ir.name).map(str::to_string).unwrap_or_default(),
                 tracked_id: tracked_callback(&m.ir.name)
                     .and_then(|_| m.params.iter().find(|p| crate::classify::call::Unload::of(&p.ir.ty).is_some()))

@@ -5,7 +5,7 @@ use super::loc;
 use super::names::{self, ident};
 use crate::annotations::Context;
 use crate::classify::call::{
-    CallKind, Unload, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
+    CallKind, CallReturn, FnContract, IdContract, can_ask_thread, classify_call, count_type, is_free_threaded,
 };
 use crate::classify::enumerators::{IteratorNext, NextArg, close_enum_interface, enum_controls, iterator_next};
 use crate::diag::Errors;
@@ -349,7 +349,7 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
     let (param, arg) = match kind {
         CallKind::Value { ty } | CallKind::Raw { ty } => (format!("{rust}: {ty}"), rust.clone()),
         CallKind::Unloadable { ty, id } => {
-            l.setup.push(format!("{root}::imp::{}({rust})?;", id.guard()));
+            l.setup.push(format!("{root}::imp::{}({rust}.as_raw() as usize)?;", id.guard()));
             (format!("{rust}: {ty}"), rust.clone())
         }
         CallKind::HResult => (format!("{rust}: {root}::HResult"), format!("{rust}.0")),
@@ -385,7 +385,7 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
         CallKind::InSlice { ty, len, optional, unload } => {
             if let Some(id) = unload {
                 let each = if *optional { format!("{rust}.unwrap_or(&[])") } else { rust.clone() };
-                l.setup.push(format!("for id__ in {each} {{ {root}::imp::{}(*id__)?; }}", id.guard()));
+                l.setup.push(format!("for id__ in {each} {{ {root}::imp::{}(id__.as_raw() as usize)?; }}", id.guard()));
             }
             let (param, ptr, count) = if *optional {
                 (
@@ -442,8 +442,8 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         CallKind::Out { ty, unload } => {
             let v = l.local(c_name, ty, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
-            if unload.is_some_and(Unload::lent_as_output) {
-                l.finish.push(format!("{root}::imp::lend_output({v}.as_raw() as usize);"));
+            if let Some(id) = unload.filter(|u| u.lent_as_output()) {
+                l.finish.push(format!("{root}::imp::lend_output({v}.as_raw() as usize, {root}::imp::IdKind::{});", id.kind()));
             }
             l.output(c_name, ty.clone(), v);
         }
@@ -529,7 +529,10 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     if let CallKind::OutArray { unload: Some(id), .. } = kind
         && id.lent_as_output()
     {
-        l.finish.push(format!("for id__ in {b}.slice({n} as usize) {{ {root}::imp::lend_output(id__.as_raw() as usize); }}"));
+        l.finish.push(format!(
+            "for id__ in {b}.slice({n} as usize) {{ {root}::imp::lend_output(id__.as_raw() as usize, {root}::imp::IdKind::{}); }}",
+            id.kind()
+        ));
     }
     let is_text = matches!(kind, CallKind::OutString { .. });
     l.outputs.push(Output { c_name, is_text, ty: out_ty, value: format!("{b}.{conv}({n} as usize)") });

@@ -14,12 +14,18 @@
 //! - `lent`: in `ObjectAllocated`, the lent object's class is asked, then a call that may trigger
 //!   a GC is made (`enum_modules`), then the class is asked again (the object may have moved: a
 //!   stale address handed to the runtime); the next allocation's object is asked once more.
+//! - `unloaded` (on tests/apps/Unload): with `COR_PRF_MONITOR_JIT_COMPILATION` alone, the IDs of
+//!   `Plugin.Work` are kept twice from `JITCompilationStarted` (function, class, module,
+//!   assembly): the app's own copy and the one in a collectible AssemblyLoadContext. When
+//!   `AfterUnload` compiles, after that context was unloaded and collected, each kept ID is asked
+//!   about (the collectible copy's reached freed memory: exit 139), so is `AfterUnload`'s own
+//!   (lent to its callback) here and on a thread of the profiler's own after it was asked here.
 #![forbid(unsafe_code)]
 
 use corprof::eventpipe::{Provider, ProviderConfig, Session};
 use corprof::hooks::{self, HookFrame};
 use corprof::metadata::MetaDataImport;
-use corprof::types::{COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID};
+use corprof::types::{AssemblyID, COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, LiveObject, ProfilerInfo, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -37,8 +43,19 @@ fn shown<T: std::fmt::Debug>(r: Result<T>) -> String {
     }
 }
 
+/// The IDs of one `Plugin.Work`, kept from its `JITCompilationStarted`.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    function: FunctionID,
+    class: ClassID,
+    module: ModuleID,
+    assembly: AssemblyID,
+}
+
 #[derive(Default)]
 pub struct Doors {
+    /// `unloaded` mode: `Plugin.Work` of the app's copy and of the collectible copy.
+    kept: Mutex<(Option<Kept>, Option<Kept>)>,
     info: OnceLock<ProfilerInfo>,
     hook_calls: AtomicUsize,
     module_done: AtomicUsize,
@@ -137,8 +154,29 @@ impl CorProfilerCallback for Doors {
             }
             Ok("lent") => info
                 .set_event_mask(COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED),
+            Ok("unloaded") => info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION),
             _ => Err(HResult::E_INVALIDARG),
         }
+    }
+
+    fn jit_compilation_started(&self, function: FunctionID, _is_safe_to_block: bool) -> Result<()> {
+        let info = self.info()?;
+        let name = corprof::sig::function_name(info, function)?;
+        if name.contains(" Unload.Plugin::Work(") {
+            let f = info.get_function_info(function)?;
+            let m = info.get_module_info2(f.module_id)?;
+            let kept = Kept { function, class: f.class_id, module: f.module_id, assembly: m.assembly_id };
+            let mut both = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            if m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE) {
+                both.1 = Some(kept);
+            } else {
+                both.0 = Some(kept);
+            }
+        } else if name.contains(" Unload.Program::AfterUnload(") {
+            let both = *self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            self.after_unload(info, function, both);
+        }
+        Ok(())
     }
 
     fn object_allocated(&self, object: LiveObject<'_>, _class: ClassID) -> Result<()> {
@@ -163,6 +201,27 @@ impl CorProfilerCallback for Doors {
 }
 
 impl Doors {
+    fn after_unload(&self, info: &ProfilerInfo, fresh: FunctionID, (kept, stale): (Option<Kept>, Option<Kept>)) {
+        let (Some(kept), Some(stale)) = (kept, stale) else {
+            say(format!("kept {kept:?} stale {stale:?}"));
+            return;
+        };
+        for (what, ids) in [("stale", stale), ("kept", kept)] {
+            say(format!("{what} module {}", shown(info.get_module_info(ids.module).map(|_| ()))));
+            say(format!("{what} assembly {}", shown(info.get_assembly_info(ids.assembly).map(|_| ()))));
+            say(format!("{what} class {}", shown(info.get_class_id_info(ids.class).map(|_| ()))));
+            say(format!("{what} function {}", shown(info.get_function_info(ids.function).map(|_| ()))));
+        }
+        say(format!("lent function {}", shown(info.get_function_info(fresh).map(|_| ()))));
+        let other = info.clone();
+        let asked = std::thread::spawn(move || {
+            say(format!("other thread lent function {}", shown(other.get_function_info(fresh).map(|_| ()))));
+            say(format!("other thread stale function {}", shown(other.get_function_info(stale.function).map(|_| ()))));
+            say(format!("other thread kept class {}", shown(other.get_class_id_info(kept.class).map(|_| ()))));
+        });
+        let _ = asked.join();
+    }
+
     fn lent(&self, info: &ProfilerInfo, object: LiveObject<'_>) {
         let class = |when: &str| say(format!("lent {when} class {}", shown(object.class(info).map(|_| ()))));
         match self.lent_stage.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire) {
