@@ -18,8 +18,8 @@ pub use crate::lending::{Lending, lend};
 pub use crate::pointer_params::raw;
 pub use crate::suspend::refuse_on_suspending_thread;
 pub use crate::unloads::{
-    Kind as IdKind, LentScope, Tracked, alive_assembly, alive_class, alive_function, alive_module, keep_tracked, lend_ids, lend_output,
-    track, view_tracked,
+    Kind as IdKind, LentScope, Tracked, alive_assembly, alive_class, alive_function, alive_module, keep_tracked,
+    lend_ids, lend_output, track, view_tracked,
 };
 pub use crate::wrapper_support::{
     Buffer, CorEnum, EnumOp, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted,

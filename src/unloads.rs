@@ -44,8 +44,8 @@ use crate::{HResult, Result};
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 /// What a call with an ID of unloaded code (or one corprof cannot tell alive) answers.
 pub const UNLOADED: HResult = HResult::COR_E_APPDOMAINUNLOADED;
@@ -156,10 +156,11 @@ fn revive(id: usize) {
     }
 }
 
-/// Some collectible code unloads: lent outputs of earlier generations no longer count, the
-/// calls already past their check finish, the IDs seen since the last unload are classified
-/// (all still in memory: the runtime frees nothing before this returns), then `id` is dead (if
-/// `dead`) with every classified ID that depends on it.
+/// Some collectible code unloads: lent outputs of earlier generations no longer count; once
+/// the calls that checked before this began have finished (and noted what they saw), the IDs
+/// seen since the last unload are classified (all still in memory: the runtime frees nothing
+/// before this returns); then `id` is dead (if `dead`) with every classified ID that depends
+/// on it, and the calls that were let through before that finish too.
 fn unloaded(id: usize, dead: bool) {
     GENERATION.fetch_add(1, Ordering::SeqCst);
     STATE.fetch_or(UNLOADING, Ordering::SeqCst);
@@ -168,8 +169,9 @@ fn unloaded(id: usize, dead: bool) {
     let mut modules = HashMap::new();
     let classified: Vec<(usize, Option<Vec<usize>>)> =
         pending.into_iter().map(|(id, kind)| (id, classify(id, kind, &mut modules))).collect();
-    let mut memo = lock(&MEMO);
-    let memo = memo.get_or_insert_with(HashMap::new);
+    // Locks in the order of `check_slow`: MEMO, then DEAD.
+    let mut memo_guard = lock(&MEMO);
+    let memo = memo_guard.get_or_insert_with(HashMap::new);
     for (seen, deps) in classified {
         if let Some(deps) = deps {
             memo.insert(seen, deps);
@@ -179,6 +181,8 @@ fn unloaded(id: usize, dead: bool) {
         lock(&DEAD).get_or_insert_with(HashSet::new).insert(id);
         memo.retain(|_, deps| !deps.contains(&id));
     }
+    drop(memo_guard);
+    crate::info_gate::drain_all();
 }
 
 /// Notes that corprof could not keep [`TRACKED_BITS`] set: unloads may go unseen.
@@ -275,9 +279,12 @@ fn check_slow(id: usize, kind: Kind, state: u8) -> Result<()> {
     if kind != Kind::Exact && !in_unload_callback() {
         let deps = classify(id, kind, &mut HashMap::new());
         if let Some(deps) = deps {
+            // MEMO before DEAD, as in `unloaded`: a module that dies meanwhile either is dead
+            // here (no entry) or is marked after the entry, which its `retain` then drops.
+            let mut memo = lock(&MEMO);
             let dead = lock(&DEAD);
             if !deps.iter().any(|m| dead.as_ref().is_some_and(|d| d.contains(m))) {
-                lock(&MEMO).get_or_insert_with(HashMap::new).insert(id, deps);
+                memo.get_or_insert_with(HashMap::new).insert(id, deps);
             }
         }
     }
@@ -336,7 +343,12 @@ fn classify(id: usize, kind: Kind, modules: &mut HashMap<usize, bool>) -> Option
     Some(deps)
 }
 
-fn module_dep(info: &crate::ProfilerInfo, module: usize, modules: &mut HashMap<usize, bool>, deps: &mut Vec<usize>) -> Option<()> {
+fn module_dep(
+    info: &crate::ProfilerInfo,
+    module: usize,
+    modules: &mut HashMap<usize, bool>,
+    deps: &mut Vec<usize>,
+) -> Option<()> {
     if module == 0 {
         return Some(());
     }
@@ -349,7 +361,7 @@ fn module_dep(info: &crate::ProfilerInfo, module: usize, modules: &mut HashMap<u
             // (the caller's contract); the outs are locals, the name buffer absent (0, null).
             let hr = unsafe {
                 raw.GetModuleInfo2(
-                    crate::types::ModuleID::from_raw(module as _),
+                    crate::types::ModuleID::from_raw(module),
                     &mut base,
                     0,
                     &mut len,
@@ -361,7 +373,7 @@ fn module_dep(info: &crate::ProfilerInfo, module: usize, modules: &mut HashMap<u
             if hr < 0 {
                 return None;
             }
-            let c = flags & crate::types::COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE.0 as u32 != 0;
+            let c = flags & crate::types::COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE.0 != 0;
             modules.insert(module, c);
             c
         }
@@ -385,7 +397,7 @@ fn type_args(mut ask: impl FnMut(u32, &mut u32, *mut crate::types::ClassID) -> i
             return None;
         }
     }
-    Some(args[..n as usize].iter().map(|c| c.as_raw() as usize).collect())
+    Some(args[..n as usize].iter().map(|c| c.as_raw()).collect())
 }
 
 fn class_deps(
@@ -401,16 +413,15 @@ fn class_deps(
     if depth > MAX_NESTING {
         return None;
     }
-    // SAFETY (for the raw calls below): `class` was handed out by the runtime while alive and
-    // no unload has freed it since (the caller's contract); every out is a local or a buffer of
-    // the length passed.
-    let id = unsafe { crate::types::ClassID::from_raw(class as _) };
+    // SAFETY: an integer newtype; the raw calls below rely on `class` having been handed out by
+    // the runtime while alive with no unload having freed it since (the caller's contract).
+    let id = unsafe { crate::types::ClassID::from_raw(class) };
     let info1 = info.get::<crate::interfaces::ICorProfilerInfo>().ok()?;
     let (mut elem_ty, mut elem, mut rank) = (crate::imp::zeroed(), crate::types::ClassID::NULL, 0);
-    // SAFETY: as above.
+    // SAFETY: `id` is alive (the caller's contract); the outs are locals.
     let hr = unsafe { info1.IsArrayClass(id, &mut elem_ty, &mut elem, &mut rank) };
     if hr == 0 {
-        return class_deps(info, elem.as_raw() as usize, modules, deps, depth + 1);
+        return class_deps(info, elem.as_raw(), modules, deps, depth + 1);
     }
     if hr < 0 {
         return None;
@@ -418,10 +429,11 @@ fn class_deps(
     let info2 = info.get::<crate::interfaces::ICorProfilerInfo2>().ok()?;
     let (mut module, mut token, mut parent) = (crate::types::ModuleID::NULL, 0, crate::types::ClassID::NULL);
     let args = type_args(|cap, n, buf| {
-        // SAFETY: as above; `buf` holds `cap` ClassIDs.
+        // SAFETY: `id` is alive (the caller's contract); the outs are locals, `buf` holds `cap`
+        // ClassIDs.
         unsafe { info2.GetClassIDInfo2(id, &mut module, &mut token, &mut parent, cap, n, buf) }
     })?;
-    module_dep(info, module.as_raw() as usize, modules, deps)?;
+    module_dep(info, module.as_raw(), modules, deps)?;
     for arg in args {
         class_deps(info, arg, modules, deps, depth + 1)?;
     }
@@ -434,12 +446,13 @@ fn function_deps(
     modules: &mut HashMap<usize, bool>,
     deps: &mut Vec<usize>,
 ) -> Option<()> {
-    // SAFETY (for the raw calls below): as in `class_deps`.
-    let id = unsafe { crate::types::FunctionID::from_raw(function as _) };
+    // SAFETY: an integer newtype; the raw calls below rely on `function` being alive, as in
+    // `class_deps`.
+    let id = unsafe { crate::types::FunctionID::from_raw(function) };
     // A dynamic method dies on its own (no module unload says so): never classified.
     let info8 = info.get::<crate::interfaces::ICorProfilerInfo8>().ok()?;
     let mut dynamic = 0;
-    // SAFETY: as above.
+    // SAFETY: `id` is alive (the caller's contract); the out is a local.
     if unsafe { info8.IsFunctionDynamic(id, &mut dynamic) } < 0 || dynamic != 0 {
         return None;
     }
@@ -447,11 +460,12 @@ fn function_deps(
     let (mut class, mut module, mut token) = (crate::types::ClassID::NULL, crate::types::ModuleID::NULL, 0);
     let frame = crate::imp::zeroed();
     let args = type_args(|cap, n, buf| {
-        // SAFETY: as above; a null frame asks for the function's own type arguments.
+        // SAFETY: `id` is alive (the caller's contract); the outs are locals, `buf` holds `cap`
+        // ClassIDs; a null frame asks for the function's own type arguments.
         unsafe { info2.GetFunctionInfo2(id, frame, &mut class, &mut module, &mut token, cap, n, buf) }
     })?;
-    module_dep(info, module.as_raw() as usize, modules, deps)?;
-    class_deps(info, class.as_raw() as usize, modules, deps, 0)?;
+    module_dep(info, module.as_raw(), modules, deps)?;
+    class_deps(info, class.as_raw(), modules, deps, 0)?;
     for arg in args {
         class_deps(info, arg, modules, deps, 1)?;
     }
@@ -659,7 +673,11 @@ pub(crate) mod tests {
         let _l = lock(&STATE_LOCK);
         reset();
         STATE.fetch_or(UNLOADING, Ordering::SeqCst);
-        lock(&MEMO).get_or_insert_with(HashMap::new).extend([(0x100, vec![]), (0x200, vec![0x20]), (0x300, vec![0x30])]);
+        lock(&MEMO).get_or_insert_with(HashMap::new).extend([
+            (0x100, vec![]),
+            (0x200, vec![0x20]),
+            (0x300, vec![0x30]),
+        ]);
         assert_eq!(alive_class(0x100), Ok(()), "code that never unloads");
         assert_eq!(alive_function(0x200), Ok(()), "its module is loaded");
         track(std::ptr::null(), Tracked::ModuleUnloadStarted, 0x20, || Ok(())).unwrap();

@@ -123,8 +123,7 @@ mod tests {
     /// same cases: the decision moved, the answers did not.
     #[test]
     fn an_enumerators_next_fetches_one_item_at_a_time() {
-        let items =
-            |cap: &str, len: &str| CallKind::OutArray {
+        let items = |cap: &str, len: &str| CallKind::OutArray {
             ty: "ClassID".into(),
             cap: cap.into(),
             len: len.into(),

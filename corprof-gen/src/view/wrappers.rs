@@ -356,7 +356,8 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
         CallKind::Bool => (format!("{rust}: bool"), format!("BOOL::from({rust})")),
         CallKind::Flags { ty } => {
             if ty == EVENT_MASK {
-                l.setup.push(format!("let {rust} = {ty}({root}::imp::keep_tracked(&self.inner, {rust}.0 as u32) as _);"));
+                l.setup
+                    .push(format!("let {rust} = {ty}({root}::imp::keep_tracked(&self.inner, {rust}.0 as u32) as _);"));
             }
             (format!("{rust}: {ty}"), format!("{rust}.0 as _"))
         }
@@ -443,7 +444,10 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             let v = l.local(c_name, ty, &format!("{root}::imp::zeroed()"));
             l.args[i] = format!("&mut {v}");
             if let Some(id) = unload.filter(|u| u.lent_as_output()) {
-                l.finish.push(format!("{root}::imp::lend_output({v}.as_raw() as usize, {root}::imp::IdKind::{});", id.kind()));
+                l.finish.push(format!(
+                    "{root}::imp::lend_output({v}.as_raw() as usize, {root}::imp::IdKind::{});",
+                    id.kind()
+                ));
             }
             l.output(c_name, ty.clone(), v);
         }
