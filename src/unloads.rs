@@ -162,6 +162,10 @@ fn revive(id: usize) {
 /// before this returns); then `id` is dead (if `dead`) with every classified ID that depends
 /// on it, and the calls that were let through before that finish too.
 fn unloaded(id: usize, dead: bool) {
+    if id == 0 {
+        // No ID: the runtime passes none for an unload.
+        return;
+    }
     GENERATION.fetch_add(1, Ordering::SeqCst);
     STATE.fetch_or(UNLOADING, Ordering::SeqCst);
     crate::info_gate::drain_all();

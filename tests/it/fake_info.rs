@@ -57,6 +57,17 @@ pub fn fake<Vtbl, T: Send + Sync + 'static>(
     refused: Option<GUID>,
     slots: &[(usize, usize)],
 ) -> (&'static T, ProfilerInfo) {
+    let (state, unknown) = fake_object::<Vtbl, T>(state, refused, slots);
+    (state, ProfilerInfo::from_unknown(unknown).unwrap())
+}
+
+/// [`fake`] without the `ProfilerInfo`: the object itself, as the runtime hands it to a
+/// profiler's initialize.
+pub fn fake_object<Vtbl, T: Send + Sync + 'static>(
+    state: T,
+    refused: Option<GUID>,
+    slots: &[(usize, usize)],
+) -> (&'static T, &'static IUnknown) {
     let mut vtbl = vec![unexpected as *const () as usize; size_of::<Vtbl>() / size_of::<usize>()];
     vtbl[0] = query_interface as *const () as usize;
     vtbl[1] = add_ref as *const () as usize;
@@ -68,5 +79,5 @@ pub fn fake<Vtbl, T: Send + Sync + 'static>(
     let obj: &'static Fake<T> = Box::leak(Box::new(Fake { header: Header { vtbl: vtbl.as_ptr(), refused }, state }));
     // SAFETY: the fake starts with its vtable pointer, as every COM object; it lives forever.
     let unknown = unsafe { &*(obj as *const Fake<T>).cast::<IUnknown>() };
-    (&obj.state, ProfilerInfo::from_unknown(unknown).unwrap())
+    (&obj.state, unknown)
 }

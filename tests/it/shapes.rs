@@ -12,12 +12,14 @@
 use corprof::interfaces::*;
 use corprof::types::*;
 use corprof::{
-    CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, GUID, HIGHEST_CALLBACK, HResult, Interface, Out, WStr,
+    CALLBACK_IIDS, Callback, CallbackClass, CorProfilerCallback, GUID, HIGHEST_CALLBACK, HResult, IUnknown, Interface,
+    Out, ProfilerInfo, WStr,
 };
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::ptr::{null, null_mut};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
 const CLSID: &str = "0B5A9E41-7C3D-4F28-9A61-3E5D7C9B1F24";
 
@@ -36,9 +38,24 @@ impl Shapes {
     }
 }
 
+/// The low event mask `Shapes::initialize` sets when it is handed an ICorProfilerInfo (the
+/// other tests hand it an object that answers none).
+static MASK: AtomicU32 = AtomicU32::new(0);
+
 impl CorProfilerCallback for Shapes {
+    fn initialize(&self, unknown: &IUnknown) -> corprof::Result<()> {
+        if let Ok(info) = ProfilerInfo::from_unknown(unknown) {
+            info.set_event_mask(COR_PRF_MONITOR(MASK.load(SeqCst)))?;
+        }
+        Ok(())
+    }
+
     fn before_callback(&self, callback: Callback) {
         self.before.lock().unwrap().push(callback);
+    }
+
+    fn module_load_started(&self, module: ModuleID) -> corprof::Result<()> {
+        self.reach(format!("module {module}"))
     }
 
     fn remoting_client_sending_message(&self, cookie: &GUID, is_async: bool) -> corprof::Result<()> {
@@ -449,4 +466,69 @@ fn every_vtable_slot_runs_the_callback_the_header_declares_there() {
         }
     }
     assert!(wrong.is_empty(), "slots running another callback:\n{}", wrong.join("\n"));
+}
+
+/// A fake Info object's event mask: what SetEventMask stored.
+#[derive(Default)]
+struct Mask(AtomicU32);
+
+unsafe extern "system" fn set_mask(this: *mut c_void, low: u32) -> corprof::HRESULT {
+    // SAFETY: the fake's own slot, called with the fake.
+    unsafe { crate::fake_info::state::<Mask>(this) }.0.store(low, SeqCst);
+    0
+}
+
+unsafe extern "system" fn get_mask(this: *mut c_void, out: *mut u32) -> corprof::HRESULT {
+    // SAFETY: as above; the wrapper passes a valid out pointer.
+    unsafe { *out = crate::fake_info::state::<Mask>(this).0.load(SeqCst) };
+    0
+}
+
+/// corprof keeps `COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_ASSEMBLY_LOADS` in the runtime's
+/// mask (to see collectible code unload), shows the profiler only the bits it asked for, and
+/// passes the module and assembly callbacks on only when it asked for them.
+#[test]
+fn corprof_keeps_the_load_bits_for_itself_and_passes_on_only_what_was_asked() {
+    let tracked = COR_PRF_MONITOR::MODULE_LOADS | COR_PRF_MONITOR::ASSEMBLY_LOADS;
+    for asked in [COR_PRF_MONITOR::JIT_COMPILATION, COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::MODULE_LOADS] {
+        MASK.store(asked.0, SeqCst);
+        let slots = [
+            (std::mem::offset_of!(ICorProfilerInfo_Vtbl, SetEventMask), set_mask as *const () as usize),
+            (std::mem::offset_of!(ICorProfilerInfo_Vtbl, GetEventMask), get_mask as *const () as usize),
+        ];
+        // As wide as the newest Info (its first slots are ICorProfilerInfo's): every other slot
+        // answers E_NOTIMPL, whatever corprof asks it.
+        let (mask, object) = crate::fake_info::fake_object::<ICorProfilerInfo15_Vtbl, _>(Mask::default(), None, &slots);
+        let p = Profiler::create();
+        let vtbl = p.vtbl();
+        // SAFETY: the profiler's own slots, called as the runtime calls them, with the fake as
+        // the Info object.
+        unsafe {
+            let hr = (vtbl.base__.base__.base__.base__.base__.base__.base__.base__.base__.base__.Initialize)(
+                p.this().cast(),
+                std::ptr::from_ref(object).cast_mut(),
+            );
+            assert_eq!(hr, 0);
+        }
+        let runtime_mask = COR_PRF_MONITOR(mask.0.load(SeqCst));
+        assert_eq!(runtime_mask, asked | tracked, "what the runtime was asked for");
+        let info = ProfilerInfo::from_unknown(object).unwrap();
+        assert_eq!(info.get_event_mask().unwrap(), asked, "what the profiler is shown");
+        // SAFETY: as above; a ModuleID the runtime would pass.
+        let hr = unsafe {
+            (vtbl.base__.base__.base__.base__.base__.base__.base__.base__.base__.base__.ModuleLoadStarted)(
+                p.this().cast(),
+                ModuleID::from_raw(0x7000),
+            )
+        };
+        assert_eq!(hr, 0);
+        let (before, reached) = p.take();
+        let wanted = asked.contains(COR_PRF_MONITOR::MODULE_LOADS);
+        assert_eq!(reached, if wanted { vec!["module 0x7000".to_string()] } else { vec![] }, "{asked}");
+        assert_eq!(before.contains(&Callback::ModuleLoadStarted), wanted);
+        // Setting back what it was shown asks for nothing new.
+        info.set_event_mask(info.get_event_mask().unwrap()).unwrap();
+        assert_eq!(COR_PRF_MONITOR(mask.0.load(SeqCst)), asked | tracked);
+        assert_eq!(info.get_event_mask().unwrap(), asked);
+    }
 }
