@@ -584,14 +584,21 @@ fn result_of(l: &Lowering<'_>, ret: &CallReturn, wrapper: &str, module: &str) ->
 
 /// `lines` with a paragraph saying where the wrapper refuses the call (`refuse_in`), so that the
 /// rustdoc of every such wrapper says it, from the one list the guards come from.
-fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
-    if refuse_in.is_empty() {
+fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context], checks_ids: bool) -> Vec<String> {
+    if refuse_in.is_empty() && !checks_ids {
         return lines;
     }
     lines.push(String::new());
     lines.push("**Refused by corprof** (the runtime would take the call and crash):".to_string());
-    for context in refuse_in {
-        let item = match context {
+    let unloaded = checks_ids.then_some(
+        "- with an ID of code that unloaded (a collectible `AssemblyLoadContext`), with \
+         `COR_E_APPDOMAINUNLOADED`: the runtime would read freed memory. A class or function ID \
+         not seen before an unload began, nor lent to the running callback, is refused too \
+         (guide: \"IDs that die\").",
+    );
+    for item in refuse_in
+        .iter()
+        .map(|context| match context {
             Context::Hook => {
                 "- inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`: the call \
                  may trigger a GC, and the hook's thread runs managed code with no frame."
@@ -600,7 +607,9 @@ fn with_refusals(mut lines: Vec<String>, refuse_in: &[Context]) -> Vec<String> {
                 "- on a thread the runtime has no Thread object for (one the profiler started), with \
                  `CORPROF_E_NOT_MANAGED_THREAD`: the call loads types, which needs one."
             }
-        };
+        })
+        .chain(unloaded)
+    {
         let mut item = super::docs::wrap(item, super::docs::WIDTH);
         for continued in item.iter_mut().skip(1) {
             continued.insert_str(0, "  ");
@@ -730,7 +739,13 @@ fn method_view(
         snake: names::wrapper_method(&m.ir.name),
         iface: iface.to_string(),
         doc_url: doc_url(iface, &m.ir.name),
-        doc_lines: with_refusals(super::docs::doc_lines(m.docs.as_ref()), &m.refuse_in),
+        doc_lines: with_refusals(
+            super::docs::doc_lines(m.docs.as_ref()),
+            &m.refuse_in,
+            kinds.iter().any(|k| {
+                matches!(k, CallKind::Unloadable { .. } | CallKind::InSlice { unload: Some(_), .. })
+            }),
+        ),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
         ret_ty: if l.is_enum { format!("{root}::imp::CorEnum<'_, {}>", l.enum_item) } else { ret_ty },
