@@ -243,12 +243,22 @@ struct Slot {
     /// `count` is not 0.
     gate: AtomicUsize,
     taken: AtomicBool,
+    /// The thread's bookkeeping of IDs of unloadable code (`crate::unloads`), kept here to be
+    /// reached as cheaply as the slot.
+    local: crate::unloads::Local,
     next: *const Slot,
 }
 
 // SAFETY: `next` is written once before the slot is published and points to another leaked
-// slot; the rest is atomic.
+// slot; `local` (not thread-safe) is touched only through `with_local`, by the one thread that
+// holds the slot (`taken`: claimed by one thread, given back when it ends); the rest is atomic.
 unsafe impl Sync for Slot {}
+
+/// Runs `f` with the calling thread's `unloads::Local` (in its slot, claimed on first use).
+#[inline(always)]
+pub(crate) fn with_local<R>(f: impl FnOnce(&crate::unloads::Local) -> R) -> R {
+    f(&Slot::mine().local)
+}
 
 /// Every slot, newest first; a push-only list.
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(ptr::null_mut());
@@ -382,6 +392,7 @@ impl Slot {
             count: AtomicUsize::new(0),
             gate: AtomicUsize::new(MIXED),
             taken: AtomicBool::new(true),
+            local: crate::unloads::Local::new(),
             next: ptr::null(),
         }));
         let mut head = SLOTS.load(Ordering::Acquire);

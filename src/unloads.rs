@@ -38,10 +38,10 @@
 //! or is waited for. The runtime calls the unload callbacks in preemptive mode, so a GC or a
 //! suspension another thread's call waits for is not held up by the wait.
 
-use crate::info_gate::Gate;
+use crate::info_gate::{Gate, with_local};
 use crate::wrapper_support::Negotiated;
 use crate::{HResult, Result};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
@@ -66,14 +66,37 @@ static STATE: AtomicU8 = AtomicU8::new(0);
 static GENERATION: AtomicU32 = AtomicU32::new(1);
 
 /// The `ModuleID`s and `AssemblyID`s that unloaded and were not handed out again.
-static DEAD: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static DEAD: Mutex<Option<HashSet<usize, Ids>>> = Mutex::new(None);
 
 /// The `ClassID`s and `FunctionID`s seen alive since the last unload began, not classified yet.
-static PENDING: Mutex<Option<HashMap<usize, Kind>>> = Mutex::new(None);
+static PENDING: Mutex<Option<HashMap<usize, Kind, Ids>>> = Mutex::new(None);
 
 /// Classified IDs → the collectible modules each depends on (empty: code that never unloads).
 /// An entry goes when one of its modules unloads.
-static MEMO: Mutex<Option<HashMap<usize, Vec<usize>>>> = Mutex::new(None);
+static MEMO: Mutex<Option<HashMap<usize, Vec<usize>, Ids>>> = Mutex::new(None);
+
+/// IDs are addresses the runtime made, not input an attacker picks: a multiplicative hash is
+/// enough, at a fraction of SipHash's cost per noted ID.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}
+
+type Ids = std::hash::BuildHasherDefault<IdHasher>;
 
 /// The runtime's Info object the classification asks (the first profiler's).
 static INFO: OnceLock<crate::ProfilerInfo> = OnceLock::new();
@@ -175,14 +198,14 @@ fn unloaded(id: usize, dead: bool) {
         pending.into_iter().map(|(id, kind)| (id, classify(id, kind, &mut modules))).collect();
     // Locks in the order of `check_slow`: MEMO, then DEAD.
     let mut memo_guard = lock(&MEMO);
-    let memo = memo_guard.get_or_insert_with(HashMap::new);
+    let memo = memo_guard.get_or_insert_with(HashMap::default);
     for (seen, deps) in classified {
         if let Some(deps) = deps {
             memo.insert(seen, deps);
         }
     }
     if dead {
-        lock(&DEAD).get_or_insert_with(HashSet::new).insert(id);
+        lock(&DEAD).get_or_insert_with(HashSet::default).insert(id);
         memo.retain(|_, deps| !deps.contains(&id));
     }
     drop(memo_guard);
@@ -288,7 +311,7 @@ fn check_slow(id: usize, kind: Kind, state: u8) -> Result<()> {
             let mut memo = lock(&MEMO);
             let dead = lock(&DEAD);
             if !deps.iter().any(|m| dead.as_ref().is_some_and(|d| d.contains(m))) {
-                memo.get_or_insert_with(HashMap::new).insert(id, deps);
+                memo.get_or_insert_with(HashMap::default).insert(id, deps);
             }
         }
     }
@@ -302,30 +325,16 @@ fn record(id: usize, kind: Kind) {
     if id == 0 {
         return;
     }
-    // On the heap: a profiler library's thread-locals share the small static TLS block glibc
-    // keeps for libraries loaded with `dlopen` (info_gate's initial-exec variable puts the
-    // whole block there).
-    const WAYS: usize = 256;
-    thread_local! {
-        static RECENT: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    if in_unload_callback() {
-        return;
-    }
-    let way = (id >> 4) % WAYS;
-    let fresh = RECENT
-        .try_with(|r| {
-            let mut recent = r.borrow_mut();
-            if recent.is_empty() {
-                recent.resize(WAYS, 0);
-            }
-            let fresh = recent[way] != id;
-            recent[way] = id;
-            fresh
-        })
-        .unwrap_or(true);
+    let fresh = with_local(|l| {
+        let way = &l.recent[(id >> 4) % RECENT_WAYS];
+        let fresh = l.unloading.get() == 0 && way.get() != id;
+        if fresh {
+            way.set(id);
+        }
+        fresh
+    });
     if fresh {
-        lock(&PENDING).get_or_insert_with(HashMap::new).insert(id, kind);
+        lock(&PENDING).get_or_insert_with(HashMap::default).insert(id, kind);
     }
 }
 
@@ -512,41 +521,62 @@ const LENT_CAP: usize = 64;
 /// A lent ID's generation when a callback lends it: valid for the whole callback.
 const ARGUMENT: u32 = 0;
 
-thread_local! {
-    /// On the heap, as `RECENT` in [`record`]; at most [`LENT_CAP`] entries.
-    static LENT: std::cell::RefCell<Vec<(usize, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+/// Entries of the per-thread cache that keeps a repeated ID from reaching [`PENDING`].
+const RECENT_WAYS: usize = 256;
+
+/// One thread's state, kept in its `info_gate` slot (two loads away on x86-64 Linux; Rust's
+/// thread-locals in a `cdylib` cost a `__tls_get_addr` call per access). A slot outlives its
+/// thread and is handed to a later one: every scope is closed by then, and what `recent` holds
+/// is true of any thread (the IDs were noted).
+pub(crate) struct Local {
+    /// The IDs lent to the thread, with the generation they were lent in ([`ARGUMENT`] for a
+    /// callback's own); at most [`LENT_CAP`].
+    lent: RefCell<Vec<(usize, u32)>>,
+    /// The IDs recently noted, one per way.
+    recent: [Cell<usize>; RECENT_WAYS],
     /// How many lending callbacks run on this thread: outputs are lent only inside one.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    depth: Cell<u32>,
     /// How many of them are unload callbacks: what they are handed, and what calls made there
     /// return, may be of the code that unloads, and is never noted for classification.
-    static UNLOADING_DEPTH: Cell<u32> = const { Cell::new(0) };
+    unloading: Cell<u32>,
+}
+
+impl Local {
+    pub(crate) const fn new() -> Local {
+        Local {
+            lent: RefCell::new(Vec::new()),
+            recent: [const { Cell::new(0) }; RECENT_WAYS],
+            depth: Cell::new(0),
+            unloading: Cell::new(0),
+        }
+    }
 }
 
 fn in_unload_callback() -> bool {
-    UNLOADING_DEPTH.try_with(Cell::get).unwrap_or(1) > 0
+    with_local(|l| l.unloading.get() > 0)
 }
 
 fn is_lent(id: usize) -> bool {
     let now = GENERATION.load(Ordering::SeqCst);
-    LENT.try_with(|l| {
-        l.borrow().iter().any(|&(lent, generation)| lent == id && (generation == ARGUMENT || generation == now))
+    with_local(|l| {
+        l.lent.borrow().iter().any(|&(lent, generation)| lent == id && (generation == ARGUMENT || generation == now))
     })
-    .unwrap_or(false)
 }
 
-fn push(id: usize, generation: u32) {
-    let _ = LENT.try_with(|l| {
-        let mut l = l.borrow_mut();
-        if l.len() < LENT_CAP {
-            l.push((id, generation));
-        }
-    });
+fn push(l: &Local, id: usize, generation: u32) {
+    let mut lent = l.lent.borrow_mut();
+    if lent.len() < LENT_CAP {
+        lent.push((id, generation));
+    }
 }
 
 /// Held by a callback thunk for the callback's duration: the IDs it was handed are lent to the
 /// thread until it is dropped.
 #[doc(hidden)]
 pub struct LentScope {
+    /// Whether `lend_ids` entered the thread's state (and the drop must leave it): after an
+    /// unload began, or in an unload callback.
+    entered: bool,
     len: usize,
     unloading: bool,
     _here: PhantomData<*const ()>,
@@ -554,31 +584,47 @@ pub struct LentScope {
 
 /// Lends a callback's ID parameters (raw values, with their kinds) for the callback, and notes
 /// the classes and functions among them, unless the callback is about an unload (`unloading`).
+/// Before any unload nothing needs lending (every ID is alive, and those noted here are
+/// classified when one begins): only the noting is done, and a callback that starts then lends
+/// nothing for its whole run (its IDs are classified by the unload that begins meanwhile).
 #[doc(hidden)]
 #[inline]
 pub fn lend_ids(ids: &[(usize, Kind)], unloading: bool) -> LentScope {
-    let len = LENT.try_with(|l| l.borrow().len()).unwrap_or(LENT_CAP);
-    if unloading {
-        let _ = UNLOADING_DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
+    let entered = unloading || STATE.load(Ordering::Relaxed) != 0;
+    let mut len = 0;
+    if entered {
+        with_local(|l| {
+            len = l.lent.borrow().len();
+            if unloading {
+                l.unloading.set(l.unloading.get().saturating_add(1));
+            }
+            l.depth.set(l.depth.get().saturating_add(1));
+            for &(id, _) in ids {
+                push(l, id, ARGUMENT);
+            }
+        });
     }
     for &(id, kind) in ids {
-        push(id, ARGUMENT);
         if kind != Kind::Exact {
             record(id, kind);
         }
     }
-    let _ = DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
-    LentScope { len, unloading, _here: PhantomData }
+    LentScope { entered, len, unloading, _here: PhantomData }
 }
 
 impl Drop for LentScope {
     #[inline]
     fn drop(&mut self) {
-        let _ = LENT.try_with(|l| l.borrow_mut().truncate(self.len));
-        let _ = DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
-        if self.unloading {
-            let _ = UNLOADING_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+        if !self.entered {
+            return;
         }
+        with_local(|l| {
+            l.lent.borrow_mut().truncate(self.len);
+            l.depth.set(l.depth.get().saturating_sub(1));
+            if self.unloading {
+                l.unloading.set(l.unloading.get().saturating_sub(1));
+            }
+        });
     }
 }
 
@@ -589,8 +635,13 @@ impl Drop for LentScope {
 #[inline]
 pub fn lend_output(id: usize, kind: Kind) {
     record(id, kind);
-    if STATE.load(Ordering::Relaxed) != 0 && DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
-        push(id, GENERATION.load(Ordering::SeqCst));
+    if STATE.load(Ordering::Relaxed) != 0 {
+        let generation = GENERATION.load(Ordering::SeqCst);
+        with_local(|l| {
+            if l.depth.get() > 0 {
+                push(l, id, generation);
+            }
+        });
     }
 }
 
@@ -677,7 +728,7 @@ pub(crate) mod tests {
         let _l = lock(&STATE_LOCK);
         reset();
         STATE.fetch_or(UNLOADING, Ordering::SeqCst);
-        lock(&MEMO).get_or_insert_with(HashMap::new).extend([
+        lock(&MEMO).get_or_insert_with(HashMap::default).extend([
             (0x100, vec![]),
             (0x200, vec![0x20]),
             (0x300, vec![0x30]),

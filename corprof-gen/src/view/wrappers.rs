@@ -742,9 +742,7 @@ fn method_view(
         doc_lines: with_refusals(
             super::docs::doc_lines(m.docs.as_ref()),
             &m.refuse_in,
-            kinds.iter().any(|k| {
-                matches!(k, CallKind::Unloadable { .. } | CallKind::InSlice { unload: Some(_), .. })
-            }),
+            kinds.iter().any(|k| matches!(k, CallKind::Unloadable { .. } | CallKind::InSlice { unload: Some(_), .. })),
         ),
         loc: loc(&m.ir.loc),
         params: l.params.join(", "),
