@@ -77,6 +77,16 @@ __attribute__((noinline)) static void run_JITCompilationStarted(ICorProfilerCall
             die("JITCompilationStarted did not return S_OK");
 }
 
+/* The same callback with 64 FunctionIDs in turn, as the runtime repeats an ID across callbacks
+ * (transitions, allocations of a class): corprof notes each class or function ID a callback
+ * hands over once (scripts/bench-ids). */
+__attribute__((noinline)) static void run_JITCompilationStartedRepeated(ICorProfilerCallback11 *p, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (p->lpVtbl->JITCompilationStarted(p, (FunctionID)(0x1000 + (i & 63) * 16), 1) != S_OK)
+            die("JITCompilationStarted did not return S_OK");
+}
+
 __attribute__((noinline)) static void run_JITInlining(ICorProfilerCallback11 *p, long n)
 {
     BOOL should_inline = 1;
@@ -125,7 +135,7 @@ static unsigned long long counted(ICorProfilerCallback11 *p, const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 5 || argc > 6) {
-        fprintf(stderr, "usage: dispatch LIB CLSID JITCompilationStarted|JITInlining N [REPEATS]\n");
+        fprintf(stderr, "usage: dispatch LIB CLSID JITCompilationStarted|JITCompilationStartedRepeated|JITInlining N [REPEATS]\n");
         return 2;
     }
     const char *lib = argv[1], *callback = argv[3];
@@ -139,10 +149,12 @@ int main(int argc, char **argv)
     void (*run)(ICorProfilerCallback11 *, long);
     if (strcmp(callback, "JITCompilationStarted") == 0)
         run = run_JITCompilationStarted;
+    else if (strcmp(callback, "JITCompilationStartedRepeated") == 0)
+        run = run_JITCompilationStartedRepeated;
     else if (strcmp(callback, "JITInlining") == 0)
         run = run_JITInlining;
     else
-        die("CALLBACK must be JITCompilationStarted or JITInlining");
+        die("CALLBACK must be JITCompilationStarted, JITCompilationStartedRepeated or JITInlining");
 
     void *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (so == NULL) {
@@ -172,7 +184,9 @@ int main(int argc, char **argv)
     qsort(per_call, (size_t)repeats, sizeof *per_call, cmp_double);
 
     unsigned long long total = (unsigned long long)n * (unsigned long long)repeats;
-    unsigned long long seen = counted(p, callback);
+    const char *counted_as =
+        strcmp(callback, "JITCompilationStartedRepeated") == 0 ? "JITCompilationStarted" : callback;
+    unsigned long long seen = counted(p, counted_as);
     if (seen != total) {
         fprintf(stderr, "dispatch: the profiler counted %llu %s calls, not %llu\n", seen, callback, total);
         return 1;
