@@ -30,7 +30,12 @@ fn snapshot(runtime: &str, args: &[&str], env: &[(&str, &str)]) -> Snapshot {
 
 /// [`snapshot`], sending the app SIGUSR2 once it printed `built` when `signal` is set.
 fn snapshot_signalled(runtime: &str, args: &[&str], env: &[(&str, &str)], signal: bool) -> Snapshot {
-    let name = format!("corprof-record-heap-{runtime}-{}-{}.snap", args.len(), std::process::id());
+    // One file per run: tests run in parallel, and two runs of one runtime with as many
+    // arguments (the at-ms and the signal tests) once shared a name, so that one removed the
+    // other's snapshot before it was read.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("corprof-record-heap-{runtime}-{}-{run}.snap", std::process::id());
     let out = std::env::temp_dir().join(name);
     let _ = std::fs::remove_file(&out);
     let mut cmd = Command::new(repo_root().join("scripts/dotnet-run"));
@@ -146,10 +151,12 @@ fn end_of_run_snapshot_3() {
     check_known_graph("3", &snapshot("3", &[], &[]));
 }
 
-/// With `AT_MS` the snapshot is taken while the app sleeps, before it drops the Holder and the
-/// chain; without it, the app given the same argument has dropped them by the end of the run.
+/// With `AT_MS` the snapshot is taken while the app waits (for the full GC the snapshot forces,
+/// not for a time), before it drops the Holder and the chain; without it, the app has dropped them by the
+/// end of the run. The one time left is the setting's own: the app builds its graph in well under
+/// 1.5 s of the profiler's start.
 fn at_ms(runtime: &str) {
-    let during = snapshot(runtime, &["4000"], &[(corprof_record::settings::AT_MS, "1500")]);
+    let during = snapshot(runtime, &["until-snapshot"], &[(corprof_record::settings::AT_MS, "1500")]);
     check_known_graph(runtime, &during);
     let after = snapshot(runtime, &["0"], &[]);
     assert_eq!(count(&after, "RecordHeapApp.Holder"), 0, "CoreCLR {runtime}");
@@ -167,10 +174,10 @@ fn snapshot_at_ms_3() {
     at_ms("3");
 }
 
-/// With `SIGNAL`, SIGUSR2 takes the snapshot (while the app sleeps, before it drops the graph);
-/// without it the signal would end the app.
+/// With `SIGNAL`, SIGUSR2 takes the snapshot (while the app waits for it, before it drops the
+/// graph); without it the signal would end the app.
 fn on_signal(runtime: &str) {
-    let s = snapshot_signalled(runtime, &["4000"], &[(corprof_record::settings::SIGNAL, "1")], true);
+    let s = snapshot_signalled(runtime, &["until-snapshot"], &[(corprof_record::settings::SIGNAL, "1")], true);
     check_known_graph(runtime, &s);
 }
 

@@ -6,8 +6,11 @@
 // Program.chain holds a linked list of 500 Link objects. Without arguments everything stays alive
 // to the end. With an argument N the app sleeps N milliseconds after building and then drops the
 // Holder and the chain, so a snapshot taken during the sleep (--at-ms) sees them and one taken at
-// the end does not. With a second argument M it also keeps M Filler objects in a list (for
-// scripts/bench-heap).
+// the end does not; with the argument `until-snapshot` it waits instead for the snapshot, which
+// the profiler takes in a full GC it forces (this app makes none once built): until
+// GC.CollectionCount(2) grows, at most two minutes (a blocking GC suspends this thread, so the
+// walk is over when it sees the count). With a second argument M it also keeps M Filler objects
+// in a list (for scripts/bench-heap).
 using System;
 using System.Collections.Generic;
 using System.Runtime.CompilerServices;
@@ -68,7 +71,16 @@ namespace RecordHeapApp
             Console.WriteLine("built");
             if (args.Length > 0)
             {
-                Thread.Sleep(int.Parse(args[0]));
+                if (args[0] == "until-snapshot")
+                {
+                    int before = GC.CollectionCount(2);
+                    for (int waited = 0; GC.CollectionCount(2) == before && waited < 120000; waited += 10)
+                        Thread.Sleep(10);
+                }
+                else
+                {
+                    Thread.Sleep(int.Parse(args[0]));
+                }
                 holder = null;
                 chain = null;
             }
