@@ -133,7 +133,9 @@ unsafe extern "C" fn trampoline(
     };
     let frame = Frame { function_id, ip, frame_info, context };
     // A frame's function is on the walked stack: alive, and lent to the closure for this frame.
-    let _lent = crate::unloads::lend_ids(&[(function_id.as_raw(), crate::unloads::Kind::Function)], false);
+    // SAFETY: the runtime hands `function_id` to this frame callback, which runs until `_lent`
+    // drops.
+    let _lent = unsafe { crate::unloads::lend_ids(&[(function_id.as_raw(), crate::unloads::Kind::Function)], false) };
     // The closure's panic must not unwind into the runtime's stack walker: catch it here, end the
     // walk, and let `snapshot` raise it again once the runtime has returned.
     match catch_unwind(AssertUnwindSafe(|| (walk.visit)(&frame))) {

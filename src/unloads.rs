@@ -144,8 +144,17 @@ impl Tracked {
 
 /// Runs a tracked callback for the profiler object `this`: its own method (`user`) only if its
 /// mask asked for the callback, and the bookkeeping of `id` around it.
+///
+/// # Safety
+/// Only the thunk of the callback `what` calls it, with the ID the runtime passed that callback
+/// (a forged one would revive or kill a module ID in corprof's books).
 #[doc(hidden)]
-pub fn track(this: *const std::ffi::c_void, what: Tracked, id: usize, user: impl FnOnce() -> Result<()>) -> Result<()> {
+pub unsafe fn track(
+    this: *const std::ffi::c_void,
+    what: Tracked,
+    id: usize,
+    user: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     if matches!(what, Tracked::ModuleLoadStarted | Tracked::AssemblyLoadStarted) {
         revive(id);
     }
@@ -486,31 +495,47 @@ fn function_deps(
 }
 
 /// Refuses a `ModuleID` whose module unloaded.
+///
+/// # Safety
+/// `id` is a `ModuleID` the runtime handed out (it may have died since: that is what this checks);
+/// one it did not is noted and later handed to the runtime.
 #[doc(hidden)]
 #[inline]
-pub fn alive_module(id: usize) -> Result<()> {
+pub unsafe fn alive_module(id: usize) -> Result<()> {
     check(id, Kind::Exact)
 }
 
 /// Refuses an `AssemblyID` whose assembly unloaded.
+///
+/// # Safety
+/// `id` is a `AssemblyID` the runtime handed out (it may have died since: that is what this checks);
+/// one it did not is noted and later handed to the runtime.
 #[doc(hidden)]
 #[inline]
-pub fn alive_assembly(id: usize) -> Result<()> {
+pub unsafe fn alive_assembly(id: usize) -> Result<()> {
     check(id, Kind::Exact)
 }
 
 /// Refuses, once an unload began, a `ClassID` neither lent to this thread nor classified alive.
+///
+/// # Safety
+/// `id` is a `ClassID` the runtime handed out (it may have died since: that is what this checks);
+/// one it did not is noted and later handed to the runtime.
 #[doc(hidden)]
 #[inline]
-pub fn alive_class(id: usize) -> Result<()> {
+pub unsafe fn alive_class(id: usize) -> Result<()> {
     check(id, Kind::Class)
 }
 
 /// Refuses, once an unload began, a `FunctionID` neither lent to this thread nor classified
 /// alive.
+///
+/// # Safety
+/// `id` is a `FunctionID` the runtime handed out (it may have died since: that is what this checks);
+/// one it did not is noted and later handed to the runtime.
 #[doc(hidden)]
 #[inline]
-pub fn alive_function(id: usize) -> Result<()> {
+pub unsafe fn alive_function(id: usize) -> Result<()> {
     check(id, Kind::Function)
 }
 
@@ -587,9 +612,13 @@ pub struct LentScope {
 /// Before any unload nothing needs lending (every ID is alive, and those noted here are
 /// classified when one begins): only the noting is done, and a callback that starts then lends
 /// nothing for its whole run (its IDs are classified by the unload that begins meanwhile).
+///
+/// # Safety
+/// The runtime handed `ids` (of those kinds) to the callback running on this thread, which
+/// lasts until the scope is dropped, on this thread; `unloading` is set for an unload callback.
 #[doc(hidden)]
 #[inline]
-pub fn lend_ids(ids: &[(usize, Kind)], unloading: bool) -> LentScope {
+pub unsafe fn lend_ids(ids: &[(usize, Kind)], unloading: bool) -> LentScope {
     let entered = unloading || STATE.load(Ordering::Relaxed) != 0;
     let mut len = 0;
     if entered {
@@ -631,9 +660,12 @@ impl Drop for LentScope {
 /// A `ClassID` or `FunctionID` a wrapper returned (alive then): noted for classification, and,
 /// inside a lending callback once an unload began, lent until the next unload begins or the
 /// callback ends.
+///
+/// # Safety
+/// A call to the runtime on this thread has just returned `id`, of that kind, successfully.
 #[doc(hidden)]
 #[inline]
-pub fn lend_output(id: usize, kind: Kind) {
+pub unsafe fn lend_output(id: usize, kind: Kind) {
     record(id, kind);
     if STATE.load(Ordering::Relaxed) != 0 {
         let generation = GENERATION.load(Ordering::SeqCst);
@@ -648,6 +680,37 @@ pub fn lend_output(id: usize, kind: Kind) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    // The tests call the bookkeeping as the generated code does, with made-up IDs that never
+    // reach a runtime (none is loaded in a unit test: `classify` answers `None`).
+    fn alive_class(id: usize) -> Result<()> {
+        // SAFETY: no runtime here; see above.
+        unsafe { super::alive_class(id) }
+    }
+    fn alive_function(id: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { super::alive_function(id) }
+    }
+    fn alive_module(id: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { super::alive_module(id) }
+    }
+    fn alive_assembly(id: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { super::alive_assembly(id) }
+    }
+    fn lend_ids(ids: &[(usize, Kind)], unloading: bool) -> LentScope {
+        // SAFETY: as above; the scopes are dropped on this thread.
+        unsafe { super::lend_ids(ids, unloading) }
+    }
+    fn lend_output(id: usize, kind: Kind) {
+        // SAFETY: as above.
+        unsafe { super::lend_output(id, kind) }
+    }
+    fn track(this: *const std::ffi::c_void, what: Tracked, id: usize, user: impl FnOnce() -> Result<()>) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { super::track(this, what, id, user) }
+    }
 
     /// Serializes the tests that touch the process-wide state, and puts it back.
     pub(crate) static STATE_LOCK: Mutex<()> = Mutex::new(());

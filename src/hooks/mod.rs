@@ -310,7 +310,8 @@ struct WithInfoEntry {
 /// `FunctionIDMapper2` for `P`: asks [`FunctionHooks::map_function`].
 unsafe extern "C" fn map<P: FunctionHooks>(function: FunctionID, mode: *mut c_void, hook: *mut i32) -> usize {
     // The function is about to run its hooks: alive, and lent to the mapper like a callback's.
-    let _lent = crate::unloads::lend_ids(&[(function.as_raw(), crate::unloads::Kind::Function)], false);
+    // SAFETY: the runtime hands `function` to this mapper, which runs until `_lent` drops.
+    let _lent = unsafe { crate::unloads::lend_ids(&[(function.as_raw(), crate::unloads::Kind::Function)], false) };
     let answer = catch_unwind(AssertUnwindSafe(|| instance::<P>().and_then(|p| p.map_function(function))));
     let data = match answer {
         Ok(data) => data,

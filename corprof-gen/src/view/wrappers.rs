@@ -349,7 +349,11 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
     let (param, arg) = match kind {
         CallKind::Value { ty } | CallKind::Raw { ty } => (format!("{rust}: {ty}"), rust.clone()),
         CallKind::Unloadable { ty, id } => {
-            l.setup.push(format!("{root}::imp::{}({rust}.as_raw() as usize)?;", id.guard()));
+            l.setup.push(format!(
+                "__safety__!(\"`{rust}` is typed: safe code gets one only from the runtime.\"); \
+                 unsafe {{ {root}::imp::{}({rust}.as_raw() as usize) }}?;",
+                id.guard()
+            ));
             (format!("{rust}: {ty}"), rust.clone())
         }
         CallKind::HResult => (format!("{rust}: {root}::HResult"), format!("{rust}.0")),
@@ -386,7 +390,13 @@ fn lower_input(l: &mut Lowering<'_>, i: usize, rust: String, kind: &CallKind) {
         CallKind::InSlice { ty, len, optional, unload } => {
             if let Some(id) = unload {
                 let each = if *optional { format!("{rust}.unwrap_or(&[])") } else { rust.clone() };
-                l.setup.push(format!("for id__ in {each} {{ {root}::imp::{}(id__.as_raw() as usize)?; }}", id.guard()));
+                l.setup.push(format!(
+                    "for id__ in {each} {{ \
+                         __safety__!(\"each element is typed: safe code gets one only from the runtime.\"); \
+                         unsafe {{ {root}::imp::{}(id__.as_raw() as usize) }}?; \
+                     }}",
+                    id.guard()
+                ));
             }
             let (param, ptr, count) = if *optional {
                 (
@@ -445,7 +455,8 @@ fn lower_output<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
             l.args[i] = format!("&mut {v}");
             if let Some(id) = unload.filter(|u| u.lent_as_output()) {
                 l.finish.push(format!(
-                    "{root}::imp::lend_output({v}.as_raw() as usize, {root}::imp::IdKind::{});",
+                    "__safety__!(\"the call has just returned `{v}`, successfully.\"); \
+                     unsafe {{ {root}::imp::lend_output({v}.as_raw() as usize, {root}::imp::IdKind::{}) }};",
                     id.kind()
                 ));
             }
@@ -534,7 +545,10 @@ fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
         && id.lent_as_output()
     {
         l.finish.push(format!(
-            "for id__ in {b}.slice({n} as usize) {{ {root}::imp::lend_output(id__.as_raw() as usize, {root}::imp::IdKind::{}); }}",
+            "for id__ in {b}.slice({n} as usize) {{ \
+                 __safety__!(\"the call has just returned these, successfully.\"); \
+                 unsafe {{ {root}::imp::lend_output(id__.as_raw() as usize, {root}::imp::IdKind::{}) }}; \
+             }}",
             id.kind()
         ));
     }
