@@ -523,7 +523,7 @@ mod membarrier {
 /// Keeps the profiler library mapped for the life of the process. The runtime unloads it after
 /// a failed initialize or a detach; a thread the profiler started would then run unmapped code.
 /// Pinned, such a thread runs on and gets [`CLOSED`] from every gated call. Once per library.
-fn pin_library() {
+pub(crate) fn pin_library() {
     static PINNED: AtomicBool = AtomicBool::new(false);
     if PINNED.swap(true, Ordering::AcqRel) {
         return;

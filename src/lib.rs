@@ -51,6 +51,8 @@ pub mod heap;
 pub mod heap_walk;
 pub mod hooks;
 mod hresult;
+#[cfg(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit"))]
+pub mod instrument;
 mod lending;
 #[doc(inline)]
 pub use corprof_sig::il;

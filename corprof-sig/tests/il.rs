@@ -685,6 +685,302 @@ fn bench_parse_edit_encode() {
     );
 }
 
+/// `verify`: each rule, broken once in an otherwise valid body.
+mod verify {
+    use super::*;
+
+    const FRAME: Frame = Frame { args: 1, locals: 1, returns: false };
+
+    fn no_calls(_: Token) -> Option<MethodSig> {
+        None
+    }
+
+    fn op(o: OpCode) -> Instruction {
+        Instruction::simple(o)
+    }
+
+    /// `try { nop; leave OUT } catch { pop; leave OUT } OUT: ret`, with the labels.
+    fn try_catch() -> (MethodBody, [Label; 6]) {
+        let mut b = MethodBody::new();
+        let t = b.push(op(OpCode::NOP));
+        let leave = b.push(Instruction::branch(OpCode::LEAVE, Label::END));
+        let h = b.push(op(OpCode::POP));
+        let hleave = b.push(Instruction::branch(OpCode::LEAVE, Label::END));
+        let out = b.push(op(OpCode::RET));
+        for l in [leave, hleave] {
+            b.get_mut(l).unwrap().operand = Operand::Branch(out);
+        }
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 1));
+        b.clauses_mut().push(Clause::new(catch, t, h, h, out));
+        (b, [t, leave, h, hleave, out, Label::END])
+    }
+
+    fn kind(b: &MethodBody, frame: Frame) -> IlErrorKind {
+        b.verify(frame, no_calls).expect_err("verify passed a broken body").kind
+    }
+
+    #[test]
+    fn a_valid_body_passes_and_its_stack_is_counted() {
+        let (b, _) = try_catch();
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+    }
+
+    #[test]
+    fn ret_inside_a_region_is_refused() {
+        let (mut b, [_, leave, ..]) = try_catch();
+        *b.get_mut(leave).unwrap() = op(OpCode::RET);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::RET));
+    }
+
+    #[test]
+    fn a_branch_out_of_a_try_must_be_a_leave() {
+        let (mut b, [_, leave, _, _, out, _]) = try_catch();
+        *b.get_mut(leave).unwrap() = Instruction::branch(OpCode::BR, out);
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+    }
+
+    #[test]
+    fn a_branch_into_a_handler_or_past_a_try_start_is_refused() {
+        let (mut b, [t, _, h, ..]) = try_catch();
+        b.insert_before(t, [Instruction::branch(OpCode::BR, h)]).unwrap();
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+        let (mut b, [t, leave, ..]) = try_catch();
+        b.insert_before(t, [Instruction::branch(OpCode::BR, leave)]).unwrap();
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+        // To the first instruction is how a try is entered.
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [Instruction::branch(OpCode::BR, t)]).unwrap();
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+    }
+
+    #[test]
+    fn falling_into_a_handler_or_off_the_end_is_refused() {
+        let (mut b, [_, leave, ..]) = try_catch();
+        *b.get_mut(leave).unwrap() = op(OpCode::NOP);
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+        let (mut b, [.., out, _]) = try_catch();
+        *b.get_mut(out).unwrap() = op(OpCode::NOP);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::FallsOffEnd);
+    }
+
+    #[test]
+    fn finally_and_filter_rules() {
+        // A finally handler left by `leave` rather than `endfinally`.
+        let (mut b, [_, _, h, hleave, out, _]) = try_catch();
+        b.clauses_mut()[0].kind = ClauseKind::Finally;
+        *b.get_mut(h).unwrap() = op(OpCode::NOP);
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+        *b.get_mut(hleave).unwrap() = op(OpCode::ENDFINALLY);
+        assert_eq!(b.verify(FRAME, no_calls), Ok(0));
+        // endfinally in the try.
+        let t = b.clauses()[0].try_start;
+        *b.get_mut(t).unwrap() = op(OpCode::ENDFINALLY);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::ENDFINALLY));
+        // A filter that ends with two values on the stack.
+        let (mut b, [t, _, h, ..]) = try_catch();
+        let f = b.insert_before(h, [op(OpCode::DUP), op(OpCode::ENDFILTER)]).unwrap();
+        b.clauses_mut()[0] = Clause::new(ClauseKind::Filter(f[0]), t, f[0], h, out);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::StackDepth { expected: 1, found: 2 });
+        *b.get_mut(f[0]).unwrap() = op(OpCode::POP);
+        b.insert_after(f[0], [Instruction::ldc_i4(1)]).unwrap();
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+        // rethrow in a filter rather than a catch handler.
+        *b.get_mut(f[0]).unwrap() = op(OpCode::RETHROW);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::RETHROW));
+    }
+
+    #[test]
+    fn localloc_in_a_handler_is_refused() {
+        let (mut b, [_, _, h, ..]) = try_catch();
+        b.insert_after(h, [Instruction::ldc_i4(8), op(OpCode::LOCALLOC), op(OpCode::POP)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::LOCALLOC));
+    }
+
+    #[test]
+    fn stack_depth_rules() {
+        // A try entered with a value on the stack.
+        let (mut b, [t, ..]) = try_catch();
+        let labels = b.insert_before(t, [Instruction::ldc_i4(1)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::StackDepth { expected: 0, found: 1 });
+        *b.get_mut(labels[0]).unwrap() = op(OpCode::NOP);
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+        // ret with nothing where a value is returned, and with a value where none is.
+        let (b, _) = try_catch();
+        assert_eq!(kind(&b, Frame { returns: true, ..FRAME }), IlErrorKind::StackDepth { expected: 1, found: 0 });
+        let (mut b, [.., out, _]) = try_catch();
+        b.replace(out, [Instruction::ldc_i4(1), op(OpCode::RET)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::StackDepth { expected: 0, found: 1 });
+        assert_eq!(b.verify(Frame { returns: true, ..FRAME }, no_calls), Ok(1));
+    }
+
+    #[test]
+    fn clauses_nest_and_come_inner_first() {
+        // try { try { nop; leave A } catch { pop; leave A } A: leave OUT } catch { pop; leave OUT } OUT: ret
+        let mut b = MethodBody::new();
+        let t = b.push(op(OpCode::NOP));
+        let l1 = b.push(op(OpCode::NOP));
+        let h1 = b.push(op(OpCode::POP));
+        let l2 = b.push(op(OpCode::NOP));
+        let a = b.push(op(OpCode::NOP));
+        let h2 = b.push(op(OpCode::POP));
+        let l3 = b.push(op(OpCode::NOP));
+        let out = b.push(op(OpCode::RET));
+        for (l, to) in [(l1, a), (l2, a), (a, out), (l3, out)] {
+            *b.get_mut(l).unwrap() = Instruction::branch(OpCode::LEAVE, to);
+        }
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 1));
+        let inner = Clause::new(catch, t, h1, h1, a);
+        let outer = Clause::new(catch, t, h2, h2, out);
+        b.clauses_mut().extend([inner, outer]);
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+        b.clauses_mut().reverse();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::ClauseOrder(1));
+        // The inner handler running past the outer try's end.
+        let mut b2 = b.clone();
+        b2.clauses_mut().reverse();
+        b2.clauses_mut()[0].handler_end = l3;
+        assert_eq!(kind(&b2, FRAME), IlErrorKind::ClauseOverlap(1));
+        // A clause's handler overlapping its own try.
+        let mut b3 = b.clone();
+        b3.clauses_mut().truncate(1);
+        b3.clauses_mut()[0].try_end = l3;
+        assert_eq!(kind(&b3, FRAME), IlErrorKind::ClauseOverlap(0));
+    }
+
+    #[test]
+    fn indexes_beyond_the_frame_are_refused() {
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [Instruction::ldloc(1), op(OpCode::POP)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::BadLocal(1));
+        assert_eq!(b.verify(Frame { locals: 2, ..FRAME }, no_calls), Ok(1));
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [Instruction::ldarga(300), op(OpCode::POP)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::BadArgument(300));
+        assert_eq!(b.verify(Frame { args: 301, ..FRAME }, no_calls), Ok(1));
+    }
+
+    #[test]
+    fn short_forms_are_chosen_for_indexes() {
+        assert_eq!(Instruction::ldarg(3), op(OpCode::LDARG_3));
+        assert_eq!(Instruction::ldarg(4), Instruction { opcode: OpCode::LDARG_S, operand: Operand::Var(4) });
+        assert_eq!(Instruction::stloc(256), Instruction { opcode: OpCode::STLOC, operand: Operand::Var(256) });
+        assert_eq!(Instruction::ldloca(0), Instruction { opcode: OpCode::LDLOCA_S, operand: Operand::Var(0) });
+    }
+}
+
+/// `Wrapper`: what the wrapping does to bodies of each shape.
+mod wrap {
+    use super::*;
+
+    fn op(o: OpCode) -> Instruction {
+        Instruction::simple(o)
+    }
+
+    const HANDLER: Token = Token::new(Token::MEMBER_REF, 9);
+    const CALLEE: Token = Token::new(Token::MEMBER_REF, 8);
+
+    fn sigs(t: Token) -> Option<MethodSig> {
+        // static void Handler(object); static int32 Callee()
+        match t {
+            HANDLER => MethodSig::decode(&[0x00, 0x01, 0x01, 0x1c]).ok(),
+            CALLEE => MethodSig::decode(&[0x00, 0x00, 0x08]).ok(),
+            _ => None,
+        }
+    }
+
+    /// static int32 F()
+    fn int_method() -> MethodSig {
+        MethodSig::decode(&[0x00, 0x00, 0x08]).unwrap()
+    }
+
+    #[test]
+    fn tail_calls_become_calls_and_every_return_goes_through_the_end() {
+        // tail. call Callee; ret
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::TAIL));
+        b.push(Instruction::token(OpCode::CALL, CALLEE));
+        b.push(op(OpCode::RET));
+        let w = Wrapper::new(&b, &int_method(), None).unwrap();
+        let ex = w.exception_local();
+        let end = [Instruction::ldloc(ex), Instruction::token(OpCode::CALL, HANDLER)];
+        let body = w.finish([], end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        let ops: Vec<OpCode> = body.iter().map(|(_, i)| i.opcode).collect();
+        assert!(!ops.contains(&OpCode::TAIL), "{ops:?}");
+        // One `ret`: the new end of the method.
+        assert_eq!(ops.iter().filter(|o| **o == OpCode::RET).count(), 1, "{ops:?}");
+        assert_eq!(body.clauses().len(), 3, "no begin code, no begin guard");
+        assert_eq!(body.local_var_sig(), Some(Token::new(Token::STANDALONE_SIG, 1)));
+        assert!(body.init_locals());
+    }
+
+    #[test]
+    fn a_handler_running_to_the_end_of_the_code_ends_before_the_wrapping() {
+        // br TRY; OUT: ret; TRY: nop; leave OUT; (catch) pop; leave OUT  -- the handler ends at END
+        let mut b = MethodBody::new();
+        let br = b.push(op(OpCode::NOP));
+        let out = b.push(op(OpCode::RET));
+        let t = b.push(op(OpCode::NOP));
+        b.push(Instruction::branch(OpCode::LEAVE, out));
+        let h = b.push(op(OpCode::POP));
+        b.push(Instruction::branch(OpCode::LEAVE, out));
+        *b.get_mut(br).unwrap() = Instruction::branch(OpCode::BR, t);
+        b.clauses_mut().push(Clause::new(ClauseKind::Catch(Token::new(Token::TYPE_REF, 1)), t, h, h, Label::END));
+        let void = MethodSig::decode(&[0x00, 0x00, 0x01]).unwrap();
+        b.verify(Frame::of(&void, None), sigs).unwrap();
+        let w = Wrapper::new(&b, &void, None).unwrap();
+        let ex = w.exception_local();
+        let end = [Instruction::ldloc(ex), Instruction::token(OpCode::CALL, HANDLER)];
+        let begin = [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
+        let body = w.finish(begin, end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        assert_ne!(body.clauses()[0].handler_end, Label::END);
+        assert!(body.clauses().iter().all(|c| c.handler_end != Label::END));
+    }
+
+    #[test]
+    fn what_cannot_be_wrapped_is_refused_with_a_reason() {
+        let mut b = MethodBody::new();
+        b.push(Instruction::token(OpCode::JMP, CALLEE));
+        let err = Wrapper::new(&b, &int_method(), None).unwrap_err();
+        assert_eq!(err, WrapError::Refused(Refusal::Jmp));
+        assert!(err.to_string().contains("jmp"), "{err}");
+        assert_eq!(
+            Wrapper::new(&MethodBody::new(), &int_method(), None).unwrap_err(),
+            WrapError::Refused(Refusal::NoCode)
+        );
+        // Begin and end code with a branch, a return or a dangling prefix.
+        let mut ok = MethodBody::new();
+        ok.push(Instruction::token(OpCode::CALL, CALLEE));
+        ok.push(op(OpCode::RET));
+        let w = Wrapper::new(&ok, &int_method(), None).unwrap();
+        let l = ok.labels().next().unwrap();
+        for bad in [Instruction::branch(OpCode::BR, l), op(OpCode::RET), op(OpCode::THROW), op(OpCode::TAIL)] {
+            let e = w.clone().finish([bad.clone()], [], sigs).unwrap_err();
+            assert_eq!(e, WrapError::NotStraightLine(bad.opcode));
+            assert_eq!(w.clone().finish([], [bad.clone()], sigs).unwrap_err(), e);
+        }
+        // Begin code that pops what is not there: the wrapped body does not verify.
+        let e = w.clone().finish([op(OpCode::POP)], [], sigs).unwrap_err();
+        assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::StackUnderflow, .. })), "{e}");
+        // A local index beyond the frame.
+        let e = w.finish([Instruction::ldloc(7), op(OpCode::POP)], [], sigs).unwrap_err();
+        assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::BadLocal(7), .. })), "{e}");
+    }
+
+    #[test]
+    fn new_locals_follow_the_existing_ones() {
+        let mut b = MethodBody::new();
+        b.push(Instruction::token(OpCode::CALL, CALLEE));
+        b.push(op(OpCode::RET));
+        // Two existing locals: string, int32.
+        let mut w = Wrapper::new(&b, &int_method(), Some(&[0x07, 0x02, 0x0e, 0x08])).unwrap();
+        assert_eq!((w.return_local(), w.exception_local()), (Some(2), 3));
+        assert_eq!(w.add_local(Type::I8), Ok(4));
+        assert_eq!(w.frame(), Frame { args: 0, locals: 5, returns: true });
+        let out = w.finish([], [], sigs).unwrap();
+        assert_eq!(out.locals_signature(), [0x07, 0x05, 0x0e, 0x08, 0x08, 0x1c, 0x0a]);
+    }
+}
+
 /// The real thing: every IL method body and every signature blob of CoreCLR 8.0.4's
 /// System.Private.CoreLib, read from its metadata tables (a minimal ECMA-335 II.24 reader
 /// below), decodes and encodes back byte for byte; and the max stack computed for each body,
@@ -1042,6 +1338,87 @@ mod corelib {
         // Tiny bodies declare 8 whatever they need; fat ones declare what the compiler
         // computed, which ours matches.
         assert_eq!(exact, fat, "{version}");
+    }
+
+    /// The wrapping's dry run: every IL body of both CoreLibs passes `verify` as the compiler
+    /// wrote it (so the checks refuse nothing the JIT takes), and wrapped between a begin call
+    /// and an end call that reads every argument, the return value, the exception and a state
+    /// local, every one passes again, also after encoding and reading back; the only methods
+    /// left unwrapped are those refused with a reason.
+    #[test]
+    fn every_corelib_body_verifies_and_wraps() {
+        for (version, m) in corelibs() {
+            wrap_every_body(version, &m);
+        }
+    }
+
+    fn wrap_every_body(version: &str, m: &Module) {
+        // Handlers behind tokens no table of the module has.
+        let begin = Token::new(Token::MEMBER_REF, 0xff_fff0);
+        let end = Token::new(Token::MEMBER_REF, 0xff_fff1);
+        let call_sig = |t: Token| match t {
+            // static int64 Begin(int32)
+            t if t == begin => MethodSig::decode(&[0x00, 0x01, 0x0a, 0x08]).ok(),
+            // static void End(int64, object)
+            t if t == end => MethodSig::decode(&[0x00, 0x02, 0x01, 0x0a, 0x1c]).ok(),
+            t => m.call_sig(t),
+        };
+        let (mut wrapped, mut with_clauses, mut refused) = (0, 0, Vec::new());
+        for rid in 1..=m.rows(0x06) {
+            let (rva, impl_flags) = (m.cell(0x06, rid, 0), m.cell(0x06, rid, 1));
+            if rva == 0 || impl_flags & 0x3 != 0 {
+                continue;
+            }
+            let what = format!("{version}: MethodDef {rid} ({})", m.string(m.cell(0x06, rid, 3)));
+            let body = MethodBody::parse(&m.file[m.offset(rva)..]).unwrap();
+            let method = MethodSig::decode(m.blob(m.cell(0x06, rid, 4))).unwrap();
+            let locals = body.local_var_sig().map(|t| m.blob(m.cell(0x11, t.rid() as usize, 0)));
+            let decoded = locals.map(|l| corprof_sig::sig::LocalVarSig::decode(l).unwrap());
+            let frame = Frame::of(&method, decoded.as_ref());
+            let max = body.verify(frame, call_sig).unwrap_or_else(|e| panic!("{what} as compiled: {e}"));
+            assert!(max <= body.max_stack(), "{what}");
+
+            let mut w = match Wrapper::new(&body, &method, locals) {
+                Ok(w) => w,
+                Err(WrapError::Refused(r)) => {
+                    refused.push(format!("{what}: {r}"));
+                    continue;
+                }
+                Err(e) => panic!("{what}: {e}"),
+            };
+            let state = w.add_local(Type::I8).unwrap();
+            let (ret, ex) = (w.return_local(), w.exception_local());
+            assert_eq!(ret.is_some(), frame.returns, "{what}");
+            let begin_code =
+                [Instruction::ldc_i4(rid as i32), Instruction::token(OpCode::CALL, begin), Instruction::stloc(state)];
+            let mut end_code =
+                vec![Instruction::ldloc(state), Instruction::ldloc(ex), Instruction::token(OpCode::CALL, end)];
+            for a in 0..frame.args as u16 {
+                end_code.extend([Instruction::ldarg(a), Instruction::simple(OpCode::POP)]);
+            }
+            end_code.extend(ret.into_iter().flat_map(|r| [Instruction::ldloc(r), Instruction::simple(OpCode::POP)]));
+            let out = w.finish(begin_code, end_code, call_sig).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let new_frame = out.frame();
+            assert_eq!(new_frame.locals, frame.locals + 2 + u32::from(frame.returns), "{what}");
+            let sig = corprof_sig::sig::LocalVarSig::decode(out.locals_signature()).unwrap();
+            assert_eq!(sig.locals.len() as u32, new_frame.locals, "{what}");
+            let body_out = out.into_body(Token::new(Token::STANDALONE_SIG, 0xff_ffff));
+            assert_eq!(body_out.clauses().len(), body.clauses().len() + 4, "{what}");
+            let bytes = body_out.encode().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let back = MethodBody::parse(&bytes).unwrap();
+            back.verify(new_frame, call_sig).unwrap_or_else(|e| panic!("{what} read back: {e}"));
+            assert!(back.init_locals(), "{what}");
+            with_clauses += usize::from(!body.clauses().is_empty());
+            wrapped += 1;
+        }
+        println!(
+            "{version}: {wrapped} bodies wrapped ({with_clauses} with clauses of their own), {} refused",
+            refused.len()
+        );
+        for r in &refused {
+            println!("  {r}");
+        }
+        assert!(wrapped > 15_000 && with_clauses > 500, "{version}: {wrapped} {with_clauses}");
     }
 
     /// Names from the tables, as `MetaDataImport` would give them.

@@ -26,6 +26,7 @@ mod elt_reference;
 mod gate;
 mod heap;
 mod il_roundtrip;
+mod instrument;
 mod jit_tracer;
 mod names;
 mod objects;

@@ -32,11 +32,15 @@ mod layout;
 mod opcodes;
 mod sections;
 mod stack;
+mod verify;
+mod wrap;
 
 pub use body::MethodBody;
 pub use editor::append_locals;
 pub use opcodes::{Flow, OpCode, OpInfo, OperandKind, StackCount};
 pub use sections::{Clause, ClauseKind};
+pub use verify::Frame;
+pub use wrap::{Refusal, WrapError, Wrapped, Wrapper};
 
 use crate::sig::Token;
 use std::fmt;
@@ -132,6 +136,48 @@ impl Instruction {
                 | (K::InlineVar, Operand::Var(_))
         ) || matches!((self.opcode.operand_kind(), &self.operand), (K::ShortInlineVar, Operand::Var(v)) if *v <= 0xff)
     }
+    /// `ldarg` of argument `index` (`this` is 0), in the shortest form.
+    pub fn ldarg(index: u16) -> Instruction {
+        Instruction::var(
+            index,
+            [OpCode::LDARG_0, OpCode::LDARG_1, OpCode::LDARG_2, OpCode::LDARG_3],
+            OpCode::LDARG_S,
+            OpCode::LDARG,
+        )
+    }
+    /// `ldarga` of argument `index`, in the shortest form.
+    pub fn ldarga(index: u16) -> Instruction {
+        Instruction::var(index, [], OpCode::LDARGA_S, OpCode::LDARGA)
+    }
+    /// `ldloc` of local `index`, in the shortest form.
+    pub fn ldloc(index: u16) -> Instruction {
+        Instruction::var(
+            index,
+            [OpCode::LDLOC_0, OpCode::LDLOC_1, OpCode::LDLOC_2, OpCode::LDLOC_3],
+            OpCode::LDLOC_S,
+            OpCode::LDLOC,
+        )
+    }
+    /// `ldloca` of local `index`, in the shortest form.
+    pub fn ldloca(index: u16) -> Instruction {
+        Instruction::var(index, [], OpCode::LDLOCA_S, OpCode::LDLOCA)
+    }
+    /// `stloc` to local `index`, in the shortest form.
+    pub fn stloc(index: u16) -> Instruction {
+        Instruction::var(
+            index,
+            [OpCode::STLOC_0, OpCode::STLOC_1, OpCode::STLOC_2, OpCode::STLOC_3],
+            OpCode::STLOC_S,
+            OpCode::STLOC,
+        )
+    }
+    fn var<const N: usize>(index: u16, macros: [OpCode; N], short: OpCode, long: OpCode) -> Instruction {
+        match macros.get(usize::from(index)) {
+            Some(op) => Instruction::simple(*op),
+            None if index <= 0xff => Instruction { opcode: short, operand: Operand::Var(index) },
+            None => Instruction { opcode: long, operand: Operand::Var(index) },
+        }
+    }
     /// The labels the operand refers to.
     pub fn targets(&self) -> &[Label] {
         match &self.operand {
@@ -190,6 +236,33 @@ pub enum IlErrorKind {
     StackMismatch,
     /// A call whose signature the caller did not give.
     UnknownCall(Token),
+    /// An argument index beyond the method's arguments.
+    BadArgument(u16),
+    /// A local index beyond the method's locals.
+    BadLocal(u16),
+    /// An instruction where the rules forbid it: `ret` or `jmp` in an exception region,
+    /// `endfinally` outside a finally or fault handler, `endfilter` outside a filter, `rethrow`
+    /// outside a catch handler, `localloc` in a handler.
+    Misplaced(OpCode),
+    /// Control going to the code at this offset enters a handler or filter, enters a protected
+    /// region past its first instruction, or leaves a region other than by `leave` (or by
+    /// `leave` out of a finally, fault or filter).
+    BadTransfer(usize),
+    /// The last instruction goes on to the next, or a branch targets the end of the code.
+    FallsOffEnd,
+    /// A stack depth other than the rules require: the return value alone at `ret`, one value
+    /// at `endfilter`, none where a protected region starts.
+    StackDepth {
+        /// What the rules require.
+        expected: u32,
+        /// What the code has there.
+        found: u32,
+    },
+    /// The clause's regions overlap one another, or a region of an earlier clause, without
+    /// nesting.
+    ClauseOverlap(usize),
+    /// The clause lies within an earlier clause's region: inner clauses come first.
+    ClauseOrder(usize),
 }
 
 impl fmt::Display for IlError {
@@ -209,6 +282,18 @@ impl fmt::Display for IlError {
             IlErrorKind::StackUnderflow => f.write_str("stack underflow"),
             IlErrorKind::StackMismatch => f.write_str("paths join with different stack depths"),
             IlErrorKind::UnknownCall(t) => write!(f, "no signature for call target {t:?}"),
+            IlErrorKind::BadArgument(v) => write!(f, "argument {v} is beyond the method's arguments"),
+            IlErrorKind::BadLocal(v) => write!(f, "local {v} is beyond the method's locals"),
+            IlErrorKind::Misplaced(op) => write!(f, "{op} is not allowed where it stands"),
+            IlErrorKind::BadTransfer(to) => {
+                write!(f, "control goes to IL offset {to} across an exception region's edge")
+            }
+            IlErrorKind::FallsOffEnd => f.write_str("control runs past the end of the code"),
+            IlErrorKind::StackDepth { expected, found } => {
+                write!(f, "stack depth {found} where {expected} is required")
+            }
+            IlErrorKind::ClauseOverlap(k) => write!(f, "exception clause {k} overlaps a region without nesting"),
+            IlErrorKind::ClauseOrder(k) => write!(f, "exception clause {k} is listed after a clause enclosing it"),
         }
     }
 }

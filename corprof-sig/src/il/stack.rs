@@ -11,6 +11,17 @@ impl MethodBody {
     /// `StandAloneSig`), which says how much the call pops and pushes.
     pub fn compute_max_stack(&self, call_sig: impl Fn(Token) -> Option<MethodSig>) -> Result<u16, IlError> {
         let layout = self.layout()?;
+        let (_, max) = self.depths(&layout, &call_sig)?;
+        u16::try_from(max).or(err(0, IlErrorKind::TooLarge))
+    }
+
+    /// The stack depth before each instruction (`None`: no path reaches it) and the deepest
+    /// the stack gets.
+    pub(super) fn depths(
+        &self,
+        layout: &layout::Layout,
+        call_sig: &impl Fn(Token) -> Option<MethodSig>,
+    ) -> Result<(Vec<Option<u32>>, u32), IlError> {
         let n = self.code.len();
         let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
         let mut depth: Vec<Option<u32>> = vec![None; n];
@@ -72,7 +83,7 @@ impl MethodBody {
                 Flow::Return | Flow::Throw => {}
             }
         }
-        u16::try_from(max).or(err(0, IlErrorKind::TooLarge))
+        Ok((depth, max))
     }
 
     /// [`compute_max_stack`](Self::compute_max_stack), and sets the header's max stack to it.

@@ -1,0 +1,284 @@
+//! The structural rules a body must keep for the JIT to accept it (ECMA-335 II.19, III.1.7):
+//! stack depths by data flow, exception regions nested and listed inner first, control entering
+//! and leaving regions only where the rules let it, and indexes within the frame.
+
+use super::*;
+use crate::sig::{LocalVarSig, MethodSig};
+
+/// The frame a body runs in: what [`MethodBody::verify`] checks indexes and `ret` against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Arguments, `this` included.
+    pub args: u32,
+    /// Locals.
+    pub locals: u32,
+    /// Whether the method returns a value (`ret` leaves one on the stack).
+    pub returns: bool,
+}
+
+impl Frame {
+    /// The frame of a method with signature `method` and locals `locals` (`None`: none).
+    pub fn of(method: &MethodSig, locals: Option<&LocalVarSig>) -> Frame {
+        let this = u32::from(method.call_conv.has_this() && !method.call_conv.explicit_this());
+        Frame {
+            args: method.params.len() as u32 + this,
+            locals: locals.map_or(0, |l| l.locals.len() as u32),
+            returns: !returns_void(method),
+        }
+    }
+}
+
+fn returns_void(method: &MethodSig) -> bool {
+    let mut ret = &method.ret;
+    while let crate::sig::Type::Modified { ty, .. } = ret {
+        ret = ty;
+    }
+    *ret == crate::sig::Type::Void
+}
+
+/// What a region of code is, for the rules of entering and leaving it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Try,
+    /// A catch or filter clause's handler.
+    Catch,
+    Filter,
+    /// A finally or fault clause's handler.
+    Finally,
+}
+
+/// A region as instruction positions, `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    start: usize,
+    end: usize,
+    kind: Kind,
+    clause: usize,
+}
+
+impl Block {
+    fn contains(&self, other: &Block) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+    fn disjoint(&self, other: &Block) -> bool {
+        self.end <= other.start || other.end <= self.start
+    }
+    fn same_range(&self, other: &Block) -> bool {
+        self.start == other.start && self.end == other.end
+    }
+}
+
+impl MethodBody {
+    /// Checks what the JIT would refuse a body for, short of types: the stack depth at every
+    /// instruction is one number whatever the path (and 0 where a protected region starts, 1
+    /// at `endfilter`, the return value alone at `ret`); exception regions are non-empty, each
+    /// clause's try, handler and filter apart, any two clauses' regions apart or nested (or two
+    /// trys the same), and a clause listed before every clause enclosing it; control enters a
+    /// handler or filter only from the runtime and a protected region only at its first
+    /// instruction, leaves a region only by `leave` (never a finally, fault or filter), `throw`,
+    /// `rethrow`, `endfinally` or `endfilter`, and never runs off the end of the code; `ret` and
+    /// `jmp` are outside every region, `endfinally` directly in a finally or fault handler,
+    /// `endfilter` directly in a filter, `rethrow` in a catch handler, `localloc` outside
+    /// handlers; every argument and local index is within `frame`.
+    ///
+    /// Returns the stack depth the body needs (as [`compute_max_stack`](Self::compute_max_stack)).
+    /// Checked are the instructions reachable from the start or a handler, as the JIT reads
+    /// them; indexes and placement everywhere.
+    pub fn verify(&self, frame: Frame, call_sig: impl Fn(Token) -> Option<MethodSig>) -> Result<u16, IlError> {
+        let layout = self.layout()?;
+        let n = self.code.len();
+        let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
+        let blocks = self.blocks(&layout)?;
+        // Each instruction's regions, innermost first.
+        let mut chains: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (b, block) in blocks.iter().enumerate() {
+            for chain in &mut chains[block.start..block.end] {
+                chain.push(b);
+            }
+        }
+        for chain in &mut chains {
+            // Blocks are sorted outer first (see `blocks`), so innermost first is the reverse.
+            chain.reverse();
+        }
+        let innermost_not_try = |i: usize| chains[i].iter().map(|&b| blocks[b].kind).find(|k| *k != Kind::Try);
+
+        for (i, (_, ins)) in self.code.iter().enumerate() {
+            let misplaced = || err(at(i), IlErrorKind::Misplaced(ins.opcode));
+            if let Some(index) = ins.var_index() {
+                let (limit, bad): (u32, fn(u16) -> IlErrorKind) = match index {
+                    VarIndex::Arg(_) => (frame.args, IlErrorKind::BadArgument),
+                    VarIndex::Local(_) => (frame.locals, IlErrorKind::BadLocal),
+                };
+                let (VarIndex::Arg(v) | VarIndex::Local(v)) = index;
+                if u32::from(v) >= limit {
+                    return err(at(i), bad(v));
+                }
+            }
+            match ins.opcode {
+                OpCode::RET | OpCode::JMP if !chains[i].is_empty() => return misplaced(),
+                OpCode::ENDFINALLY if chains[i].first().map(|&b| blocks[b].kind) != Some(Kind::Finally) => {
+                    return misplaced();
+                }
+                OpCode::ENDFILTER if chains[i].first().map(|&b| blocks[b].kind) != Some(Kind::Filter) => {
+                    return misplaced();
+                }
+                OpCode::RETHROW if innermost_not_try(i) != Some(Kind::Catch) => return misplaced(),
+                OpCode::LOCALLOC if innermost_not_try(i).is_some() => return misplaced(),
+                _ => {}
+            }
+            // Where control may go from here, and how.
+            let info = ins.opcode.info();
+            let falls = matches!(info.flow, Flow::Next | Flow::Break | Flow::Call | Flow::Prefix | Flow::CondBranch);
+            if falls && i + 1 == n {
+                return err(at(i), IlErrorKind::FallsOffEnd);
+            }
+            let leave = info.flow == Flow::Leave;
+            let mut targets: Vec<usize> = Vec::new();
+            if falls {
+                targets.push(i + 1);
+            }
+            for t in ins.targets() {
+                // A target at the end of the code is past every instruction: nothing runs there.
+                match layout.position(*t) {
+                    Some(p) => targets.push(p),
+                    None if *t == Label::END => return err(at(i), IlErrorKind::FallsOffEnd),
+                    None => return err(at(i), IlErrorKind::UnknownLabel(*t)),
+                }
+            }
+            for j in targets {
+                if !may_transfer(&blocks, &chains[i], &chains[j], j, leave) {
+                    return err(at(i), IlErrorKind::BadTransfer(at(j)));
+                }
+            }
+        }
+
+        let (depths, max) = self.depths(&layout, &call_sig)?;
+        for (i, (_, ins)) in self.code.iter().enumerate() {
+            let Some(d) = depths[i] else { continue };
+            let expect = |expected: u32| {
+                if d == expected { Ok(()) } else { err(at(i), IlErrorKind::StackDepth { expected, found: d }) }
+            };
+            match ins.opcode {
+                OpCode::RET => expect(u32::from(frame.returns))?,
+                OpCode::ENDFILTER => expect(1)?,
+                _ => {}
+            }
+            if blocks.iter().any(|b| b.kind == Kind::Try && b.start == i) {
+                expect(0)?;
+            }
+        }
+        u16::try_from(max).or(err(0, IlErrorKind::TooLarge))
+    }
+
+    /// Every clause's regions as positions, sorted outer first, checked for shape, nesting and
+    /// order; identical try ranges (one try, several handlers) are one block.
+    fn blocks(&self, layout: &layout::Layout) -> Result<Vec<Block>, IlError> {
+        let n = self.code.len();
+        let pos = |k: usize, l: Label| -> Result<usize, IlError> {
+            if l == Label::END {
+                Ok(n)
+            } else {
+                layout.position(l).ok_or(IlError { offset: k, kind: IlErrorKind::UnknownLabel(l) })
+            }
+        };
+        let mut blocks: Vec<Block> = Vec::new();
+        for (k, c) in self.clauses.iter().enumerate() {
+            let range = |start: Label, end: Label, kind: Kind| -> Result<Block, IlError> {
+                let (start, end) = (pos(k, start)?, pos(k, end)?);
+                if start >= end {
+                    return err(k, IlErrorKind::BadClause);
+                }
+                Ok(Block { start, end, kind, clause: k })
+            };
+            let try_block = range(c.try_start, c.try_end, Kind::Try)?;
+            let handler_kind = match c.kind {
+                ClauseKind::Catch(_) | ClauseKind::Filter(_) => Kind::Catch,
+                ClauseKind::Finally | ClauseKind::Fault => Kind::Finally,
+            };
+            let handler = range(c.handler_start, c.handler_end, handler_kind)?;
+            let mut own = vec![try_block, handler];
+            if let ClauseKind::Filter(f) = c.kind {
+                // The filter runs from its start to the handler's.
+                own.push(range(f, c.handler_start, Kind::Filter)?);
+            }
+            for (a, x) in own.iter().enumerate() {
+                if own[a + 1..].iter().any(|y| !x.disjoint(y)) {
+                    return err(k, IlErrorKind::ClauseOverlap(k));
+                }
+            }
+            for block in own {
+                if block.kind == Kind::Try && blocks.iter().any(|b| b.kind == Kind::Try && b.same_range(&block)) {
+                    continue;
+                }
+                for b in &blocks {
+                    if b.disjoint(&block) {
+                        continue;
+                    }
+                    // An earlier clause's region overlapping this one must lie within it.
+                    if !block.contains(b) || (block.same_range(b) && block.kind != Kind::Try) {
+                        return err(
+                            k,
+                            if b.contains(&block) {
+                                IlErrorKind::ClauseOrder(k)
+                            } else {
+                                IlErrorKind::ClauseOverlap(k)
+                            },
+                        );
+                    }
+                }
+                blocks.push(block);
+            }
+        }
+        // Outer first: longer ranges first; of equal ranges, the later clause is the outer one.
+        blocks.sort_by(|a, b| (b.end - b.start).cmp(&(a.end - a.start)).then(b.clause.cmp(&a.clause)));
+        Ok(blocks)
+    }
+}
+
+/// Whether control may go from an instruction in the regions `from` to the instruction `to`
+/// (position `j`) in the regions `into`, both innermost first: it may leave regions only by
+/// `leave`, and never a filter, finally or fault handler; it may enter only protected regions,
+/// at their first instruction.
+fn may_transfer(blocks: &[Block], from: &[usize], into: &[usize], j: usize, leave: bool) -> bool {
+    let common = from.iter().rev().zip(into.iter().rev()).take_while(|(a, b)| a == b).count();
+    let exited = &from[..from.len() - common];
+    let entered = &into[..into.len() - common];
+    let exits_ok =
+        exited.is_empty() || (leave && exited.iter().all(|&b| matches!(blocks[b].kind, Kind::Try | Kind::Catch)));
+    exits_ok && entered.iter().all(|&b| blocks[b].kind == Kind::Try && blocks[b].start == j)
+}
+
+/// An argument or local an instruction names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum VarIndex {
+    Arg(u16),
+    Local(u16),
+}
+
+impl Instruction {
+    /// The argument or local this instruction reads, writes or takes the address of.
+    pub(super) fn var_index(&self) -> Option<VarIndex> {
+        let v = match self.operand {
+            Operand::Var(v) => v,
+            _ => 0,
+        };
+        Some(match self.opcode {
+            OpCode::LDARG_0 | OpCode::LDARG_1 | OpCode::LDARG_2 | OpCode::LDARG_3 => {
+                VarIndex::Arg(self.opcode.value() - OpCode::LDARG_0.value())
+            }
+            OpCode::LDLOC_0 | OpCode::LDLOC_1 | OpCode::LDLOC_2 | OpCode::LDLOC_3 => {
+                VarIndex::Local(self.opcode.value() - OpCode::LDLOC_0.value())
+            }
+            OpCode::STLOC_0 | OpCode::STLOC_1 | OpCode::STLOC_2 | OpCode::STLOC_3 => {
+                VarIndex::Local(self.opcode.value() - OpCode::STLOC_0.value())
+            }
+            OpCode::LDARG_S | OpCode::LDARGA_S | OpCode::STARG_S | OpCode::LDARG | OpCode::LDARGA | OpCode::STARG => {
+                VarIndex::Arg(v)
+            }
+            OpCode::LDLOC_S | OpCode::LDLOCA_S | OpCode::STLOC_S | OpCode::LDLOC | OpCode::LDLOCA | OpCode::STLOC => {
+                VarIndex::Local(v)
+            }
+            _ => return None,
+        })
+    }
+}

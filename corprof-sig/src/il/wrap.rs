@@ -1,0 +1,337 @@
+//! Wrapping a body between begin and end code: the shape APM agents call CallTarget.
+
+use super::*;
+use crate::sig::{LocalVarSig, MethodSig, SigError, Type};
+
+/// A method body being wrapped between begin code, run first, and end code, run however the
+/// body ends (a value returned or an exception thrown), each guarded so that its own failure
+/// never reaches the app:
+///
+/// ```text
+/// try { <begin> } filter { pop; ldc.i4.1; endfilter } { pop; leave BODY }   // swallowed
+/// BODY:
+/// try {
+///   try { <the original code, each `ret` now `stloc ret; leave END`> }
+///   filter { stloc ex; ldc.i4.0; endfilter } { pop; rethrow }   // notes the exception, never catches
+/// } finally {
+///   try { <end> } filter { pop; ldc.i4.1; endfilter } { pop; leave F }   // swallowed
+///   F: endfinally
+/// }
+/// END: ldloc ret; ret
+/// ```
+///
+/// The exception is noted by a filter that declines it, so the first pass goes on to the
+/// callers' handlers exactly as without the wrapping, and nothing is rethrown. Guards are
+/// filters too, so they catch everything thrown (not only `System.Exception`) and need no
+/// type token from the module. The body gets two locals (the return value when there is
+/// one, and the exception as `object`, null when none escaped), plus those of
+/// [`add_local`](Self::add_local); locals are zero-initialised, so the end code reads zero
+/// from a local the begin code did not set. `tail.` prefixes are dropped (a tail call cannot
+/// leave a protected region).
+///
+/// Begin and end code are straight-line (no branches, returns or throws), start with an empty
+/// stack (what they leave on it is dropped) and may use the arguments and every local. [`finish`](Self::finish)
+/// checks the whole body with [`MethodBody::verify`] before handing it back.
+///
+/// ```
+/// use corprof_sig::il::{Instruction, MethodBody, OpCode, Wrapper};
+/// use corprof_sig::sig::{MethodSig, Token, Type};
+/// // static int F(int x) => x; and a handler `static void Seen(int)` behind a MemberRef.
+/// let body = MethodBody::parse(&[0x0a, 0x02, 0x2a]).unwrap();
+/// let method = MethodSig::decode(&[0x00, 0x01, 0x08, 0x08]).unwrap();
+/// let seen = Token::new(Token::MEMBER_REF, 1);
+/// let mut w = Wrapper::new(&body, &method, None).unwrap();
+/// let ret = w.return_local().unwrap();
+/// let begin = [Instruction::ldarg(0), Instruction::token(OpCode::CALL, seen)];
+/// let end = [Instruction::ldloc(ret), Instruction::token(OpCode::CALL, seen)];
+/// let wrapped = w.finish(begin, end, |t| (t == seen).then(|| MethodSig::decode(&[0x00, 0x01, 0x01, 0x08]).unwrap())).unwrap();
+/// assert_eq!(wrapped.locals_signature(), [0x07, 0x02, 0x08, 0x1c]); // int32 ret, object ex
+/// let body = wrapped.into_body(Token::new(Token::STANDALONE_SIG, 7));
+/// assert_eq!(body.clauses().len(), 4);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Wrapper {
+    body: MethodBody,
+    locals: LocalVarSig,
+    frame: Frame,
+    ret: Option<u16>,
+    exception: u16,
+}
+
+/// A wrapped body, checked, and its new locals.
+#[derive(Clone, Debug)]
+pub struct Wrapped {
+    body: MethodBody,
+    locals: Vec<u8>,
+    frame: Frame,
+}
+
+/// Why a method is not wrapped: what it does that the wrapping cannot keep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The body has no instructions.
+    NoCode,
+    /// The body uses `jmp`, which must run with no exception region around it.
+    Jmp,
+    /// The locals would pass the 65,534 a body can address.
+    TooManyLocals,
+}
+
+/// Why [`Wrapper`] could not wrap a body.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum WrapError {
+    /// The method does what the wrapping cannot keep.
+    Refused(Refusal),
+    /// Begin or end code that is not straight-line, or leaves a prefix dangling: this opcode.
+    NotStraightLine(OpCode),
+    /// The body, or the wrapped body, breaks a rule [`MethodBody::verify`] checks.
+    Il(IlError),
+    /// The locals' signature could not be read or written.
+    Sig(SigError),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refusal::NoCode => "the body has no code",
+            Refusal::Jmp => "the body uses `jmp`, which cannot run inside an exception region",
+            Refusal::TooManyLocals => "the body has too many locals to add the wrapper's",
+        })
+    }
+}
+
+impl fmt::Display for WrapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WrapError::Refused(r) => write!(f, "not wrapped: {r}"),
+            WrapError::NotStraightLine(op) => write!(f, "begin and end code must be straight-line: {op} is not"),
+            WrapError::Il(e) => write!(f, "wrapped body: {e}"),
+            WrapError::Sig(e) => write!(f, "locals: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WrapError {}
+
+impl From<IlError> for WrapError {
+    fn from(e: IlError) -> Self {
+        WrapError::Il(e)
+    }
+}
+
+impl From<SigError> for WrapError {
+    fn from(e: SigError) -> Self {
+        WrapError::Sig(e)
+    }
+}
+
+/// The most locals a body can address (`ldloc`'s operand is 16-bit; 0xffff is not a slot).
+const MAX_LOCALS: usize = 0xfffe;
+
+impl Wrapper {
+    /// Starts wrapping `body`, a method with signature `method` and locals `locals` (the bytes
+    /// the body's `LocalVarSigTok` names; `None` for a body without locals).
+    pub fn new(body: &MethodBody, method: &MethodSig, locals: Option<&[u8]>) -> Result<Wrapper, WrapError> {
+        if body.is_empty() {
+            return Err(WrapError::Refused(Refusal::NoCode));
+        }
+        if body.code.iter().any(|(_, i)| i.opcode == OpCode::JMP) {
+            return Err(WrapError::Refused(Refusal::Jmp));
+        }
+        let locals = match locals {
+            Some(bytes) => LocalVarSig::decode(bytes)?,
+            None => LocalVarSig::default(),
+        };
+        let frame = Frame::of(method, Some(&locals));
+        let mut wrapper = Wrapper { body: body.clone(), locals, frame, ret: None, exception: 0 };
+        if frame.returns {
+            let mut ret = method.ret.clone();
+            // Modifiers say how the value is used by callers; the local only holds it.
+            while let Type::Modified { ty, .. } = ret {
+                ret = *ty;
+            }
+            wrapper.ret = Some(wrapper.add_local(ret)?);
+        }
+        wrapper.exception = wrapper.add_local(Type::Object)?;
+        Ok(wrapper)
+    }
+
+    /// Adds a local of type `ty` (for the begin code to hand state to the end code) and
+    /// returns its index.
+    pub fn add_local(&mut self, ty: Type) -> Result<u16, WrapError> {
+        let index = self.locals.locals.len();
+        if index >= MAX_LOCALS {
+            return Err(WrapError::Refused(Refusal::TooManyLocals));
+        }
+        self.locals.locals.push(ty);
+        self.frame.locals += 1;
+        Ok(index as u16)
+    }
+
+    /// The local holding the return value when the end code runs (`None` for a method
+    /// returning `void`); the end code may store a new one.
+    pub fn return_local(&self) -> Option<u16> {
+        self.ret
+    }
+
+    /// The local holding the exception leaving the body when the end code runs (an `object`,
+    /// null when the body returned).
+    pub fn exception_local(&self) -> u16 {
+        self.exception
+    }
+
+    /// The frame the wrapped body runs in: the method's arguments and every local.
+    pub fn frame(&self) -> Frame {
+        self.frame
+    }
+
+    /// Wraps the body with `begin` and `end` (either may be empty) and checks the result with
+    /// [`MethodBody::verify`]; `call_sig` gives the signature behind each call's token, the
+    /// original code's and the begin and end code's. The body's max stack is set to what it
+    /// needs.
+    pub fn finish(
+        self,
+        begin: impl IntoIterator<Item = Instruction>,
+        end: impl IntoIterator<Item = Instruction>,
+        call_sig: impl Fn(Token) -> Option<MethodSig>,
+    ) -> Result<Wrapped, WrapError> {
+        let straight = |code: Vec<Instruction>| -> Result<Vec<Instruction>, WrapError> {
+            for ins in &code {
+                let flow = ins.opcode.info().flow;
+                if !matches!(flow, Flow::Next | Flow::Call | Flow::Prefix) || !ins.operand_fits() {
+                    return Err(WrapError::NotStraightLine(ins.opcode));
+                }
+            }
+            match code.last() {
+                Some(last) if last.opcode.info().flow == Flow::Prefix => Err(WrapError::NotStraightLine(last.opcode)),
+                _ => Ok(code),
+            }
+        };
+        let (begin, end) = (straight(begin.into_iter().collect())?, straight(end.into_iter().collect())?);
+        let Wrapper { mut body, locals, frame, ret, exception } = self;
+        let original: Vec<Label> = body.labels().collect();
+        let first = original[0];
+        let leave = |to: Label| Instruction::branch(OpCode::LEAVE, to);
+        let placeholder = Label::END;
+
+        // The tail, after the original code: the exception note, the finally, the return.
+        let note = body.push(Instruction::stloc(exception));
+        body.push(Instruction::ldc_i4(0));
+        body.push(Instruction::simple(OpCode::ENDFILTER));
+        let note_handler = body.push(Instruction::simple(OpCode::POP));
+        body.push(Instruction::simple(OpCode::RETHROW));
+        let mut end_guard = None;
+        let finally_start = if end.is_empty() {
+            None
+        } else {
+            let start = body.push(end[0].clone());
+            end[1..].iter().for_each(|i| {
+                body.push(i.clone());
+            });
+            let leave_try = body.push(leave(placeholder));
+            let filter = body.push(Instruction::simple(OpCode::POP));
+            body.push(Instruction::ldc_i4(1));
+            body.push(Instruction::simple(OpCode::ENDFILTER));
+            let handler = body.push(Instruction::simple(OpCode::POP));
+            let leave_handler = body.push(leave(placeholder));
+            end_guard = Some((start, filter, handler, [leave_try, leave_handler]));
+            Some(start)
+        };
+        let endfinally = body.push(Instruction::simple(OpCode::ENDFINALLY));
+        let finally_start = finally_start.unwrap_or(endfinally);
+        let the_end = match ret {
+            Some(r) => {
+                let l = body.push(Instruction::ldloc(r));
+                body.push(Instruction::simple(OpCode::RET));
+                l
+            }
+            None => body.push(Instruction::simple(OpCode::RET)),
+        };
+        if let Some((_, _, _, leaves)) = end_guard {
+            for l in leaves {
+                if let Some(ins) = body.get_mut(l) {
+                    ins.operand = Operand::Branch(endfinally);
+                }
+            }
+        }
+        // A region of the original code that ran to the end of the code ends where the tail
+        // starts.
+        for c in &mut body.clauses {
+            for l in c.labels_mut() {
+                if *l == Label::END {
+                    *l = note;
+                }
+            }
+        }
+
+        // The original code: every return goes through the finally; tail calls are plain calls.
+        for &l in &original {
+            match body.get(l).map(|i| i.opcode) {
+                Some(OpCode::RET) => {
+                    let store = ret.map(Instruction::stloc);
+                    body.replace(l, store.into_iter().chain([leave(the_end)]))?;
+                }
+                Some(OpCode::TAIL) => {
+                    body.remove(l)?;
+                }
+                _ => {}
+            }
+        }
+        // `remove` of a first `tail.` moves what named it to the next instruction.
+        let first = if body.get(first).is_some() {
+            first
+        } else {
+            body.labels().find(|l| original.contains(l)).unwrap_or(note)
+        };
+
+        // The begin code, guarded, before everything.
+        let mut clauses = std::mem::take(&mut body.clauses);
+        if !begin.is_empty() {
+            let n = begin.len();
+            let guard = begin.into_iter().chain([
+                leave(first),
+                Instruction::simple(OpCode::POP),
+                Instruction::ldc_i4(1),
+                Instruction::simple(OpCode::ENDFILTER),
+                Instruction::simple(OpCode::POP),
+                leave(first),
+            ]);
+            let labels = body.insert_before(first, guard)?;
+            let (filter, handler) = (labels[n + 1], labels[n + 4]);
+            clauses.push(Clause::new(ClauseKind::Filter(filter), labels[0], filter, handler, first));
+        }
+        clauses.push(Clause::new(ClauseKind::Filter(note), first, note, note_handler, finally_start));
+        if let Some((start, filter, handler, _)) = end_guard {
+            clauses.push(Clause::new(ClauseKind::Filter(filter), start, filter, handler, endfinally));
+        }
+        clauses.push(Clause::new(ClauseKind::Finally, first, finally_start, finally_start, the_end));
+        body.clauses = clauses;
+        body.set_init_locals(true);
+
+        let locals_bytes = locals.encode()?;
+        let max = body.verify(frame, call_sig)?;
+        body.max_stack = max;
+        Ok(Wrapped { body, locals: locals_bytes, frame })
+    }
+}
+
+impl Wrapped {
+    /// The new local-variable signature, for `GetTokenFromSig`.
+    pub fn locals_signature(&self) -> &[u8] {
+        &self.locals
+    }
+
+    /// The frame the wrapped body runs in.
+    pub fn frame(&self) -> Frame {
+        self.frame
+    }
+
+    /// The body, naming its new locals by `locals_token` (what `GetTokenFromSig` gave for
+    /// [`locals_signature`](Self::locals_signature)).
+    pub fn into_body(mut self, locals_token: Token) -> MethodBody {
+        self.body.set_local_var_sig(locals_token);
+        self.body
+    }
+}

@@ -1,0 +1,128 @@
+//! A test profiler for `tests/runtime/instrument.rs`: wraps the methods of the Instrument app
+//! with handlers through `corprof::instrument`, with no `unsafe`, and writes what the handlers
+//! saw to the file in `CORPROF_INSTRUMENT_OUT` at shutdown: the instrumentation's events, then
+//! one line per wrapped method, `<name> calls=<n> ends=<n> threw=<n> unpaired=<n> last=<outcome>`.
+
+#![forbid(unsafe_code)]
+
+use corprof::instrument::{Handler, Instrumentation, Method, Outcome, Target};
+use corprof::types::ModuleID;
+use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+
+pub const CLSID: corprof::GUID = corprof::GUID::parse("3B8E1F52-6C0A-4D97-B2E4-8F1A7C5D9E03");
+
+#[derive(Default)]
+struct Seen {
+    calls: u64,
+    ends: u64,
+    threw: u64,
+    unpaired: u64,
+    last: Option<Outcome>,
+}
+
+/// Counts per method; `begin` hands out a sequence number that `end` must get back, checked
+/// through a per-thread stack (calls nest, recursion included).
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<BTreeMap<String, Seen>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+thread_local! {
+    static OPEN: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Handler for &'static Recorder {
+    fn begin(&self, method: &Method) -> u64 {
+        let state = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        self.seen.lock().unwrap().entry(method.name().to_owned()).or_default().calls += 1;
+        OPEN.with(|o| o.borrow_mut().push(state));
+        state
+    }
+    fn end(&self, method: &Method, state: u64, outcome: Outcome) {
+        let paired = OPEN.with(|o| o.borrow_mut().pop()) == Some(state);
+        let mut seen = self.seen.lock().unwrap();
+        let s = seen.entry(method.name().to_owned()).or_default();
+        s.ends += 1;
+        s.threw += u64::from(outcome == Outcome::Threw);
+        s.unpaired += u64::from(!paired);
+        s.last = Some(outcome);
+    }
+}
+
+/// Panics in `begin`: reported once, then never called again; the app runs on.
+struct Panicky;
+
+impl Handler for Panicky {
+    fn begin(&self, _: &Method) -> u64 {
+        panic!("a handler that panics");
+    }
+}
+
+#[derive(Default)]
+pub struct Profiler {
+    info: OnceLock<ProfilerInfo>,
+    wrapping: OnceLock<Instrumentation>,
+}
+
+fn recorder() -> &'static Recorder {
+    static RECORDER: OnceLock<Recorder> = OnceLock::new();
+    RECORDER.get_or_init(Recorder::default)
+}
+
+impl CorProfilerCallback for Profiler {
+    fn initialize(&self, unknown: &IUnknown) -> Result<()> {
+        let info = ProfilerInfo::from_unknown(unknown)?;
+        info.set_event_mask(Instrumentation::EVENT_MASK)?;
+        let mut wrapping = Instrumentation::new();
+        let targets = [
+            Target::method("InstrumentApp.Target", "_"),
+            Target::method("InstrumentApp.Target+Inner", "_"),
+            Target::method("InstrumentApp.Point", "_"),
+            Target::method("InstrumentApp.Box`1", "Get").in_assembly("Instrument"),
+            // Names nothing: said at the end.
+            Target::method("InstrumentApp.Nowhere", "Nothing"),
+            // Already wrapped by the first target: wrapped once.
+            Target::method("InstrumentApp.Target", "Add"),
+        ];
+        for target in targets {
+            wrapping.wrap(target, recorder()).map_err(|_| HResult::E_FAIL)?;
+        }
+        wrapping.wrap(Target::method("InstrumentApp.Program", "Main"), Panicky).map_err(|_| HResult::E_FAIL)?;
+        let _ = (self.info.set(info), self.wrapping.set(wrapping));
+        Ok(())
+    }
+
+    fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
+        if let (Some(info), Some(wrapping)) = (self.info.get(), self.wrapping.get()) {
+            wrapping.module_load_finished(info, module);
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let Some(path) = std::env::var_os("CORPROF_INSTRUMENT_OUT") else { return Ok(()) };
+        let mut text = String::new();
+        if let Some(wrapping) = self.wrapping.get() {
+            for event in wrapping.events() {
+                text += &format!("{event}\n");
+            }
+            for target in wrapping.unmatched() {
+                text += &format!("unmatched {target}\n");
+            }
+        }
+        for (name, s) in recorder().seen.lock().unwrap().iter() {
+            let last = s.last.map_or("-".to_owned(), |o| format!("{o:?}"));
+            text += &format!(
+                "{name} calls={} ends={} threw={} unpaired={} last={last}\n",
+                s.calls, s.ends, s.threw, s.unpaired
+            );
+        }
+        std::fs::write(path, text).map_err(|_| HResult::E_FAIL)
+    }
+}
+
+corprof::export_profiler!(Profiler, CLSID);

@@ -1,0 +1,94 @@
+//! Wrapping methods with Rust handlers in real runtimes (tests/instrument-profiler with the
+//! Instrument app): every method of the app's target types is wrapped as its module loads, the
+//! app's output stays what it is unwrapped, and the handlers see each call begin and end, the
+//! exceptions, the returned values and their own state back, on CoreCLR 8.0.4 and 3.1.23.
+
+use crate::common::*;
+
+const INSTRUMENT_CLSID: &str = "3B8E1F52-6C0A-4D97-B2E4-8F1A7C5D9E03";
+
+fn wrapped(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "Instrument", &[]);
+    assert_eq!(plain.code, Some(0), "{}", plain.describe());
+
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let run = run_profiled(runtime, "Instrument", INSTRUMENT_CLSID, &lib, &[("CORPROF_INSTRUMENT_OUT", out.path())]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
+    // The handler that panics is reported once, and the app runs on.
+    let reports: Vec<&str> = run.stderr.lines().filter(|l| l.contains("instrument handler")).collect();
+    assert_eq!(
+        reports,
+        ["corprof: instrument handler for InstrumentApp.Program::Main (in InstrumentApp.Program::Main) panicked: \
+             a handler that panics; it is not called again"],
+        "{}",
+        run.describe()
+    );
+
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let lines: Vec<&str> = text.lines().collect();
+    let wrapped_by_first = [
+        ".ctor", "Nothing", "Add", "Greet", "Nine", "Half", "Third", "Odd", "First", "Big", "Throws", "Fact", "Swap",
+        "Id", "Guarded", "Later", "Loop",
+    ]
+    .map(|m| format!("wrapped InstrumentApp.Target::{m} (target InstrumentApp.Target::_)"));
+    let mut expected: Vec<String> = wrapped_by_first.to_vec();
+    expected.extend(
+        [
+            "wrapped InstrumentApp.Target+Inner::.ctor (target InstrumentApp.Target+Inner::_)",
+            "wrapped InstrumentApp.Target+Inner::Small (target InstrumentApp.Target+Inner::_)",
+            "wrapped InstrumentApp.Point::Sum (target InstrumentApp.Point::_)",
+            "wrapped InstrumentApp.Point::Move (target InstrumentApp.Point::_)",
+            "wrapped InstrumentApp.Box`1::Get (target [Instrument]InstrumentApp.Box`1::Get)",
+            // A method two targets name gets the first one's handler, and the second says so.
+            "not wrapped InstrumentApp.Target::Add (target InstrumentApp.Target::Add): target \
+             InstrumentApp.Target::_ named it first: a method gets one handler",
+            "wrapped InstrumentApp.Program::Main (target InstrumentApp.Program::Main)",
+            "unmatched InstrumentApp.Nowhere::Nothing",
+            // Generic type and method: one method, each instantiation's calls.
+            "InstrumentApp.Box`1::Get calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other)",
+            // A value type's `this`.
+            "InstrumentApp.Point::Move calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
+            "InstrumentApp.Point::Sum calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(23))",
+            "InstrumentApp.Target+Inner::Small calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(42))",
+            "InstrumentApp.Target::.ctor calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
+            "InstrumentApp.Target::Add calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(0))",
+            "InstrumentApp.Target::Big calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(18446744073709551615))",
+            // Recursion: every level begins and ends, in order.
+            "InstrumentApp.Target::Fact calls=5 ends=5 threw=0 unpaired=0 last=Returned(Int(120))",
+            "InstrumentApp.Target::First calls=1 ends=1 threw=0 unpaired=0 last=Returned(Char(120))",
+            "InstrumentApp.Target::Greet calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other)",
+            // Its own try/catch/finally and filter, returns from inside them.
+            "InstrumentApp.Target::Guarded calls=3 ends=3 threw=0 unpaired=0 last=Returned(Int(1050))",
+            "InstrumentApp.Target::Half calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(2.5))",
+            "InstrumentApp.Target::Id calls=3 ends=3 threw=0 unpaired=0 last=Returned(Other)",
+            // An async method ends when it returns its task.
+            "InstrumentApp.Target::Later calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other)",
+            "InstrumentApp.Target::Loop calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(40))",
+            // Nine arguments.
+            "InstrumentApp.Target::Nine calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(9036))",
+            "InstrumentApp.Target::Nothing calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
+            "InstrumentApp.Target::Odd calls=2 ends=2 threw=0 unpaired=0 last=Returned(Bool(false))",
+            // `ref` and `out` arguments.
+            "InstrumentApp.Target::Swap calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(4))",
+            "InstrumentApp.Target::Third calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(3.0))",
+            // The exception is seen, and the caller still catches it.
+            "InstrumentApp.Target::Throws calls=2 ends=2 threw=1 unpaired=0 last=Threw",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(lines, expected, "instrument-profiler output on CoreCLR {runtime}");
+}
+
+#[test]
+fn methods_are_wrapped_with_rust_handlers_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    wrapped("8", "methods_are_wrapped_with_rust_handlers_on_coreclr_8");
+}
+
+#[test]
+fn methods_are_wrapped_with_rust_handlers_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    wrapped("3", "methods_are_wrapped_with_rust_handlers_on_coreclr_3");
+}
