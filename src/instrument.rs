@@ -393,8 +393,9 @@ impl fmt::Display for Event {
 #[derive(Default)]
 pub struct Instrumentation {
     targets: Vec<(Target, DefinitionId, AtomicBool)>,
-    /// Each method wrapped or refused, with the target that named it first.
-    done: Mutex<HashMap<(ModuleID, mdMethodDef), String>>,
+    /// Each method wrapped or refused, with the indexes of the targets that named it, the one
+    /// whose handler it has first.
+    done: Mutex<HashMap<(ModuleID, mdMethodDef), Vec<usize>>>,
     events: Mutex<Vec<Event>>,
 }
 
@@ -432,6 +433,13 @@ impl Instrumentation {
         self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Forgets what was done in `module`: call it from `module_unload_started`, so that a new
+    /// module the runtime later gives the same `ModuleID` is wrapped too (without it, such a
+    /// module's methods are taken as done and run unwrapped).
+    pub fn module_unload_started(&self, module: ModuleID) {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).retain(|(m, _), _| *m != module);
+    }
+
     /// The targets that have named no method in any module loaded so far.
     pub fn unmatched(&self) -> Vec<Target> {
         self.targets.iter().filter(|(_, _, m)| !m.load(Ordering::Relaxed)).map(|(t, ..)| t.clone()).collect()
@@ -442,8 +450,8 @@ impl Instrumentation {
     }
 
     /// Wraps what the targets name in `module`: call it from `module_load_finished`. Each
-    /// method is wrapped once, however often this is called; what was done is added to
-    /// [`events`](Self::events).
+    /// method is wrapped once, however often this is called for its module; what was done is
+    /// added to [`events`](Self::events).
     pub fn module_load_finished(&self, info: &ProfilerInfo, module: ModuleID) {
         if self.targets.is_empty() {
             return;
@@ -454,7 +462,7 @@ impl Instrumentation {
             .map(|a| a.name)
             .unwrap_or_default();
         let mut import = None;
-        for (target, definition, matched) in &self.targets {
+        for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
             if target.assembly.as_ref().is_some_and(|a| *a != assembly) {
                 continue;
             }
@@ -473,21 +481,26 @@ impl Instrumentation {
             };
             for method in methods {
                 matched.store(true, Ordering::Relaxed);
+                let first = {
+                    let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+                    match done.get_mut(&(module, method)) {
+                        // Asked again for the same module: said already.
+                        Some(by) if by.contains(&t) => continue,
+                        Some(by) => {
+                            by.push(t);
+                            Err(format!("target {} named it first: a method gets one handler", self.targets[by[0]].0))
+                        }
+                        None => {
+                            done.insert((module, method), vec![t]);
+                            Ok(())
+                        }
+                    }
+                };
                 let name = format!(
                     "{}::{}",
                     target.type_name,
                     import.get_method_props(method).map(|p| p.name).unwrap_or_default()
                 );
-                let first = {
-                    let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-                    match done.get(&(module, method)) {
-                        Some(by) => Err(format!("target {by} named it first: a method gets one handler")),
-                        None => {
-                            done.insert((module, method), target.to_string());
-                            Ok(())
-                        }
-                    }
-                };
                 let event = match first.and_then(|()| wrap_method(info, import, module, method, *definition, &name)) {
                     Ok(()) => Event::Wrapped { method: name, target: target.to_string() },
                     Err(reason) => Event::Refused { method: name, target: target.to_string(), reason },
@@ -646,4 +659,101 @@ fn wrap_method(
     // `returns` says; the locals token names the wrapper's local signature, made in this module.
     unsafe { info.set_il_body(module, method, &body) }.map_err(|e| format!("the runtime refused the body: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    /// Counts calls, and panics in `begin` once asked to.
+    struct Probe {
+        begins: Arc<AtomicU64>,
+        ends: Arc<AtomicU64>,
+        panic: bool,
+    }
+
+    impl Handler for Probe {
+        fn begin(&self, _: &Method) -> u64 {
+            self.begins.fetch_add(1, Ordering::Relaxed);
+            if self.panic {
+                panic!("probe");
+            }
+            7
+        }
+        fn end(&self, _: &Method, state: u64, outcome: Outcome) {
+            assert_eq!((state, outcome), (7, Outcome::Returned(Value::Int(-2))));
+            self.ends.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Registers a probe and one method for it, as `wrap_method` would.
+    fn registered(panic: bool) -> (u32, Arc<AtomicU64>, Arc<AtomicU64>) {
+        let (begins, ends) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let mut i = Instrumentation::new();
+        let probe = Probe { begins: begins.clone(), ends: ends.clone(), panic };
+        let definition = i.wrap(Target::method("T", "M"), probe).unwrap();
+        let r = registry();
+        let index = claim(&r.methods, &r.next_method, |index| Method {
+            index,
+            definition,
+            name: "T::M".into(),
+            returns: ReturnKind::Int,
+        })
+        .unwrap();
+        (index, begins, ends)
+    }
+
+    #[test]
+    fn the_entry_points_reach_the_handler_with_its_state_and_the_value() {
+        let (index, begins, ends) = registered(false);
+        assert_eq!(begin_entry(index), 7);
+        end_entry(index, 7, 0, -2, 0.0);
+        assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 1));
+    }
+
+    #[test]
+    fn a_number_no_method_has_reaches_nothing() {
+        for index in [u32::MAX, MAX_METHODS as u32, (MAX_METHODS - 1) as u32] {
+            assert_eq!(begin_entry(index), 0);
+            end_entry(index, 1, 1, 1, 1.0);
+        }
+    }
+
+    #[test]
+    fn a_handler_that_panics_is_not_called_again() {
+        crate::report::set_quiet(true);
+        let (index, begins, ends) = registered(true);
+        assert_eq!(begin_entry(index), 0);
+        assert_eq!(begin_entry(index), 0);
+        end_entry(index, 7, 0, -2, 0.0);
+        assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 0));
+    }
+
+    #[test]
+    fn returned_values_are_read_as_the_signature_says() {
+        let cases = [
+            (Type::Void, Value::Void),
+            (Type::I2, Value::Int(-1)),
+            (Type::U8, Value::UInt(u64::MAX)),
+            (Type::Boolean, Value::Bool(true)),
+            (Type::Char, Value::Char(0xffff)),
+            (Type::R4, Value::Float(0.5)),
+            (Type::String, Value::Other),
+            (
+                Type::Modified { required: true, modifier: Token::new(Token::TYPE_REF, 1), ty: Box::new(Type::I4) },
+                Value::Int(-1),
+            ),
+        ];
+        for (ty, value) in cases {
+            assert_eq!(ReturnKind::of(&ty).value(-1, 0.5), value, "{ty:?}");
+        }
+    }
+
+    #[test]
+    fn targets_print_as_written() {
+        assert_eq!(Target::method("A.B+C", "_").to_string(), "A.B+C::_");
+        assert_eq!(Target::method("A.B", "M").in_assembly("Shop").to_string(), "[Shop]A.B::M");
+    }
 }

@@ -121,6 +121,8 @@ mod doc_examples {
     pub struct Stacks;
     #[doc = include_str!("../docs/guide/eventpipe.md")]
     pub struct EventPipe;
+    #[doc = include_str!("../docs/guide/instrumentation.md")]
+    pub struct Instrumentation;
     #[doc = include_str!("../docs/guide/hooks.md")]
     pub struct Hooks;
     #[doc = include_str!("../docs/guide/il.md")]

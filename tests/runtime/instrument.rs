@@ -16,12 +16,16 @@ fn wrapped(runtime: &'static str, test: &str) {
     let run = run_profiled(runtime, "Instrument", INSTRUMENT_CLSID, &lib, &[("CORPROF_INSTRUMENT_OUT", out.path())]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
-    // The handler that panics is reported once, and the app runs on.
+    // Each handler that panics (in begin, in end) is reported once, and the app runs on.
     let reports: Vec<&str> = run.stderr.lines().filter(|l| l.contains("instrument handler")).collect();
     assert_eq!(
         reports,
-        ["corprof: instrument handler for InstrumentApp.Program::Main (in InstrumentApp.Program::Main) panicked: \
-             a handler that panics; it is not called again"],
+        [
+            "corprof: instrument handler for InstrumentApp.Program::Main (in InstrumentApp.Program::Main) panicked: \
+             a handler that panics; it is not called again",
+            "corprof: instrument handler for InstrumentApp.Box`1::.ctor (in InstrumentApp.Box`1::.ctor) panicked: \
+             a handler that panics at the end; it is not called again",
+        ],
         "{}",
         run.describe()
     );
@@ -45,6 +49,7 @@ fn wrapped(runtime: &'static str, test: &str) {
             "not wrapped InstrumentApp.Target::Add (target InstrumentApp.Target::Add): target \
              InstrumentApp.Target::_ named it first: a method gets one handler",
             "wrapped InstrumentApp.Program::Main (target InstrumentApp.Program::Main)",
+            "wrapped InstrumentApp.Box`1::.ctor (target InstrumentApp.Box`1::.ctor)",
             "unmatched InstrumentApp.Nowhere::Nothing",
             // Generic type and method: one method, each instantiation's calls.
             "InstrumentApp.Box`1::Get calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other)",

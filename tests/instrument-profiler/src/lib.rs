@@ -53,12 +53,26 @@ impl Handler for &'static Recorder {
     }
 }
 
+/// Does nothing: what the wrapping itself costs.
+struct Empty;
+
+impl Handler for Empty {}
+
 /// Panics in `begin`: reported once, then never called again; the app runs on.
 struct Panicky;
 
 impl Handler for Panicky {
     fn begin(&self, _: &Method) -> u64 {
         panic!("a handler that panics");
+    }
+}
+
+/// Panics in `end`, after `begin` ran: the call's result still reaches the app.
+struct PanickyEnd;
+
+impl Handler for PanickyEnd {
+    fn end(&self, _: &Method, _: u64, _: Outcome) {
+        panic!("a handler that panics at the end");
     }
 }
 
@@ -78,6 +92,12 @@ impl CorProfilerCallback for Profiler {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(Instrumentation::EVENT_MASK)?;
         let mut wrapping = Instrumentation::new();
+        if std::env::var_os("CORPROF_INSTRUMENT_BENCH").is_some() {
+            // scripts/bench-instrument: one small method, empty handlers.
+            wrapping.wrap(Target::method("InstrumentBench.Program", "Small"), Empty).map_err(|_| HResult::E_FAIL)?;
+            let _ = (self.info.set(info), self.wrapping.set(wrapping));
+            return Ok(());
+        }
         let targets = [
             Target::method("InstrumentApp.Target", "_"),
             Target::method("InstrumentApp.Target+Inner", "_"),
@@ -92,6 +112,7 @@ impl CorProfilerCallback for Profiler {
             wrapping.wrap(target, recorder()).map_err(|_| HResult::E_FAIL)?;
         }
         wrapping.wrap(Target::method("InstrumentApp.Program", "Main"), Panicky).map_err(|_| HResult::E_FAIL)?;
+        wrapping.wrap(Target::method("InstrumentApp.Box`1", ".ctor"), PanickyEnd).map_err(|_| HResult::E_FAIL)?;
         let _ = (self.info.set(info), self.wrapping.set(wrapping));
         Ok(())
     }
@@ -99,6 +120,15 @@ impl CorProfilerCallback for Profiler {
     fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
         if let (Some(info), Some(wrapping)) = (self.info.get(), self.wrapping.get()) {
             wrapping.module_load_finished(info, module);
+            // Asked twice: nothing more is wrapped, nothing more is said.
+            wrapping.module_load_finished(info, module);
+        }
+        Ok(())
+    }
+
+    fn module_unload_started(&self, module: ModuleID) -> Result<()> {
+        if let Some(wrapping) = self.wrapping.get() {
+            wrapping.module_unload_started(module);
         }
         Ok(())
     }
