@@ -54,7 +54,7 @@
 //! number. Those look up the [`Method`] and call the handler, catching its panics (a handler
 //! that panics is reported once and not called again). The body is checked by
 //! [`MethodBody::verify`](crate::il::MethodBody::verify) before the runtime sees it; what the
-//! wrapping cannot keep (a body using `jmp`, say) is refused and said in [`events`](Instrumentation::events),
+//! wrapping cannot keep (a body using `jmp`, say) is refused and said in [`decisions`](Instrumentation::decisions),
 //! and the method runs as written. Methods with exception regions are never inlined, so a
 //! wrapped method runs its wrapper wherever it is called from.
 //!
@@ -361,7 +361,7 @@ impl std::error::Error for TooManyDefinitions {}
 
 /// What [`Instrumentation::module_load_finished`] did with a method a target named.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
+pub enum Decision {
     /// The method is wrapped from its first call on.
     Wrapped {
         /// `Namespace.Type::Method`.
@@ -380,11 +380,13 @@ pub enum Event {
     },
 }
 
-impl fmt::Display for Event {
+impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Event::Wrapped { method, target } => write!(f, "wrapped {method} (target {target})"),
-            Event::Refused { method, target, reason } => write!(f, "not wrapped {method} (target {target}): {reason}"),
+            Decision::Wrapped { method, target } => write!(f, "wrapped {method} (target {target})"),
+            Decision::Refused { method, target, reason } => {
+                write!(f, "not wrapped {method} (target {target}): {reason}")
+            }
         }
     }
 }
@@ -396,7 +398,7 @@ pub struct Instrumentation {
     /// Each method wrapped or refused, with the indexes of the targets that named it, the one
     /// whose handler it has first.
     done: Mutex<HashMap<(ModuleID, mdMethodDef), Vec<usize>>>,
-    events: Mutex<Vec<Event>>,
+    decisions: Mutex<Vec<Decision>>,
 }
 
 impl fmt::Debug for Instrumentation {
@@ -429,8 +431,8 @@ impl Instrumentation {
     }
 
     /// What was wrapped and refused so far, in order.
-    pub fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.decisions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Forgets what was done in `module`: call it from `module_unload_started`, so that a new
@@ -445,13 +447,13 @@ impl Instrumentation {
         self.targets.iter().filter(|(_, _, m)| !m.load(Ordering::Relaxed)).map(|(t, ..)| t.clone()).collect()
     }
 
-    fn note(&self, event: Event) {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    fn note(&self, decision: Decision) {
+        self.decisions.lock().unwrap_or_else(|p| p.into_inner()).push(decision);
     }
 
     /// Wraps what the targets name in `module`: call it from `module_load_finished`. Each
     /// method is wrapped once, however often this is called for its module; what was done is
-    /// added to [`events`](Self::events).
+    /// added to [`decisions`](Self::decisions).
     pub fn module_load_finished(&self, info: &ProfilerInfo, module: ModuleID) {
         if self.targets.is_empty() {
             return;
@@ -501,11 +503,12 @@ impl Instrumentation {
                     target.type_name,
                     import.get_method_props(method).map(|p| p.name).unwrap_or_default()
                 );
-                let event = match first.and_then(|()| wrap_method(info, import, module, method, *definition, &name)) {
-                    Ok(()) => Event::Wrapped { method: name, target: target.to_string() },
-                    Err(reason) => Event::Refused { method: name, target: target.to_string(), reason },
+                let decision = match first.and_then(|()| wrap_method(info, import, module, method, *definition, &name))
+                {
+                    Ok(()) => Decision::Wrapped { method: name, target: target.to_string() },
+                    Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
                 };
-                self.note(event);
+                self.note(decision);
             }
         }
     }

@@ -137,8 +137,8 @@ impl CorProfilerCallback for Profiler {
         let Some(path) = std::env::var_os("CORPROF_INSTRUMENT_OUT") else { return Ok(()) };
         let mut text = String::new();
         if let Some(wrapping) = self.wrapping.get() {
-            for event in wrapping.events() {
-                text += &format!("{event}\n");
+            for decision in wrapping.decisions() {
+                text += &format!("{decision}\n");
             }
             for target in wrapping.unmatched() {
                 text += &format!("unmatched {target}\n");
