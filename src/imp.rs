@@ -25,3 +25,29 @@ pub use crate::wrapper_support::{
     Buffer, CorEnum, EnumOp, HCORENUM, MAX_CALLS, Negotiated, Zeroable, ask_then_fill, fmt_enum, wide, wide_counted,
     wrap_out, zeroed,
 };
+
+/// Answers `GetReJITParameters` for the ReJITs corprof's instrumentation asked for (the new body
+/// of a wrapped method, given through `control`): `Some` with the answer for one of those, `None`
+/// for any other method, whose ReJIT is the profiler's own.
+///
+/// # Safety
+/// Only the thunk of `GetReJITParameters` calls it, with the arguments the runtime passed it,
+/// unchanged, while the callback runs: `control` is then the runtime's function-control object
+/// for the ReJIT of exactly that method.
+#[doc(hidden)]
+pub unsafe fn rejit_parameters(
+    module: usize,
+    method: u32,
+    control: *mut std::ffi::c_void,
+) -> Option<crate::Result<()>> {
+    #[cfg(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit"))]
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { crate::instrument::rejit_parameters(module, method, control) }
+    }
+    #[cfg(not(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit")))]
+    {
+        let _ = (module, method, control);
+        None
+    }
+}

@@ -5,9 +5,8 @@
 //!
 //! ```no_run
 //! use corprof::instrument::{Handler, Instrumentation, Method, Outcome, Target};
-//! use corprof::types::{COR_PRF_MONITOR, ModuleID};
+//! use corprof::types::COR_PRF_MONITOR;
 //! use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
-//! use std::sync::OnceLock;
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //!
 //! /// Counts the calls of the wrapped methods, and those that threw.
@@ -26,43 +25,43 @@
 //!     }
 //! }
 //!
-//! struct Profiler { info: OnceLock<ProfilerInfo>, wrapping: OnceLock<Instrumentation> }
+//! struct Profiler;
 //!
 //! impl CorProfilerCallback for Profiler {
 //!     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
 //!         let info = ProfilerInfo::from_unknown(unknown)?;
-//!         info.set_event_mask(Instrumentation::EVENT_MASK)?;
+//!         info.set_event_mask(COR_PRF_MONITOR::NONE)?;
 //!         let mut wrapping = Instrumentation::new();
 //!         wrapping.wrap(Target::method("Shop.Cart", "Checkout"), Count::default()).map_err(|_| HResult::E_FAIL)?;
-//!         let _ = (self.info.set(info), self.wrapping.set(wrapping));
-//!         Ok(())
-//!     }
-//!     fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
-//!         if let (Some(info), Some(wrapping)) = (self.info.get(), self.wrapping.get()) {
-//!             wrapping.module_load_finished(info, module);
-//!         }
+//!         wrapping.start(&info).map_err(|_| HResult::E_FAIL)?;
 //!         Ok(())
 //!     }
 //! }
 //! ```
 //!
 //! # How
-//! When a module loads, [`Instrumentation::module_load_finished`] finds the methods each
-//! [`Target`] names in it and gives each a new body before any of it is compiled
-//! (`SetILFunctionBody`): the method's own IL inside [`crate::il::Wrapper`]'s shape, whose begin
-//! and end code call corprof's two native entry points through `calli` with the method's
-//! number. Those look up the [`Method`] and call the handler, catching its panics (a handler
-//! that panics is reported once and not called again). The body is checked by
+//! From [`Instrumentation::start`] on, corprof sees every module load (it keeps those
+//! callbacks for itself, whatever the profiler's mask) and finds in it the methods each
+//! [`Target`] names. A method of a module whose code the JIT compiles gets its new body at once,
+//! before any of it is compiled (`SetILFunctionBody`); one of precompiled (ReadyToRun) code, or
+//! of a module loaded before `start` (a profiler attached to a running app), through ReJIT,
+//! requested from a thread of corprof's own, whose `GetReJITParameters` corprof answers itself
+//! (the profiler's `get_rejit_parameters` sees only the ReJITs it asked for). The new body is the
+//! method's own IL inside [`crate::il::Wrapper`]'s shape, whose begin and end code call
+//! corprof's two native entry points through `calli` with the method's number. Those look up the
+//! [`Method`] and call the handler, catching its panics (a handler that panics is reported once
+//! and not called again). The body is checked by
 //! [`MethodBody::verify`](crate::il::MethodBody::verify) before the runtime sees it; what the
-//! wrapping cannot keep (a body using `jmp`, say) is refused and said in [`decisions`](Instrumentation::decisions),
-//! and the method runs as written. Methods with exception regions are never inlined, so a
-//! wrapped method runs its wrapper wherever it is called from.
+//! wrapping cannot keep (a body using `jmp`, say) is refused and said in
+//! [`decisions`](Instrumentation::decisions), and the method runs as written. Methods with
+//! exception regions are never inlined, so a wrapped method runs its wrapper wherever it is
+//! called from — except where precompiled code of its own version bubble inlined it before.
 //!
 //! # Limits of this version
-//! Methods are wrapped as their module loads, so a profiler attached later, and code compiled
-//! ahead of time (ReadyToRun, such as the framework's own assemblies), are not wrapped yet:
-//! both need ReJIT. Handlers see the method and the returned value when it is a primitive;
-//! arguments are not passed yet.
+//! Handlers see the method and the returned value when it is a primitive; arguments are not
+//! passed yet. A method wrapped through ReJIT runs unwrapped until its request is made
+//! ([`pending_rejit_requests`](Instrumentation::pending_rejit_requests)), and precompiled code
+//! that inlined it stays as it is.
 //!
 //! # What a handler may do
 //! Handlers run on the app's threads, in the middle of its code, as a P/Invoke target would:
@@ -76,13 +75,13 @@
 
 use crate::il::{Instruction, MethodBody, OpCode, Operand, WrapError, Wrapper};
 use crate::sig::{CallConv, MethodSig, Token, Type};
-use crate::types::{COR_PRF_MONITOR, CorOpenFlags, ModuleID, mdMethodDef, mdTypeDef};
-use crate::{MetaDataEmit, MetaDataImport, ProfilerInfo};
+use crate::types::{COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, CorOpenFlags, ModuleID, mdMethodDef, mdTypeDef};
+use crate::{HResult, MetaDataEmit, MetaDataImport, ProfilerInfo};
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, mpsc};
 
 /// How many handlers a process can register, over every [`Instrumentation`].
 pub const MAX_DEFINITIONS: usize = 1024;
@@ -391,14 +390,56 @@ impl fmt::Display for Decision {
     }
 }
 
+/// Why [`Instrumentation::start`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// An instrumentation was started already in this process (one per process).
+    AlreadyStarted,
+    /// The runtime refused a call `start` makes (its event mask).
+    Runtime(HResult),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::AlreadyStarted => f.write_str("an instrumentation was started already in this process"),
+            StartError::Runtime(hr) => write!(f, "the runtime refused: {}", hr.describe()),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<HResult> for StartError {
+    fn from(hr: HResult) -> Self {
+        StartError::Runtime(hr)
+    }
+}
+
+/// A wrapped body for a ReJIT, and what to say once it is requested.
+struct Prepared {
+    body: MethodBody,
+    name: String,
+    target: String,
+}
+
 /// The methods to wrap and their handlers; see the [module](self).
 #[derive(Default)]
 pub struct Instrumentation {
     targets: Vec<(Target, DefinitionId, AtomicBool)>,
+    info: OnceLock<ProfilerInfo>,
+    /// Whether ReJIT is on (`COR_PRF_ENABLE_REJIT` could be set): precompiled code and modules
+    /// loaded before `start` can be wrapped.
+    rejit: AtomicBool,
     /// Each method wrapped or refused, with the indexes of the targets that named it, the one
     /// whose handler it has first.
     done: Mutex<HashMap<(ModuleID, mdMethodDef), Vec<usize>>>,
+    /// Bodies for the ReJITs asked for, by raw module ID and method token.
+    prepared: Mutex<HashMap<(usize, u32), Prepared>>,
     decisions: Mutex<Vec<Decision>>,
+    /// The worker thread's queue of ReJITs to request, and how many are not requested yet.
+    queue: Mutex<Option<mpsc::Sender<(ModuleID, mdMethodDef)>>>,
+    pending: AtomicUsize,
 }
 
 impl fmt::Debug for Instrumentation {
@@ -408,18 +449,21 @@ impl fmt::Debug for Instrumentation {
     }
 }
 
-impl Instrumentation {
-    /// The events the runtime must report for [`module_load_finished`](Self::module_load_finished)
-    /// to be called: add them to the profiler's mask in `initialize`.
-    pub const EVENT_MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::MODULE_LOADS;
+/// The instrumentation of the process, once started.
+static STARTED: OnceLock<&'static Instrumentation> = OnceLock::new();
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Instrumentation {
     /// No targets yet.
     pub fn new() -> Instrumentation {
         Instrumentation::default()
     }
 
-    /// Wraps the methods `target` names with `handler`, in modules that load from now on.
-    /// The handler is kept for the process's life.
+    /// Wraps the methods `target` names with `handler`. The handler is kept for the process's
+    /// life.
     pub fn wrap(&mut self, target: Target, handler: impl Handler) -> Result<DefinitionId, TooManyDefinitions> {
         let r = registry();
         let definition =
@@ -430,39 +474,105 @@ impl Instrumentation {
         Ok(id)
     }
 
+    /// Starts wrapping, for the rest of the process: call it from `initialize` (or
+    /// `initialize_for_attach`), after setting the profiler's event mask. It adds
+    /// `COR_PRF_ENABLE_REJIT` to the mask (the runtime takes it only there; without it,
+    /// precompiled code and modules loaded before this call are refused), wraps what the targets
+    /// name in every module loaded from now on (corprof sees each load whatever the profiler's
+    /// mask) and, from a thread of its own, in the modules loaded already; and it answers the
+    /// runtime's `GetReJITParameters` for the methods it asked to ReJIT (the profiler's
+    /// `get_rejit_parameters` is called for the others). One instrumentation per process.
+    pub fn start(self, info: &ProfilerInfo) -> Result<&'static Instrumentation, StartError> {
+        if STARTED.get().is_some() {
+            return Err(StartError::AlreadyStarted);
+        }
+        let mask = info.get_event_mask()?;
+        let rejit = info.set_event_mask(mask.union(COR_PRF_MONITOR::ENABLE_REJIT)).is_ok();
+        self.rejit.store(rejit, Ordering::Relaxed);
+        let _ = self.info.set(info.clone());
+        let this: &'static Instrumentation = Box::leak(Box::new(self));
+        if STARTED.set(this).is_err() {
+            return Err(StartError::AlreadyStarted);
+        }
+        if !this.targets.is_empty() {
+            let (send, receive) = mpsc::channel();
+            *lock(&this.queue) = Some(send);
+            // The worker: the ReJIT requests (the runtime suspends itself for them, which a
+            // callback's thread must not wait for), after the modules loaded already.
+            let worker = info.clone();
+            crate::info_gate::pin_library();
+            std::thread::Builder::new()
+                .name("corprof-instrument".into())
+                .spawn(move || this.work(&worker, receive))
+                .map_err(|_| StartError::Runtime(HResult::E_FAIL))?;
+        }
+        Ok(this)
+    }
+
+    /// The worker thread's life: the modules already loaded, then ReJIT requests in batches.
+    fn work(&self, info: &ProfilerInfo, queue: mpsc::Receiver<(ModuleID, mdMethodDef)>) {
+        let _ = info.initialize_current_thread();
+        if let Ok(modules) = info.enum_modules() {
+            for module in modules {
+                self.module(info, module, true);
+            }
+        }
+        while let Ok(first) = queue.recv() {
+            let mut batch = vec![first];
+            batch.extend(queue.try_iter());
+            let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
+            let requested = info.request_rejit(&modules, &methods);
+            let mut prepared = lock(&self.prepared);
+            for (module, method) in &batch {
+                let key = (module.as_raw(), *method);
+                let decision = match (&requested, prepared.get(&key)) {
+                    // Unloaded meanwhile: nothing to say.
+                    (_, None) => continue,
+                    (Ok(()), Some(p)) => Decision::Wrapped { method: p.name.clone(), target: p.target.clone() },
+                    (Err(e), Some(p)) => Decision::Refused {
+                        method: p.name.clone(),
+                        target: p.target.clone(),
+                        reason: format!("the runtime refused its ReJIT: {e}"),
+                    },
+                };
+                if requested.is_err() {
+                    prepared.remove(&key);
+                }
+                self.note(decision);
+            }
+            drop(prepared);
+            self.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+        }
+    }
+
     /// What was wrapped and refused so far, in order.
     pub fn decisions(&self) -> Vec<Decision> {
-        self.decisions.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lock(&self.decisions).clone()
     }
 
-    /// Forgets what was done in `module`: call it from `module_unload_started`, so that a new
-    /// module the runtime later gives the same `ModuleID` is wrapped too (without it, such a
-    /// module's methods are taken as done and run unwrapped).
-    pub fn module_unload_started(&self, module: ModuleID) {
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).retain(|(m, _), _| *m != module);
+    /// How many ReJITs are waiting to be requested from the runtime (a method of precompiled
+    /// code, or of a module loaded before [`start`](Self::start), is wrapped from the calls
+    /// made after its request; 0 when all are requested).
+    pub fn pending_rejit_requests(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
     }
 
-    /// The targets that have named no method in any module loaded so far.
+    /// The targets that have named no method in any module seen so far.
     pub fn unmatched(&self) -> Vec<Target> {
         self.targets.iter().filter(|(_, _, m)| !m.load(Ordering::Relaxed)).map(|(t, ..)| t.clone()).collect()
     }
 
     fn note(&self, decision: Decision) {
-        self.decisions.lock().unwrap_or_else(|p| p.into_inner()).push(decision);
+        lock(&self.decisions).push(decision);
     }
 
-    /// Wraps what the targets name in `module`: call it from `module_load_finished`. Each
-    /// method is wrapped once, however often this is called for its module; what was done is
-    /// added to [`decisions`](Self::decisions).
-    pub fn module_load_finished(&self, info: &ProfilerInfo, module: ModuleID) {
-        if self.targets.is_empty() {
-            return;
-        }
-        let assembly = info
-            .get_module_info(module)
-            .and_then(|m| info.get_assembly_info(m.assembly_id))
-            .map(|a| a.name)
-            .unwrap_or_default();
+    /// Wraps what the targets name in `module`: at once (`SetILFunctionBody`) for a module
+    /// whose code the JIT compiles and none of which ran yet, through ReJIT for precompiled
+    /// code or when `loaded` (code may have run).
+    fn module(&self, info: &ProfilerInfo, module: ModuleID, loaded: bool) {
+        let Ok(m) = info.get_module_info2(module) else { return };
+        let assembly = info.get_assembly_info(m.assembly_id).map(|a| a.name).unwrap_or_default();
+        let precompiled = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN);
         let mut import = None;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
             if target.assembly.as_ref().is_some_and(|a| *a != assembly) {
@@ -484,9 +594,9 @@ impl Instrumentation {
             for method in methods {
                 matched.store(true, Ordering::Relaxed);
                 let first = {
-                    let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut done = lock(&self.done);
                     match done.get_mut(&(module, method)) {
-                        // Asked again for the same module: said already.
+                        // Seen already, from the load and the worker's list both: said already.
                         Some(by) if by.contains(&t) => continue,
                         Some(by) => {
                             by.push(t);
@@ -503,15 +613,92 @@ impl Instrumentation {
                     target.type_name,
                     import.get_method_props(method).map(|p| p.name).unwrap_or_default()
                 );
-                let decision = match first.and_then(|()| wrap_method(info, import, module, method, *definition, &name))
-                {
-                    Ok(()) => Decision::Wrapped { method: name, target: target.to_string() },
+                let body = first.and_then(|()| wrapped_body(info, import, module, method, *definition, &name));
+                let decision = match body {
                     Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
+                    Ok(body) if !precompiled && !loaded => {
+                        // SAFETY: `wrapped_body` made it for this method of this module, and
+                        // checked it (see there for what the new code calls).
+                        match unsafe { info.set_il_body(module, method, &body) } {
+                            Ok(()) => Decision::Wrapped { method: name, target: target.to_string() },
+                            Err(e) => Decision::Refused {
+                                method: name,
+                                target: target.to_string(),
+                                reason: format!("the runtime refused the body: {e}"),
+                            },
+                        }
+                    }
+                    Ok(_) if !self.rejit.load(Ordering::Relaxed) => Decision::Refused {
+                        method: name,
+                        target: target.to_string(),
+                        reason: (if precompiled { "precompiled (ReadyToRun) code" } else { "loaded before start" })
+                            .to_owned()
+                            + " is wrapped through ReJIT, which is off (COR_PRF_ENABLE_REJIT could not be set: \
+                               call start from initialize)",
+                    },
+                    Ok(body) => {
+                        let prepared = Prepared { body, name, target: target.to_string() };
+                        lock(&self.prepared).insert((module.as_raw(), method), prepared);
+                        self.pending.fetch_add(1, Ordering::AcqRel);
+                        if let Some(queue) = lock(&self.queue).as_ref() {
+                            let _ = queue.send((module, method));
+                        }
+                        continue;
+                    }
                 };
                 self.note(decision);
             }
         }
     }
+
+    fn module_unloading(&self, module: ModuleID) {
+        lock(&self.done).retain(|(m, _), _| *m != module);
+        lock(&self.prepared).retain(|(m, _), _| *m != module.as_raw());
+    }
+}
+
+/// A module finished loading (from `unloads::track`, with the runtime's ID): wraps what the
+/// targets name in it.
+pub(crate) fn module_loaded(module: usize) {
+    let Some(this) = STARTED.get() else { return };
+    let Some(info) = this.info.get() else { return };
+    // SAFETY: the ID the runtime passed ModuleLoadFinished, of a module loaded now.
+    let module = unsafe { ModuleID::from_raw(module) };
+    this.module(info, module, false);
+}
+
+/// A module begins to unload (from `unloads::track`): its methods are forgotten, so a module
+/// later given the same ID is wrapped too.
+pub(crate) fn module_unloading(module: usize) {
+    if let Some(this) = STARTED.get() {
+        // SAFETY: the ID the runtime passed ModuleUnloadStarted; only compared, never passed on.
+        this.module_unloading(unsafe { ModuleID::from_raw(module) });
+    }
+}
+
+/// Answers `GetReJITParameters` for a method the instrumentation asked to ReJIT; `None` for
+/// any other.
+///
+/// # Safety
+/// `module`, `method` and `control` are the runtime's arguments to the `GetReJITParameters`
+/// callback running now.
+pub(crate) unsafe fn rejit_parameters(
+    module: usize,
+    method: u32,
+    control: *mut std::ffi::c_void,
+) -> Option<crate::Result<()>> {
+    let this = STARTED.get()?;
+    let prepared = lock(&this.prepared);
+    let p = prepared.get(&(module, method))?;
+    if control.is_null() {
+        return Some(Err(HResult::E_POINTER));
+    }
+    // SAFETY: the caller's contract: the runtime's function-control object of this callback,
+    // for the ReJIT of this very method, alive while it runs.
+    let control = unsafe { &*control.cast::<crate::interfaces::ICorProfilerFunctionControl>() };
+    // SAFETY: the body was made for this method of this module by `wrapped_body` and checked
+    // there (see it for what the new code calls); it goes to this method's ReJIT only.
+    Some(unsafe { crate::rewrite::set_rejit_body(control, &p.body) }.map_err(HResult::from))
 }
 
 /// The TypeDef named `Namespace.Outer+Inner` in the module.
@@ -564,15 +751,22 @@ fn signature_of(import: &MetaDataImport, token: Token) -> Option<MethodSig> {
     MethodSig::decode(&blob).ok()
 }
 
-/// Gives `method` its wrapped body; `Err` says why it keeps its own.
-fn wrap_method(
+/// `method`'s body wrapped, checked; `Err` says why it keeps its own.
+///
+/// The new code calls, through `calli` with StandAloneSig tokens of the module for exactly
+/// their signatures (unmanaged cdecl), `begin_entry` and `end_entry`, extern "C" functions of
+/// this library, which is pinned so the addresses stay valid; it passes them the method's index
+/// (checked again by `lookup`), the state local (uint64), `ex != null` (int32) and the return
+/// value converted to int64 and float64 as its type says; the locals token names the wrapper's
+/// local signature, made in this module; `Wrapper::finish` verified the whole body.
+fn wrapped_body(
     info: &ProfilerInfo,
     import: &MetaDataImport,
     module: ModuleID,
     method: mdMethodDef,
     definition: DefinitionId,
     name: &str,
-) -> Result<(), String> {
+) -> Result<MethodBody, String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
     if props.code_rva == 0 || props.impl_flags & 0x3 != 0 || props.attr & 0x2000 != 0 {
@@ -650,18 +844,9 @@ fn wrap_method(
     })?;
     let locals_token =
         emit.get_token_from_sig(wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?;
-    let body: MethodBody = wrapped.into_body(Token(locals_token));
     // The new code calls into this library for the process's life.
     crate::info_gate::pin_library();
-    // SAFETY: the body is the method's own IL inside `Wrapper`'s shape, checked by `verify`
-    // (stack, regions, indexes); the added code calls, through `calli` with the module's
-    // StandAloneSig tokens for exactly their signatures (unmanaged cdecl), `begin_entry` and
-    // `end_entry`, extern "C" functions of this library, which is pinned so the addresses stay
-    // valid; it passes them the method's index (checked again by `lookup`), the state local
-    // (uint64), `ex != null` (int32) and the return value converted to int64 and float64 as
-    // `returns` says; the locals token names the wrapper's local signature, made in this module.
-    unsafe { info.set_il_body(module, method, &body) }.map_err(|e| format!("the runtime refused the body: {e}"))?;
-    Ok(())
+    Ok(wrapped.into_body(Token(locals_token)))
 }
 
 #[cfg(test)]

@@ -161,6 +161,12 @@ pub unsafe fn track(
     // Marked when the profiler's method returns or unwinds: a panic in it must not leave the
     // ID alive.
     let _mark = Mark { what, id };
+    #[cfg(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit"))]
+    match what {
+        Tracked::ModuleLoadFinished => crate::instrument::module_loaded(id),
+        Tracked::ModuleUnloadStarted => crate::instrument::module_unloading(id),
+        _ => {}
+    }
     if crate::info_gate::wants(this, what.bit()) { user() } else { Ok(()) }
 }
 

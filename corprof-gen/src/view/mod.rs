@@ -118,6 +118,10 @@ pub struct CallbackMethodView {
     /// ID parameter it reports (its own method runs only when the profiler's mask asked for it).
     pub tracked: String,
     pub tracked_id: String,
+    /// For the callbacks corprof answers first (`GetReJITParameters`: the ReJITs its
+    /// instrumentation asked for), the `imp` call that answers, with the thunk's arguments; the
+    /// profiler's own method runs when that call answers `None`. Empty: none.
+    pub answered_by: String,
 }
 
 pub struct VtblCtorView {
@@ -301,6 +305,7 @@ fn callbacks_view(api: &Api, root: &str) -> Result<CallbacksView, Errors> {
                     .and_then(|_| m.params.iter().find(|p| crate::classify::call::Unload::of(&p.ir.ty).is_some()))
                     .map(|p| format!("{}.as_raw() as usize", ident(&p.ir.name)))
                     .unwrap_or_default(),
+                answered_by: answered_first(root, m),
             });
             let view = methods.last().expect("just pushed");
             if let Some(d) = check::callback(&format!("{}::{}", iface.ir.name, m.ir.name), view) {
@@ -350,6 +355,23 @@ fn tracked_callback(name: &str) -> Option<&'static str> {
         "ModuleAttachedToAssembly",
     ];
     TRACKED.into_iter().find(|t| *t == name)
+}
+
+/// The `imp` call that answers a callback before the profiler's method, for the callbacks
+/// corprof answers first: `GetReJITParameters(ModuleID, mdMethodDef, ICorProfilerFunctionControl *)`,
+/// whose ReJITs of methods corprof's instrumentation asked for it gives their new body itself
+/// (so that a method's body can only go to that method's ReJIT). Passed as plain integers and an
+/// untyped pointer: a crate generating its own bindings has its own types for them.
+fn answered_first(root: &str, m: &crate::resolve::ApiMethod) -> String {
+    match (m.ir.name.as_str(), m.params.as_slice()) {
+        ("GetReJITParameters", [module, method, control]) => format!(
+            "{root}::imp::rejit_parameters({}.as_raw() as usize, {} as u32, {}.cast())",
+            ident(&module.ir.name),
+            ident(&method.ir.name),
+            ident(&control.ir.name)
+        ),
+        _ => String::new(),
+    }
 }
 
 fn safe_param(root: &str, raw: &str, kind: &ParamKind) -> Option<(String, String)> {

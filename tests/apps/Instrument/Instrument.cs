@@ -121,7 +121,28 @@ namespace InstrumentApp
             p.Move(10);
             Console.WriteLine("Point " + p.Sum() + " " + p.X);
             Console.WriteLine("Box " + new Box<string>("boxed").Get() + " " + new Box<int>(5).Get());
+            Precompiled();
             return 0;
+        }
+
+        // Calls into precompiled (ReadyToRun) framework code, which the profiler wraps through
+        // ReJIT: once it says (INSTRUMENT_READY names a file it creates) that its ReJIT requests
+        // are made. Compiled only now, so nothing here was inlined before.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Precompiled()
+        {
+            string ready = Environment.GetEnvironmentVariable("INSTRUMENT_READY");
+            if (ready != null)
+            {
+                var waited = System.Diagnostics.Stopwatch.StartNew();
+                while (!System.IO.File.Exists(ready))
+                {
+                    if (waited.Elapsed.TotalSeconds > 120) { Console.WriteLine("no ReJIT marker"); return; }
+                    System.Threading.Thread.Sleep(5);
+                }
+            }
+            var bytes = new byte[] { 1, 2, 3 };
+            for (int i = 0; i < 3; i++) Console.WriteLine("Base64 " + Convert.ToBase64String(bytes, 0, 2 + (i % 2)));
         }
     }
 }

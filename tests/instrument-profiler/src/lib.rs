@@ -6,10 +6,11 @@
 #![forbid(unsafe_code)]
 
 use corprof::instrument::{Handler, Instrumentation, Method, Outcome, Target};
-use corprof::types::ModuleID;
+use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub const CLSID: corprof::GUID = corprof::GUID::parse("3B8E1F52-6C0A-4D97-B2E4-8F1A7C5D9E03");
@@ -76,10 +77,13 @@ impl Handler for PanickyEnd {
     }
 }
 
+static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
+/// Set when the app's own module has loaded.
+static APP_LOADED: AtomicBool = AtomicBool::new(false);
+
 #[derive(Default)]
 pub struct Profiler {
-    info: OnceLock<ProfilerInfo>,
-    wrapping: OnceLock<Instrumentation>,
+    wrapping: OnceLock<&'static Instrumentation>,
 }
 
 fn recorder() -> &'static Recorder {
@@ -90,12 +94,13 @@ fn recorder() -> &'static Recorder {
 impl CorProfilerCallback for Profiler {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        info.set_event_mask(Instrumentation::EVENT_MASK)?;
+        info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
+        let _ = INFO.set(info.clone());
         let mut wrapping = Instrumentation::new();
         if std::env::var_os("CORPROF_INSTRUMENT_BENCH").is_some() {
             // scripts/bench-instrument: one small method, empty handlers.
             wrapping.wrap(Target::method("InstrumentBench.Program", "Small"), Empty).map_err(|_| HResult::E_FAIL)?;
-            let _ = (self.info.set(info), self.wrapping.set(wrapping));
+            let _ = self.wrapping.set(wrapping.start(&info).map_err(|_| HResult::E_FAIL)?);
             return Ok(());
         }
         let targets = [
@@ -107,28 +112,36 @@ impl CorProfilerCallback for Profiler {
             Target::method("InstrumentApp.Nowhere", "Nothing"),
             // Already wrapped by the first target: wrapped once.
             Target::method("InstrumentApp.Target", "Add"),
+            // Precompiled framework code: wrapped through ReJIT.
+            Target::method("System.Convert", "ToBase64String").in_assembly("System.Private.CoreLib"),
         ];
         for target in targets {
             wrapping.wrap(target, recorder()).map_err(|_| HResult::E_FAIL)?;
         }
         wrapping.wrap(Target::method("InstrumentApp.Program", "Main"), Panicky).map_err(|_| HResult::E_FAIL)?;
         wrapping.wrap(Target::method("InstrumentApp.Box`1", ".ctor"), PanickyEnd).map_err(|_| HResult::E_FAIL)?;
-        let _ = (self.info.set(info), self.wrapping.set(wrapping));
-        Ok(())
-    }
-
-    fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
-        if let (Some(info), Some(wrapping)) = (self.info.get(), self.wrapping.get()) {
-            wrapping.module_load_finished(info, module);
-            // Asked twice: nothing more is wrapped, nothing more is said.
-            wrapping.module_load_finished(info, module);
+        let started = wrapping.start(&info).map_err(|_| HResult::E_FAIL)?;
+        // One per process: a second is refused.
+        if Instrumentation::new().start(&info).is_ok() {
+            return Err(HResult::E_UNEXPECTED);
+        }
+        let _ = self.wrapping.set(started);
+        if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
+            // Tells the app when the ReJITs are requested: once its own module loaded (so the
+            // framework's were seen before) and none is waiting.
+            std::thread::spawn(move || {
+                while !APP_LOADED.load(Ordering::Acquire) || started.pending_rejit_requests() > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                let _ = std::fs::write(ready, "");
+            });
         }
         Ok(())
     }
 
-    fn module_unload_started(&self, module: ModuleID) -> Result<()> {
-        if let Some(wrapping) = self.wrapping.get() {
-            wrapping.module_unload_started(module);
+    fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
+        if INFO.get().is_some_and(|i| i.get_module_info(module).is_ok_and(|m| m.name.ends_with("Instrument.dll"))) {
+            APP_LOADED.store(true, Ordering::Release);
         }
         Ok(())
     }
