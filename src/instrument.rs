@@ -501,6 +501,9 @@ impl Instrumentation {
             // callback's thread must not wait for), after the modules loaded already.
             let worker = info.clone();
             crate::info_gate::pin_library();
+            // The modules loaded already count as one pending request until the worker has
+            // queued theirs.
+            this.pending.fetch_add(1, Ordering::AcqRel);
             std::thread::Builder::new()
                 .name("corprof-instrument".into())
                 .spawn(move || this.work(&worker, receive))
@@ -517,6 +520,7 @@ impl Instrumentation {
                 self.module(info, module, true);
             }
         }
+        self.pending.fetch_sub(1, Ordering::AcqRel);
         while let Ok(first) = queue.recv() {
             let mut batch = vec![first];
             batch.extend(queue.try_iter());

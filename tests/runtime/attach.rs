@@ -226,6 +226,58 @@ fn counter_attaches(runtime: &'static str, test: &str) {
     }
 }
 
+const INSTRUMENT_CLSID: &str = "3B8E1F52-6C0A-4D97-B2E4-8F1A7C5D9E03";
+
+/// tests/instrument-profiler attached after the app's first phase, whose methods it then wraps
+/// through ReJIT (`corprof::instrument`, modules loaded before `start`): once its requests are
+/// made (its `instrument-ready` file), phases 2 and 3 run, and its handlers see exactly their
+/// calls, the app's output unchanged.
+fn instrumentation_attaches(runtime: &'static str, test: &str) {
+    let lib = profiler_lib("instrument_profiler");
+    let dir = TempDir::new("attach", test);
+    let (out_file, ready) = (dir.file("instrument.txt"), dir.file("instrument-ready"));
+    let mut app = App::start(runtime, &dir, 3);
+    app.run_phase(&dir, 1);
+    let data = format!("CORPROF_INSTRUMENT_OUT={}\nINSTRUMENT_READY={}", out_file.display(), ready.display());
+    assert_attached(&attach(&app, INSTRUMENT_CLSID, &lib, &data), &app, &lib);
+    app.wait_for(|| ready.exists(), "the instrumentation's ReJIT requests");
+    app.run_phase(&dir, 2);
+    app.run_phase(&dir, 3);
+    let out = app.finish();
+    out.assert_ran(3);
+    let text = std::fs::read_to_string(&out_file)
+        .unwrap_or_else(|e| panic!("no output in {} ({e}):\n{}", out_file.display(), out.describe()));
+    let mut lines: Vec<&str> = text.lines().collect();
+    // Said as each request is made: in the order the worker met them.
+    lines[..3].sort();
+    assert_eq!(
+        lines,
+        [
+            "wrapped WaiterApp.Box`1::Of (target WaiterApp.Box`1::Of)",
+            "wrapped WaiterApp.Program::Allocate (target WaiterApp.Program::Allocate)",
+            "wrapped WaiterApp.Program::Work (target WaiterApp.Program::Work)",
+            // Box<long>.Of in phase 2, Box<double>.Of in phase 3 (Box<int>.Of ran in phase 1,
+            // before the attach); Allocate on each phase's thread.
+            "WaiterApp.Box`1::Of calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other)",
+            "WaiterApp.Program::Allocate calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(19000))",
+            "WaiterApp.Program::Work calls=2 ends=2 threw=0 unpaired=0 last=Returned(Void)",
+        ],
+        "CoreCLR {runtime}:\n{text}"
+    );
+}
+
+#[test]
+fn instrumentation_attaches_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    instrumentation_attaches("8", "instrumentation_attaches_on_coreclr_8");
+}
+
+#[test]
+fn instrumentation_attaches_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    instrumentation_attaches("3", "instrumentation_attaches_on_coreclr_3");
+}
+
 #[test]
 fn counter_attaches_on_coreclr_8() {
     let _runtime = runtime_lock();

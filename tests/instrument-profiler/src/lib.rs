@@ -91,7 +91,55 @@ fn recorder() -> &'static Recorder {
     RECORDER.get_or_init(Recorder::default)
 }
 
+impl Profiler {
+    /// The instrumentation of the Waiter app, attached to while it runs (tests/runtime/attach.rs):
+    /// its methods were compiled and ran before, so they are wrapped through ReJIT.
+    fn attached(&self, info: &ProfilerInfo, settings: &[(String, String)]) -> Result<()> {
+        let mut wrapping = Instrumentation::new();
+        for (ty, method) in [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")] {
+            wrapping.wrap(Target::method(ty, method), recorder()).map_err(|_| HResult::E_FAIL)?;
+        }
+        let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
+        let _ = self.wrapping.set(started);
+        for (key, value) in settings {
+            match key.as_str() {
+                "CORPROF_INSTRUMENT_OUT" => {
+                    let _ = OUT.set(value.into());
+                }
+                "INSTRUMENT_READY" => tell_when_requested(started, value.into(), false),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Creates `ready` once the ReJITs are requested (and, `after_app`, the app's own module has
+/// loaded, so the framework's were seen before): the app waits for it.
+fn tell_when_requested(started: &'static Instrumentation, ready: std::path::PathBuf, after_app: bool) {
+    std::thread::spawn(move || {
+        while (after_app && !APP_LOADED.load(Ordering::Acquire)) || started.pending_rejit_requests() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let _ = std::fs::write(ready, "");
+    });
+}
+
+/// Where to write at shutdown: `CORPROF_INSTRUMENT_OUT`, or the attach data's.
+static OUT: OnceLock<std::path::PathBuf> = OnceLock::new();
+
 impl CorProfilerCallback for Profiler {
+    fn initialize_for_attach(&self, unknown: &IUnknown, client_data: &[u8]) -> Result<()> {
+        let info = ProfilerInfo::from_unknown(unknown)?;
+        info.set_event_mask(COR_PRF_MONITOR::NONE)?;
+        // `KEY=VALUE` lines.
+        let settings: Vec<(String, String)> = String::from_utf8_lossy(client_data)
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .collect();
+        self.attached(&info, &settings)
+    }
+
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
@@ -127,14 +175,10 @@ impl CorProfilerCallback for Profiler {
         }
         let _ = self.wrapping.set(started);
         if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
-            // Tells the app when the ReJITs are requested: once its own module loaded (so the
-            // framework's were seen before) and none is waiting.
-            std::thread::spawn(move || {
-                while !APP_LOADED.load(Ordering::Acquire) || started.pending_rejit_requests() > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                let _ = std::fs::write(ready, "");
-            });
+            tell_when_requested(started, ready.into(), true);
+        }
+        if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
+            let _ = OUT.set(out.into());
         }
         Ok(())
     }
@@ -147,7 +191,7 @@ impl CorProfilerCallback for Profiler {
     }
 
     fn shutdown(&self) -> Result<()> {
-        let Some(path) = std::env::var_os("CORPROF_INSTRUMENT_OUT") else { return Ok(()) };
+        let Some(path) = OUT.get() else { return Ok(()) };
         let mut text = String::new();
         if let Some(wrapping) = self.wrapping.get() {
             for decision in wrapping.decisions() {
