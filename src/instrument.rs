@@ -358,7 +358,7 @@ impl fmt::Display for TooManyDefinitions {
 
 impl std::error::Error for TooManyDefinitions {}
 
-/// What [`Instrumentation::module_load_finished`] did with a method a target named.
+/// What the instrumentation did with a method a target named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// The method is wrapped from its first call on.

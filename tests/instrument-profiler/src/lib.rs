@@ -96,7 +96,9 @@ impl Profiler {
     /// its methods were compiled and ran before, so they are wrapped through ReJIT.
     fn attached(&self, info: &ProfilerInfo, settings: &[(String, String)]) -> Result<()> {
         let mut wrapping = Instrumentation::new();
-        for (ty, method) in [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")] {
+        for (ty, method) in
+            [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")]
+        {
             wrapping.wrap(Target::method(ty, method), recorder()).map_err(|_| HResult::E_FAIL)?;
         }
         let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
