@@ -626,6 +626,27 @@ mod tests {
         assert_eq!(names("COR_PRF_GC_GEN", &["COR_PRF_GC_GEN_0"]), pairs(&[]));
     }
 
+    /// A pointer spelled through typedefs (`LPWSTR`, a chain of them, an array of one) makes a
+    /// pointer record, as does a field of a struct typedef'd to one; plain typedefs do not.
+    #[test]
+    fn pointer_records_follow_typedefs() {
+        let code = "
+            pub type WCHAR = u16;
+            pub type LPWSTR = *mut WCHAR;
+            pub type LOCALE = LPWSTR;
+            pub struct Md { pub major: u16, pub szLocale: LPWSTR, pub cb: u32 }
+            pub struct Chained { pub names: [LOCALE; 2], pub n: WCHAR }
+            pub type MD_ALIAS = Md;
+            pub struct Outer { pub md: MD_ALIAS }
+            pub struct Plain { pub c: WCHAR, pub n: u32 }
+        ";
+        let records = pointer_records(&syn::parse_file(code).unwrap().items);
+        assert_eq!(records.get("Md"), Some(&vec!["szLocale".to_string()]));
+        assert_eq!(records.get("Chained"), Some(&vec!["names".to_string()]));
+        assert_eq!(records.get("Outer"), Some(&vec!["md".to_string()]));
+        assert_eq!(records.get("Plain"), None);
+    }
+
     /// A zeroing `Default` keeps its impl, with a SAFETY marker, only for a zeroable record.
     #[test]
     fn zeroed_defaults_are_justified_or_dropped() {
