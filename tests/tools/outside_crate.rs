@@ -122,6 +122,7 @@ const ROOT_ITEMS: &[&str] = &[
     "mod hooks",
     "mod il",
     "mod info",
+    "mod instrument",
     "mod interfaces",
     "mod metadata",
     "mod names",
