@@ -38,6 +38,8 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
+#[cfg(corprof_iface = "IMetaDataAssemblyEmit")]
+mod assembly_emit;
 mod callback_counts;
 mod com;
 mod context;

@@ -30,9 +30,11 @@
 //!   thread of the profiler's own is the safe place.
 //! - **New tokens** for the body come from the module's metadata,
 //!   `info.get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)`: a string
-//!   literal for `ldstr` from `define_user_string`, a type from `define_type_ref_by_name`, a
-//!   method or field of another type from `define_member_ref` (with a signature from
-//!   [`crate::sig`]); wrap each in [`Token`](crate::sig::Token) for the instruction.
+//!   literal for `ldstr` from `define_user_string`, a type from `define_type_ref_by_name` (scoped
+//!   by an AssemblyRef the module has, or by a new one from `MetaDataAssemblyEmit`'s
+//!   `define_assembly_ref_by_name`), a method or field of another type from `define_member_ref`
+//!   (with a signature from [`crate::sig`]); wrap each in [`Token`](crate::sig::Token) for the
+//!   instruction.
 //!
 //! The runtime reads exactly the bytes the body's header and sections announce: before
 //! anything reaches the runtime, the encoded bytes are parsed back, so a body that does not

@@ -409,8 +409,17 @@ fn zeroable_types(items: &[syn::Item], ids: &[String]) -> Vec<ZeroableType> {
 }
 
 /// The structs bindgen emitted with a raw-pointer field (`*const WCHAR`, `*mut c_void`), or a
-/// field of such a struct type (or an array of one), each with those fields' names.
+/// field of such a struct type (or an array of one), each with those fields' names. A field's
+/// type is followed through the header's typedefs: `LPWSTR` (ASSEMBLYMETADATA's `szLocale`) and
+/// `HCORENUM` are pointers although their Rust spelling is a name.
 fn pointer_records(items: &[syn::Item]) -> HashMap<String, Vec<String>> {
+    let aliases: HashMap<String, &syn::Type> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Type(t) if t.generics.params.is_empty() => Some((t.ident.to_string(), &*t.ty)),
+            _ => None,
+        })
+        .collect();
     let structs: Vec<&syn::ItemStruct> =
         items.iter().filter_map(|i| if let syn::Item::Struct(s) = i { Some(s) } else { None }).collect();
     let mut out: HashMap<String, Vec<String>> = HashMap::new();
@@ -420,7 +429,7 @@ fn pointer_records(items: &[syn::Item]) -> HashMap<String, Vec<String>> {
             let fields: Vec<String> = st
                 .fields
                 .iter()
-                .filter(|f| holds_pointer(&f.ty, &out))
+                .filter(|f| holds_pointer(&f.ty, &out, &aliases, 0))
                 .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
                 .collect();
             if !fields.is_empty() {
@@ -433,11 +442,27 @@ fn pointer_records(items: &[syn::Item]) -> HashMap<String, Vec<String>> {
     }
 }
 
-fn holds_pointer(ty: &syn::Type, known: &HashMap<String, Vec<String>>) -> bool {
+fn holds_pointer(
+    ty: &syn::Type,
+    known: &HashMap<String, Vec<String>>,
+    aliases: &HashMap<String, &syn::Type>,
+    depth: u32,
+) -> bool {
+    // A typedef chain deeper than this is a cycle, which C does not allow: stop there.
+    if depth > 32 {
+        return false;
+    }
     match ty {
         syn::Type::Ptr(_) => true,
-        syn::Type::Array(a) => holds_pointer(&a.elem, known),
-        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| known.contains_key(&s.ident.to_string())),
+        syn::Type::Array(a) => holds_pointer(&a.elem, known, aliases, depth + 1),
+        syn::Type::Paren(p) => holds_pointer(&p.elem, known, aliases, depth + 1),
+        syn::Type::Group(g) => holds_pointer(&g.elem, known, aliases, depth + 1),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+            let name = s.ident.to_string();
+            known.contains_key(&name)
+                || (p.path.segments.len() == 1
+                    && aliases.get(&name).is_some_and(|t| holds_pointer(t, known, aliases, depth + 1)))
+        }),
         _ => false,
     }
 }
@@ -599,6 +624,27 @@ mod tests {
         );
         assert_eq!(names("COR_PRF_GC_GENERATION", &["COR_PRF_GC_GEN_0"]), pairs(&[("GEN_0", "COR_PRF_GC_GEN_0")]));
         assert_eq!(names("COR_PRF_GC_GEN", &["COR_PRF_GC_GEN_0"]), pairs(&[]));
+    }
+
+    /// A pointer spelled through typedefs (`LPWSTR`, a chain of them, an array of one) makes a
+    /// pointer record, as does a field of a struct typedef'd to one; plain typedefs do not.
+    #[test]
+    fn pointer_records_follow_typedefs() {
+        let code = "
+            pub type WCHAR = u16;
+            pub type LPWSTR = *mut WCHAR;
+            pub type LOCALE = LPWSTR;
+            pub struct Md { pub major: u16, pub szLocale: LPWSTR, pub cb: u32 }
+            pub struct Chained { pub names: [LOCALE; 2], pub n: WCHAR }
+            pub type MD_ALIAS = Md;
+            pub struct Outer { pub md: MD_ALIAS }
+            pub struct Plain { pub c: WCHAR, pub n: u32 }
+        ";
+        let records = pointer_records(&syn::parse_file(code).unwrap().items);
+        assert_eq!(records.get("Md"), Some(&vec!["szLocale".to_string()]));
+        assert_eq!(records.get("Chained"), Some(&vec!["names".to_string()]));
+        assert_eq!(records.get("Outer"), Some(&vec!["md".to_string()]));
+        assert_eq!(records.get("Plain"), None);
     }
 
     /// A zeroing `Default` keeps its impl, with a SAFETY marker, only for a zeroable record.

@@ -14,6 +14,7 @@
 mod common;
 mod record_support;
 
+mod assembly_emit;
 mod attach;
 mod call_tree;
 mod conformance;

@@ -139,6 +139,7 @@ const ROOT_ITEMS: &[&str] = &[
     "struct GUID",
     "struct HResult",
     "struct IUnknown",
+    "struct MetaDataAssemblyEmit",
     "struct MetaDataAssemblyImport",
     "struct MetaDataEmit",
     "struct MetaDataImport",
