@@ -4,7 +4,7 @@
 //! profiler's and no `unsafe` in the profiler.
 //!
 //! ```no_run
-//! use corprof::instrument::{Handler, Instrumentation, Method, Outcome, Target};
+//! use corprof::instrument::{Call, Handler, Instrumentation, Method, Outcome, Target};
 //! use corprof::types::COR_PRF_MONITOR;
 //! use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 //! use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +14,7 @@
 //! struct Count { calls: AtomicU64, threw: AtomicU64 }
 //!
 //! impl Handler for Count {
-//!     fn begin(&self, _: &Method) -> u64 {
+//!     fn begin(&self, _: &Call<'_>) -> u64 {
 //!         self.calls.fetch_add(1, Ordering::Relaxed);
 //!         0
 //!     }
@@ -58,8 +58,7 @@
 //! called from — except where precompiled code of its own version bubble inlined it before.
 //!
 //! # Limits of this version
-//! Handlers see the method and the returned value when it is a primitive; arguments are not
-//! passed yet. A method wrapped through ReJIT runs unwrapped until its request is made
+//! Handlers see primitive arguments and return values; objects are not passed. A method wrapped through ReJIT runs unwrapped until its request is made
 //! ([`pending_rejit_requests`](Instrumentation::pending_rejit_requests)), and precompiled code
 //! that inlined it stays as it is.
 //!
@@ -99,10 +98,33 @@ pub struct Target {
 
 impl Target {
     /// The methods named `method` (every overload) of the type `type_name`, written as the
-    /// runtime names it: `Namespace.Type`, a nested type `Namespace.Outer+Inner`. A method of
-    /// `"_"` means every method of the type that has IL.
+    /// runtime names it: `Namespace.Type`, a nested type `Namespace.Outer+Inner`, a generic
+    /// type with its arity, `Namespace.Box`1`. A method of `"_"` means every method of the type
+    /// that has IL. A `*` in either stands for any run of characters (`Shop.*`, `Get*`): such a
+    /// type pattern is matched against every type of every module that loads (each type's name
+    /// read once per module), an exact name is looked up.
     pub fn method(type_name: &str, method: &str) -> Target {
-        Target { assembly: None, type_name: type_name.to_owned(), method: (method != "_").then(|| method.to_owned()) }
+        Target {
+            assembly: None,
+            type_name: type_name.to_owned(),
+            method: (method != "_" && method != "*").then(|| method.to_owned()),
+        }
+    }
+
+    /// A target written `Namespace.Type::Method`, with [`method`](Self::method)'s names and
+    /// wildcards (`Shop.*::Get*`, `Shop.Cart::_`).
+    pub fn parse(text: &str) -> Result<Target, PatternError> {
+        let bad = |why: &str| {
+            PatternError(format!("{text:?} {why}: write Namespace.Type::Method (`*` for any run of characters)"))
+        };
+        let (type_name, method) = text.rsplit_once("::").ok_or_else(|| bad("has no `::`"))?;
+        if type_name.is_empty() || method.is_empty() {
+            return Err(bad("names no type or no method"));
+        }
+        if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(bad("holds a space or control character"));
+        }
+        Ok(Target::method(type_name, method))
     }
 
     /// The same methods, only in the assembly of this simple name (`System.Private.CoreLib`,
@@ -122,6 +144,43 @@ impl fmt::Display for Target {
     }
 }
 
+/// A target text [`Target::parse`] cannot read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatternError(String);
+
+impl fmt::Display for PatternError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PatternError {}
+
+/// Whether `text` is `pattern`, where `*` stands for any run of characters (none included).
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    // The last `*` seen, and where in `text` its run now ends.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((s, end)) = star {
+            // The `*` takes one more character.
+            pi = s + 1;
+            ti = end + 1;
+            star = Some((s, end + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 /// A registered handler's number, as [`Method::definition`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DefinitionId(u32);
@@ -139,7 +198,9 @@ pub struct Method {
     index: u32,
     definition: DefinitionId,
     name: String,
-    returns: ReturnKind,
+    returns: Kind,
+    /// The arguments' kinds, `this` first for an instance method.
+    args: Vec<Kind>,
 }
 
 impl Method {
@@ -186,9 +247,9 @@ pub enum Value {
     Other,
 }
 
-/// What a wrapped method's return value is, as the end code passes it.
+/// What a wrapped method's return value or argument is, as the IL passes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReturnKind {
+enum Kind {
     Void,
     Int,
     UInt,
@@ -198,33 +259,54 @@ enum ReturnKind {
     Other,
 }
 
-impl ReturnKind {
-    fn of(ret: &Type) -> ReturnKind {
+impl Kind {
+    fn of(ret: &Type) -> Kind {
         let mut ret = ret;
         while let Type::Modified { ty, .. } = ret {
             ret = ty;
         }
         match ret {
-            Type::Void => ReturnKind::Void,
-            Type::I1 | Type::I2 | Type::I4 | Type::I8 | Type::I => ReturnKind::Int,
-            Type::U1 | Type::U2 | Type::U4 | Type::U8 | Type::U => ReturnKind::UInt,
-            Type::Boolean => ReturnKind::Bool,
-            Type::Char => ReturnKind::Char,
-            Type::R4 | Type::R8 => ReturnKind::Float,
-            _ => ReturnKind::Other,
+            Type::Void => Kind::Void,
+            Type::I1 | Type::I2 | Type::I4 | Type::I8 | Type::I => Kind::Int,
+            Type::U1 | Type::U2 | Type::U4 | Type::U8 | Type::U => Kind::UInt,
+            Type::Boolean => Kind::Bool,
+            Type::Char => Kind::Char,
+            Type::R4 | Type::R8 => Kind::Float,
+            _ => Kind::Other,
         }
     }
 
     fn value(self, int: i64, float: f64) -> Value {
         match self {
-            ReturnKind::Void => Value::Void,
-            ReturnKind::Int => Value::Int(int),
-            ReturnKind::UInt => Value::UInt(int as u64),
-            ReturnKind::Bool => Value::Bool(int != 0),
-            ReturnKind::Char => Value::Char(int as u16),
-            ReturnKind::Float => Value::Float(float),
-            ReturnKind::Other => Value::Other,
+            Kind::Void => Value::Void,
+            Kind::Int => Value::Int(int),
+            Kind::UInt => Value::UInt(int as u64),
+            Kind::Bool => Value::Bool(int != 0),
+            Kind::Char => Value::Char(int as u16),
+            Kind::Float => Value::Float(float),
+            Kind::Other => Value::Other,
         }
+    }
+}
+
+/// One call of a wrapped method, as [`Handler::begin`] sees it.
+#[derive(Debug)]
+pub struct Call<'a> {
+    method: &'a Method,
+    args: &'a [Value],
+}
+
+impl Call<'_> {
+    /// The method called.
+    pub fn method(&self) -> &Method {
+        self.method
+    }
+    /// The arguments as they came in, `this` first for an instance method (as
+    /// [`Value::Other`]), when the handler [wants them](Handler::wants_arguments); else empty.
+    /// Primitives are passed widened, as return values are; anything else, `ref` and `out`
+    /// arguments included, is [`Value::Other`].
+    pub fn arguments(&self) -> &[Value] {
+        self.args
     }
 }
 
@@ -234,10 +316,15 @@ impl ReturnKind {
 /// may do. A panic is caught: it is reported on stderr, once, and the handler is not called
 /// again (the methods run on, unwrapped in effect).
 pub trait Handler: Send + Sync + 'static {
+    /// Whether [`begin`](Self::begin) gets the arguments ([`Call::arguments`]): asked once,
+    /// when the handler is registered. Passing them costs each call a few nanoseconds more.
+    fn wants_arguments(&self) -> bool {
+        false
+    }
     /// Called first, before the method's own code; returns a state the matching
     /// [`end`](Self::end) receives (a start time, an index into a table of the handler's).
-    fn begin(&self, method: &Method) -> u64 {
-        let _ = method;
+    fn begin(&self, call: &Call<'_>) -> u64 {
+        let _ = call;
         0
     }
     /// Called last, however the call ended, with what [`begin`](Self::begin) returned (0 when
@@ -251,6 +338,8 @@ pub trait Handler: Send + Sync + 'static {
 struct Definition {
     handler: Box<dyn Handler>,
     target: String,
+    /// What the handler's `wants_arguments` said.
+    arguments: bool,
     /// Set when the handler panicked: it is not called again.
     off: AtomicBool,
 }
@@ -306,7 +395,39 @@ fn handler_panicked(method: &Method, definition: &Definition, payload: Box<dyn s
 /// The begin code's native entry point: `uint64 (int32 method)`, cdecl.
 extern "C" fn begin_entry(method: u32) -> u64 {
     let Some((m, d)) = lookup(method) else { return 0 };
-    match catch_unwind(AssertUnwindSafe(|| d.handler.begin(m))) {
+    begin(m, d, &[])
+}
+
+/// The begin code's native entry point when the handler wants the arguments:
+/// `uint64 (int32 method, native int args, int32 count)`, cdecl; `args` points at `count`
+/// 8-byte slots the IL filled (an integer widened to 64 bits, or a float64's bits, by the
+/// argument's kind).
+extern "C" fn begin_arguments_entry(method: u32, args: *const u64, count: u32) -> u64 {
+    let Some((m, d)) = lookup(method) else { return 0 };
+    // Only IL of ours calls this, with the method's own count; checked anyway, before reading.
+    if count as usize != m.args.len() || (count > 0 && args.is_null()) {
+        return 0;
+    }
+    let mut small = [Value::Other; 16];
+    let mut large = Vec::new();
+    let values: &mut [Value] = if m.args.len() <= small.len() {
+        &mut small[..m.args.len()]
+    } else {
+        large.resize(m.args.len(), Value::Other);
+        &mut large
+    };
+    for (i, (kind, value)) in m.args.iter().zip(values.iter_mut()).enumerate() {
+        // SAFETY: `args` points at `count` 8-byte slots the wrapped method's IL allocated
+        // (`localloc`, in its frame, alive during this call) and filled; `i < count`.
+        let bits = unsafe { args.add(i).read_unaligned() };
+        *value = kind.value(bits as i64, f64::from_bits(bits));
+    }
+    begin(m, d, values)
+}
+
+fn begin(m: &Method, d: &Definition, args: &[Value]) -> u64 {
+    let call = Call { method: m, args };
+    match catch_unwind(AssertUnwindSafe(|| d.handler.begin(&call))) {
         Ok(state) => state,
         Err(payload) => {
             handler_panicked(m, d, payload);
@@ -332,6 +453,16 @@ fn begin_sig() -> MethodSig {
         generic_params: 0,
         ret: Type::U8,
         params: vec![Type::I4],
+        sentinel: None,
+    }
+}
+
+fn begin_arguments_sig() -> MethodSig {
+    MethodSig {
+        call_conv: CallConv(CallConv::C),
+        generic_params: 0,
+        ret: Type::U8,
+        params: vec![Type::I4, Type::I, Type::I4],
         sentinel: None,
     }
 }
@@ -466,8 +597,13 @@ impl Instrumentation {
     /// life.
     pub fn wrap(&mut self, target: Target, handler: impl Handler) -> Result<DefinitionId, TooManyDefinitions> {
         let r = registry();
-        let definition =
-            Definition { handler: Box::new(handler), target: target.to_string(), off: AtomicBool::new(false) };
+        let arguments = handler.wants_arguments();
+        let definition = Definition {
+            handler: Box::new(handler),
+            target: target.to_string(),
+            arguments,
+            off: AtomicBool::new(false),
+        };
         let id = claim(&r.definitions, &r.next_definition, |_| definition).ok_or(TooManyDefinitions)?;
         let id = DefinitionId(id);
         self.targets.push((target, id, AtomicBool::new(false)));
@@ -578,6 +714,8 @@ impl Instrumentation {
         let assembly = info.get_assembly_info(m.assembly_id).map(|a| a.name).unwrap_or_default();
         let precompiled = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN);
         let mut import = None;
+        // Every type's full name, read once per module when a target's type has a `*`.
+        let mut types: Option<Vec<(mdTypeDef, String)>> = None;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
             if target.assembly.as_ref().is_some_and(|a| *a != assembly) {
                 continue;
@@ -590,12 +728,26 @@ impl Instrumentation {
                 }
             }
             let Some(import) = import.as_ref() else { return };
-            let Some(type_def) = find_type(import, &target.type_name) else { continue };
-            let methods: Vec<mdMethodDef> = match import.enum_methods_with_name(type_def, target.method.as_deref()) {
-                Ok(e) => e.collect(),
-                Err(_) => continue,
+            let named: Vec<(mdTypeDef, String)> = if target.type_name.contains('*') {
+                let all = types.get_or_insert_with(|| all_types(import));
+                all.iter().filter(|(_, name)| glob(&target.type_name, name)).cloned().collect()
+            } else {
+                find_type(import, &target.type_name).map(|td| (td, target.type_name.clone())).into_iter().collect()
             };
-            for method in methods {
+            let (exact, pattern) = match target.method.as_deref() {
+                Some(m) if m.contains('*') => (None, Some(m)),
+                m => (m, None),
+            };
+            let methods = named.iter().flat_map(|(type_def, type_name)| {
+                let methods: Vec<mdMethodDef> =
+                    import.enum_methods_with_name(*type_def, exact).map(|e| e.collect()).unwrap_or_default();
+                methods.into_iter().map(move |m| (type_name, m))
+            });
+            for (type_name, method) in methods {
+                let method_name = import.get_method_props(method).map(|p| p.name).unwrap_or_default();
+                if pattern.is_some_and(|p| !glob(p, &method_name)) {
+                    continue;
+                }
                 matched.store(true, Ordering::Relaxed);
                 let first = {
                     let mut done = lock(&self.done);
@@ -612,11 +764,7 @@ impl Instrumentation {
                         }
                     }
                 };
-                let name = format!(
-                    "{}::{}",
-                    target.type_name,
-                    import.get_method_props(method).map(|p| p.name).unwrap_or_default()
-                );
+                let name = format!("{type_name}::{method_name}");
                 let body = first.and_then(|()| wrapped_body(info, import, module, method, *definition, &name));
                 let decision = match body {
                     Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
@@ -705,6 +853,27 @@ pub(crate) unsafe fn rejit_parameters(
     Some(unsafe { crate::rewrite::set_rejit_body(control, &p.body) }.map_err(HResult::from))
 }
 
+/// Every TypeDef of the module with its full name (`Namespace.Outer+Inner`).
+fn all_types(import: &MetaDataImport) -> Vec<(mdTypeDef, String)> {
+    let Ok(types) = import.enum_type_defs() else { return Vec::new() };
+    types.filter_map(|td| Some((td, full_type_name(import, td, 0)?))).collect()
+}
+
+/// `Namespace.Outer+Inner` for a TypeDef; `None` past 64 levels of nesting (a chain that loops,
+/// in metadata no compiler wrote).
+fn full_type_name(import: &MetaDataImport, td: mdTypeDef, depth: usize) -> Option<String> {
+    if depth > 64 {
+        return None;
+    }
+    let name = import.get_type_def_props(td).ok()?.name;
+    match import.get_nested_class_props(td) {
+        Ok(enclosing) if enclosing != 0 && enclosing != td => {
+            Some(format!("{}+{name}", full_type_name(import, enclosing, depth + 1)?))
+        }
+        _ => Some(name),
+    }
+}
+
 /// The TypeDef named `Namespace.Outer+Inner` in the module.
 fn find_type(import: &MetaDataImport, name: &str) -> Option<mdTypeDef> {
     let mut enclosing = 0;
@@ -761,7 +930,11 @@ fn signature_of(import: &MetaDataImport, token: Token) -> Option<MethodSig> {
 /// their signatures (unmanaged cdecl), `begin_entry` and `end_entry`, extern "C" functions of
 /// this library, which is pinned so the addresses stay valid; it passes them the method's index
 /// (checked again by `lookup`), the state local (uint64), `ex != null` (int32) and the return
-/// value converted to int64 and float64 as its type says; the locals token names the wrapper's
+/// value converted to int64 and float64 as its type says; for a handler that wants the
+/// arguments, the begin code first allocates 8 bytes per argument in the frame (`localloc`, in
+/// the begin guard's try, where the rules allow it), writes each primitive argument widened into
+/// its slot and passes the slots' address and their count, which `begin_arguments_entry`
+/// checks against the method's before it reads; the locals token names the wrapper's
 /// local signature, made in this module; `Wrapper::finish` verified the whole body.
 fn wrapped_body(
     info: &ProfilerInfo,
@@ -796,19 +969,69 @@ fn wrapped_body(
         let bytes = s.encode().map_err(|e| e.to_string())?;
         emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))
     };
-    let (begin_token, end_token) = (sig_token(&begin_sig())?, sig_token(&end_sig())?);
+    let arguments =
+        registry().definitions.get(definition.0 as usize).and_then(OnceLock::get).is_some_and(|d| d.arguments);
+    let begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
+    let (begin_token, end_token) = (sig_token(&begin_signature)?, sig_token(&end_sig())?);
 
     let mut wrapper = Wrapper::new(&body, &sig, locals.as_deref()).map_err(|e| e.to_string())?;
     let state = wrapper.add_local(Type::U8).map_err(|e| e.to_string())?;
-    let returns = ReturnKind::of(&sig.ret);
+    let returns = Kind::of(&sig.ret);
+    let this = sig.call_conv.has_this() && !sig.call_conv.explicit_this();
+    let args: Vec<Kind> =
+        std::iter::repeat_n(Kind::Other, usize::from(this)).chain(sig.params.iter().map(Kind::of)).collect();
+    let slots = if arguments { Some(wrapper.add_local(Type::I).map_err(|e| e.to_string())?) } else { None };
+    let count = args.len();
     let r = registry();
-    let index = claim(&r.methods, &r.next_method, |index| Method { index, definition, name: name.to_owned(), returns })
-        .ok_or_else(|| format!("more than {MAX_METHODS} methods wrapped in this process"))?;
+    let index = claim(&r.methods, &r.next_method, |index| Method {
+        index,
+        definition,
+        name: name.to_owned(),
+        returns,
+        args: if arguments { args.clone() } else { Vec::new() },
+    })
+    .ok_or_else(|| format!("more than {MAX_METHODS} methods wrapped in this process"))?;
     let address = |f: usize| {
         [Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(f as i64) }, Instruction::simple(OpCode::CONV_I)]
     };
-    let mut begin = vec![Instruction::ldc_i4(index as i32)];
-    begin.extend(address(begin_entry as extern "C" fn(u32) -> u64 as usize));
+    let mut begin = Vec::new();
+    match slots {
+        None => {
+            begin.push(Instruction::ldc_i4(index as i32));
+            begin.extend(address(begin_entry as extern "C" fn(u32) -> u64 as usize));
+        }
+        Some(slots) => {
+            // 8 bytes per argument in the frame (zeroed: the body inits its locals), each
+            // primitive written widened, then (method, slots, count).
+            let bytes = i32::try_from(count * 8).map_err(|_| "too many arguments to pass".to_owned())?;
+            begin.extend([
+                Instruction::ldc_i4(bytes),
+                Instruction::simple(OpCode::CONV_U),
+                Instruction::simple(OpCode::LOCALLOC),
+                Instruction::stloc(slots),
+            ]);
+            for (i, kind) in args.iter().enumerate() {
+                let (convert, store) = match kind {
+                    Kind::Int => (OpCode::CONV_I8, OpCode::STIND_I8),
+                    Kind::UInt | Kind::Bool | Kind::Char => (OpCode::CONV_U8, OpCode::STIND_I8),
+                    Kind::Float => (OpCode::CONV_R8, OpCode::STIND_R8),
+                    Kind::Void | Kind::Other => continue,
+                };
+                begin.push(Instruction::ldloc(slots));
+                if i > 0 {
+                    begin.extend([Instruction::ldc_i4((i * 8) as i32), Instruction::simple(OpCode::ADD)]);
+                }
+                let i = u16::try_from(i).map_err(|_| "too many arguments to pass".to_owned())?;
+                begin.extend([Instruction::ldarg(i), Instruction::simple(convert), Instruction::simple(store)]);
+            }
+            begin.extend([
+                Instruction::ldc_i4(index as i32),
+                Instruction::ldloc(slots),
+                Instruction::ldc_i4(count as i32),
+            ]);
+            begin.extend(address(begin_arguments_entry as extern "C" fn(u32, *const u64, u32) -> u64 as usize));
+        }
+    }
     begin.extend([Instruction::token(OpCode::CALLI, begin_token), Instruction::stloc(state)]);
     let mut end = vec![
         Instruction::ldc_i4(index as i32),
@@ -819,23 +1042,23 @@ fn wrapped_body(
     ];
     let ret = wrapper.return_local();
     match (returns, ret) {
-        (ReturnKind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
-        (ReturnKind::UInt | ReturnKind::Bool | ReturnKind::Char, Some(r)) => {
+        (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
+        (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
             end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
         }
         _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
     }
     match (returns, ret) {
-        (ReturnKind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
+        (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
         _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
     }
     end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
     end.push(Instruction::token(OpCode::CALLI, end_token));
 
-    let (begin_sig, end_sig) = (begin_sig(), end_sig());
+    let end_sig = end_sig();
     let call_sig = |t: Token| {
         if t == begin_token {
-            Some(begin_sig.clone())
+            Some(begin_signature.clone())
         } else if t == end_token {
             Some(end_sig.clone())
         } else {
@@ -867,7 +1090,7 @@ mod tests {
     }
 
     impl Handler for Probe {
-        fn begin(&self, _: &Method) -> u64 {
+        fn begin(&self, _: &Call<'_>) -> u64 {
             self.begins.fetch_add(1, Ordering::Relaxed);
             if self.panic {
                 panic!("probe");
@@ -891,7 +1114,8 @@ mod tests {
             index,
             definition,
             name: "T::M".into(),
-            returns: ReturnKind::Int,
+            returns: Kind::Int,
+            args: vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool],
         })
         .unwrap();
         (index, begins, ends)
@@ -905,10 +1129,79 @@ mod tests {
         assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 1));
     }
 
+    /// Keeps the arguments `begin` is given.
+    struct Arguments(Mutex<Vec<Vec<Value>>>);
+
+    impl Handler for &'static Arguments {
+        fn wants_arguments(&self) -> bool {
+            true
+        }
+        fn begin(&self, call: &Call<'_>) -> u64 {
+            self.0.lock().unwrap().push(call.arguments().to_vec());
+            1
+        }
+    }
+
+    #[test]
+    fn arguments_are_read_by_their_kinds_and_only_by_the_methods_count() {
+        static SEEN: Arguments = Arguments(Mutex::new(Vec::new()));
+        let mut i = Instrumentation::new();
+        let definition = i.wrap(Target::method("T", "A"), &SEEN).unwrap();
+        let r = registry();
+        let kinds = vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool, Kind::UInt];
+        let index = claim(&r.methods, &r.next_method, |index| Method {
+            index,
+            definition,
+            name: "T::A".into(),
+            returns: Kind::Void,
+            args: kinds,
+        })
+        .unwrap();
+        let slots: [u64; 5] = [0xdead, (-5i64) as u64, 2.5f64.to_bits(), 1, u64::MAX];
+        assert_eq!(begin_arguments_entry(index, slots.as_ptr(), 5), 1);
+        // A count other than the method's, or no slots: nothing read, the handler not called.
+        assert_eq!(begin_arguments_entry(index, slots.as_ptr(), 4), 0);
+        assert_eq!(begin_arguments_entry(index, std::ptr::null(), 5), 0);
+        assert_eq!(
+            *SEEN.0.lock().unwrap(),
+            [vec![Value::Other, Value::Int(-5), Value::Float(2.5), Value::Bool(true), Value::UInt(u64::MAX)]]
+        );
+    }
+
+    #[test]
+    fn patterns_match_any_run_of_characters() {
+        for (pattern, text, expected) in [
+            ("Shop.*", "Shop.Cart", true),
+            ("Shop.*", "Shop.", true),
+            ("Shop.*", "Shopping.Cart", false),
+            ("*.Cart", "Shop.Cart", true),
+            ("Get*Async", "GetItemsAsync", true),
+            ("Get*Async", "GetAsyncItems", false),
+            ("*", "", true),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("Box`1", "Box`1", true),
+        ] {
+            assert_eq!(glob(pattern, text), expected, "{pattern} ~ {text}");
+        }
+    }
+
+    #[test]
+    fn targets_are_parsed_with_their_reasons() {
+        assert_eq!(Target::parse("Shop.*::Get*").unwrap(), Target::method("Shop.*", "Get*"));
+        assert_eq!(Target::parse("A.B+C::_").unwrap(), Target::method("A.B+C", "_"));
+        assert_eq!(Target::parse("A::*").unwrap().to_string(), "A::_");
+        for bad in ["Shop.Cart", "::M", "T::", "T :: M", "T::M\n"] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.to_string().contains("Namespace.Type::Method"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn a_number_no_method_has_reaches_nothing() {
         for index in [u32::MAX, MAX_METHODS as u32, (MAX_METHODS - 1) as u32] {
             assert_eq!(begin_entry(index), 0);
+            assert_eq!(begin_arguments_entry(index, std::ptr::null(), 3), 0);
             end_entry(index, 1, 1, 1, 1.0);
         }
     }
@@ -927,6 +1220,7 @@ mod tests {
     fn returned_values_are_read_as_the_signature_says() {
         let cases = [
             (Type::Void, Value::Void),
+            (Type::ByRef(Box::new(Type::I4)), Value::Other),
             (Type::I2, Value::Int(-1)),
             (Type::U8, Value::UInt(u64::MAX)),
             (Type::Boolean, Value::Bool(true)),
@@ -939,7 +1233,7 @@ mod tests {
             ),
         ];
         for (ty, value) in cases {
-            assert_eq!(ReturnKind::of(&ty).value(-1, 0.5), value, "{ty:?}");
+            assert_eq!(Kind::of(&ty).value(-1, 0.5), value, "{ty:?}");
         }
     }
 

@@ -258,9 +258,9 @@ fn instrumentation_attaches(runtime: &'static str, test: &str) {
             "wrapped WaiterApp.Program::Work (target WaiterApp.Program::Work)",
             // Box<long>.Of in phase 2, Box<double>.Of in phase 3 (Box<int>.Of ran in phase 1,
             // before the attach); Allocate on each phase's thread.
-            "WaiterApp.Box`1::Of calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other)",
-            "WaiterApp.Program::Allocate calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(19000))",
-            "WaiterApp.Program::Work calls=2 ends=2 threw=0 unpaired=0 last=Returned(Void)",
+            "WaiterApp.Box`1::Of calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other) first_args=[Other]",
+            "WaiterApp.Program::Allocate calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(19000)) first_args=[Int(2)]",
+            "WaiterApp.Program::Work calls=2 ends=2 threw=0 unpaired=0 last=Returned(Void) first_args=[Int(2)]",
         ],
         "CoreCLR {runtime}:\n{text}"
     );

@@ -63,41 +63,46 @@ fn wrapped(runtime: &'static str, test: &str) {
             // A method two targets name gets the first one's handler, and the second says so.
             "not wrapped InstrumentApp.Target::Add (target InstrumentApp.Target::Add): target \
              InstrumentApp.Target::_ named it first: a method gets one handler",
+            // A pattern: GetA and GetB, not Other.
+            "wrapped InstrumentApp.Patterns::GetA (target InstrumentApp.Pat*::Get*)",
+            "wrapped InstrumentApp.Patterns::GetB (target InstrumentApp.Pat*::Get*)",
             "wrapped InstrumentApp.Program::Main (target InstrumentApp.Program::Main)",
             "wrapped InstrumentApp.Box`1::.ctor (target InstrumentApp.Box`1::.ctor)",
             "unmatched InstrumentApp.Nowhere::Nothing",
             // Generic type and method: one method, each instantiation's calls.
-            "InstrumentApp.Box`1::Get calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other)",
-            // A value type's `this`.
-            "InstrumentApp.Point::Move calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
-            "InstrumentApp.Point::Sum calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(23))",
-            "InstrumentApp.Target+Inner::Small calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(42))",
-            "InstrumentApp.Target::.ctor calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
-            "InstrumentApp.Target::Add calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(0))",
-            "InstrumentApp.Target::Big calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(18446744073709551615))",
+            "InstrumentApp.Box`1::Get calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other) first_args=[Other]",
+            "InstrumentApp.Patterns::GetA calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(1)) first_args=[]",
+            "InstrumentApp.Patterns::GetB calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(2)) first_args=[]",
+            // A value type's `this` (its address: not passed), and an argument.
+            "InstrumentApp.Point::Move calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void) first_args=[Other, Int(10)]",
+            "InstrumentApp.Point::Sum calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(23)) first_args=[Other]",
+            "InstrumentApp.Target+Inner::Small calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(42)) first_args=[UInt(41)]",
+            "InstrumentApp.Target::.ctor calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void) first_args=[Other]",
+            "InstrumentApp.Target::Add calls=2 ends=2 threw=0 unpaired=0 last=Returned(Int(0)) first_args=[Int(3), Int(4)]",
+            "InstrumentApp.Target::Big calls=1 ends=1 threw=0 unpaired=0 last=Returned(UInt(18446744073709551615)) first_args=[]",
             // Recursion: every level begins and ends, in order.
-            "InstrumentApp.Target::Fact calls=5 ends=5 threw=0 unpaired=0 last=Returned(Int(120))",
-            "InstrumentApp.Target::First calls=1 ends=1 threw=0 unpaired=0 last=Returned(Char(120))",
-            "InstrumentApp.Target::Greet calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other)",
+            "InstrumentApp.Target::Fact calls=5 ends=5 threw=0 unpaired=0 last=Returned(Int(120)) first_args=[Int(5)]",
+            "InstrumentApp.Target::First calls=1 ends=1 threw=0 unpaired=0 last=Returned(Char(120)) first_args=[Other]",
+            "InstrumentApp.Target::Greet calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other) first_args=[Other, Other]",
             // Its own try/catch/finally and filter, returns from inside them.
-            "InstrumentApp.Target::Guarded calls=3 ends=3 threw=0 unpaired=0 last=Returned(Int(1050))",
-            "InstrumentApp.Target::Half calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(2.5))",
-            "InstrumentApp.Target::Id calls=3 ends=3 threw=0 unpaired=0 last=Returned(Other)",
+            "InstrumentApp.Target::Guarded calls=3 ends=3 threw=0 unpaired=0 last=Returned(Int(1050)) first_args=[Int(0)]",
+            "InstrumentApp.Target::Half calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(2.5)) first_args=[Float(5.0)]",
+            "InstrumentApp.Target::Id calls=3 ends=3 threw=0 unpaired=0 last=Returned(Other) first_args=[Other]",
             // An async method ends when it returns its task.
-            "InstrumentApp.Target::Later calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other)",
-            "InstrumentApp.Target::Loop calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(40))",
+            "InstrumentApp.Target::Later calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other) first_args=[Int(41)]",
+            "InstrumentApp.Target::Loop calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(40)) first_args=[Int(10)]",
             // Nine arguments.
-            "InstrumentApp.Target::Nine calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(9036))",
-            "InstrumentApp.Target::Nothing calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void)",
-            "InstrumentApp.Target::Odd calls=2 ends=2 threw=0 unpaired=0 last=Returned(Bool(false))",
+            "InstrumentApp.Target::Nine calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(9036)) first_args=[Int(1), Int(2), Int(3), Int(4), Int(5), Int(6), Int(7), Int(8), Int(9)]",
+            "InstrumentApp.Target::Nothing calls=1 ends=1 threw=0 unpaired=0 last=Returned(Void) first_args=[]",
+            "InstrumentApp.Target::Odd calls=2 ends=2 threw=0 unpaired=0 last=Returned(Bool(false)) first_args=[Int(3)]",
             // `ref` and `out` arguments.
-            "InstrumentApp.Target::Swap calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(4))",
-            "InstrumentApp.Target::Third calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(3.0))",
+            "InstrumentApp.Target::Swap calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(4)) first_args=[Other, Other]",
+            "InstrumentApp.Target::Third calls=1 ends=1 threw=0 unpaired=0 last=Returned(Float(3.0)) first_args=[Float(9.0)]",
             // The exception is seen, and the caller still catches it.
-            "InstrumentApp.Target::Throws calls=2 ends=2 threw=1 unpaired=0 last=Threw",
+            "InstrumentApp.Target::Throws calls=2 ends=2 threw=1 unpaired=0 last=Threw first_args=[Int(21)]",
             // Called from the app after its ReJIT was requested: 3 calls, each through three
             // overloads that crossgen did not inline into one another.
-            "System.Convert::ToBase64String calls=9 ends=9 threw=0 unpaired=0 last=Returned(Other)",
+            "System.Convert::ToBase64String calls=9 ends=9 threw=0 unpaired=0 last=Returned(Other) first_args=[Other, Int(0), Int(2)]",
         ]
         .map(String::from),
     );

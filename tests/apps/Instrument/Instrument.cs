@@ -94,6 +94,17 @@ namespace InstrumentApp
         }
     }
 
+    // Named by a pattern, `InstrumentApp.Pat*::Get*`: GetA and GetB, not Other.
+    static class Patterns
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static int GetA() { return 1; }
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static int GetB() { return 2; }
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static int Other() { return 3; }
+    }
+
     static class Program
     {
         static int Main()
@@ -121,6 +132,7 @@ namespace InstrumentApp
             p.Move(10);
             Console.WriteLine("Point " + p.Sum() + " " + p.X);
             Console.WriteLine("Box " + new Box<string>("boxed").Get() + " " + new Box<int>(5).Get());
+            Console.WriteLine("Patterns " + (Patterns.GetA() + Patterns.GetB() + Patterns.Other()));
             Precompiled();
             return 0;
         }

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use corprof::instrument::{Handler, Instrumentation, Method, Outcome, Target};
+use corprof::instrument::{Call, Handler, Instrumentation, Method, Outcome, Target, Value};
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
@@ -22,6 +22,8 @@ struct Seen {
     threw: u64,
     unpaired: u64,
     last: Option<Outcome>,
+    /// The arguments of the first call.
+    first: Option<Vec<Value>>,
 }
 
 /// Counts per method; `begin` hands out a sequence number that `end` must get back, checked
@@ -37,9 +39,16 @@ thread_local! {
 }
 
 impl Handler for &'static Recorder {
-    fn begin(&self, method: &Method) -> u64 {
+    fn wants_arguments(&self) -> bool {
+        true
+    }
+    fn begin(&self, call: &Call<'_>) -> u64 {
         let state = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        self.seen.lock().unwrap().entry(method.name().to_owned()).or_default().calls += 1;
+        let mut seen = self.seen.lock().unwrap();
+        let s = seen.entry(call.method().name().to_owned()).or_default();
+        s.calls += 1;
+        s.first.get_or_insert_with(|| call.arguments().to_vec());
+        drop(seen);
         OPEN.with(|o| o.borrow_mut().push(state));
         state
     }
@@ -59,11 +68,20 @@ struct Empty;
 
 impl Handler for Empty {}
 
+/// Takes the arguments, and does nothing with them.
+struct EmptyTakingArguments;
+
+impl Handler for EmptyTakingArguments {
+    fn wants_arguments(&self) -> bool {
+        true
+    }
+}
+
 /// Panics in `begin`: reported once, then never called again; the app runs on.
 struct Panicky;
 
 impl Handler for Panicky {
-    fn begin(&self, _: &Method) -> u64 {
+    fn begin(&self, _: &Call<'_>) -> u64 {
         panic!("a handler that panics");
     }
 }
@@ -147,9 +165,16 @@ impl CorProfilerCallback for Profiler {
         info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
         let _ = INFO.set(info.clone());
         let mut wrapping = Instrumentation::new();
-        if std::env::var_os("CORPROF_INSTRUMENT_BENCH").is_some() {
-            // scripts/bench-instrument: one small method, empty handlers.
-            wrapping.wrap(Target::method("InstrumentBench.Program", "Small"), Empty).map_err(|_| HResult::E_FAIL)?;
+        if let Some(bench) = std::env::var_os("CORPROF_INSTRUMENT_BENCH") {
+            // scripts/bench-instrument: one small method, empty handlers (`args`: taking its
+            // arguments).
+            let target = Target::method("InstrumentBench.Program", "Small");
+            let wrapped = if bench == "args" {
+                wrapping.wrap(target, EmptyTakingArguments)
+            } else {
+                wrapping.wrap(target, Empty)
+            };
+            wrapped.map_err(|_| HResult::E_FAIL)?;
             let _ = self.wrapping.set(wrapping.start(&info).map_err(|_| HResult::E_FAIL)?);
             return Ok(());
         }
@@ -162,6 +187,7 @@ impl CorProfilerCallback for Profiler {
             Target::method("InstrumentApp.Nowhere", "Nothing"),
             // Already wrapped by the first target: wrapped once.
             Target::method("InstrumentApp.Target", "Add"),
+            Target::parse("InstrumentApp.Pat*::Get*").map_err(|_| HResult::E_FAIL)?,
             // Precompiled framework code: wrapped through ReJIT.
             Target::method("System.Convert", "ToBase64String").in_assembly("System.Private.CoreLib"),
         ];
@@ -205,8 +231,9 @@ impl CorProfilerCallback for Profiler {
         }
         for (name, s) in recorder().seen.lock().unwrap().iter() {
             let last = s.last.map_or("-".to_owned(), |o| format!("{o:?}"));
+            let first = s.first.as_ref().map_or("-".to_owned(), |a| format!("{a:?}"));
             text += &format!(
-                "{name} calls={} ends={} threw={} unpaired={} last={last}\n",
+                "{name} calls={} ends={} threw={} unpaired={} last={last} first_args={first}\n",
                 s.calls, s.ends, s.threw, s.unpaired
             );
         }
