@@ -201,6 +201,8 @@ pub struct Method {
     returns: Kind,
     /// The arguments' kinds, `this` first for an instance method.
     args: Vec<Kind>,
+    /// Whether the entry points are called without the GC transition.
+    no_transition: bool,
 }
 
 impl Method {
@@ -215,6 +217,11 @@ impl Method {
     /// `Namespace.Type::Method`.
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// Whether its handler is called without the transition to preemptive mode (a handler
+    /// that does not [block](Handler::may_block), on a runtime that has `SuppressGCTransition`).
+    pub fn without_gc_transition(&self) -> bool {
+        self.no_transition
     }
 }
 
@@ -321,6 +328,15 @@ pub trait Handler: Send + Sync + 'static {
     fn wants_arguments(&self) -> bool {
         false
     }
+    /// Whether the handler may block: wait for a lock another thread may hold while it waits
+    /// for the runtime (a GC, a ReJIT request, a runtime suspension), or for I/O. Asked once,
+    /// when the handler is registered. A handler that says `false` is called, on runtimes that
+    /// have it (.NET 5+), without the transition to preemptive mode and back
+    /// (`SuppressGCTransition`): cheaper, but it then runs in cooperative mode, so a GC waits for
+    /// it to return; if it waited for a thread that waits for that GC, the app would hang.
+    fn may_block(&self) -> bool {
+        true
+    }
     /// Called first, before the method's own code; returns a state the matching
     /// [`end`](Self::end) receives (a start time, an index into a table of the handler's).
     fn begin(&self, call: &Call<'_>) -> u64 {
@@ -340,6 +356,8 @@ struct Definition {
     target: String,
     /// What the handler's `wants_arguments` said.
     arguments: bool,
+    /// What the handler's `may_block` said.
+    may_block: bool,
     /// Set when the handler panicked: it is not called again.
     off: AtomicBool,
 }
@@ -562,6 +580,8 @@ pub struct Instrumentation {
     /// Whether ReJIT is on (`COR_PRF_ENABLE_REJIT` could be set): precompiled code and modules
     /// loaded before `start` can be wrapped.
     rejit: AtomicBool,
+    /// Whether the runtime knows `SuppressGCTransition` on unmanaged calls (.NET 5+).
+    no_transition: AtomicBool,
     /// Each method wrapped or refused, with the indexes of the targets that named it, the one
     /// whose handler it has first.
     done: Mutex<HashMap<(ModuleID, mdMethodDef), Vec<usize>>>,
@@ -597,11 +617,12 @@ impl Instrumentation {
     /// life.
     pub fn wrap(&mut self, target: Target, handler: impl Handler) -> Result<DefinitionId, TooManyDefinitions> {
         let r = registry();
-        let arguments = handler.wants_arguments();
+        let (arguments, may_block) = (handler.wants_arguments(), handler.may_block());
         let definition = Definition {
             handler: Box::new(handler),
             target: target.to_string(),
             arguments,
+            may_block,
             off: AtomicBool::new(false),
         };
         let id = claim(&r.definitions, &r.next_definition, |_| definition).ok_or(TooManyDefinitions)?;
@@ -625,6 +646,8 @@ impl Instrumentation {
         let mask = info.get_event_mask()?;
         let rejit = info.set_event_mask(mask.union(COR_PRF_MONITOR::ENABLE_REJIT)).is_ok();
         self.rejit.store(rejit, Ordering::Relaxed);
+        let major = info.get_runtime_information().map_or(0, |r| r.major_version);
+        self.no_transition.store(major >= 5, Ordering::Relaxed);
         let _ = self.info.set(info.clone());
         let this: &'static Instrumentation = Box::leak(Box::new(self));
         if STARTED.set(this).is_err() {
@@ -765,7 +788,10 @@ impl Instrumentation {
                     }
                 };
                 let name = format!("{type_name}::{method_name}");
-                let body = first.and_then(|()| wrapped_body(info, import, module, method, *definition, &name));
+                let body = first.and_then(|()| {
+                    let no_transition = self.no_transition.load(Ordering::Relaxed);
+                    wrapped_body(info, import, module, method, *definition, &name, no_transition)
+                });
                 let decision = match body {
                     Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
                     Ok(body) if !precompiled && !loaded => {
@@ -851,6 +877,34 @@ pub(crate) unsafe fn rejit_parameters(
     // SAFETY: the body was made for this method of this module by `wrapped_body` and checked
     // there (see it for what the new code calls); it goes to this method's ReJIT only.
     Some(unsafe { crate::rewrite::set_rejit_body(control, &p.body) }.map_err(HResult::from))
+}
+
+/// `System.Runtime.CompilerServices.CallConvSuppressGCTransition` as a token of `module`: its
+/// TypeDef in CoreLib, else a TypeRef through an AssemblyRef to `System.Runtime` (which forwards
+/// it to CoreLib; made once, or found: the module's metadata has no duplicates).
+fn suppress_gc_transition(
+    info: &ProfilerInfo,
+    import: &MetaDataImport,
+    emit: &MetaDataEmit,
+    module: ModuleID,
+) -> Option<Token> {
+    const NAME: &str = "System.Runtime.CompilerServices.CallConvSuppressGCTransition";
+    if let Ok(td) = import.find_type_def_by_name(NAME, 0) {
+        return Some(Token(td));
+    }
+    #[cfg(corprof_iface = "IMetaDataAssemblyEmit")]
+    {
+        let assembly = info.get_module_metadata::<crate::MetaDataAssemblyEmit>(module, CorOpenFlags::ofWrite).ok()?;
+        // System.Runtime's public key token, the same in every version.
+        const TOKEN: [u8; 8] = [0xb0, 0x3f, 0x5f, 0x7f, 0x11, 0xd5, 0x0a, 0x3a];
+        let scope = assembly.define_assembly_ref_by_name("System.Runtime", (4, 0, 0, 0), &TOKEN).ok()?;
+        emit.define_type_ref_by_name(scope, NAME).ok().map(Token)
+    }
+    #[cfg(not(corprof_iface = "IMetaDataAssemblyEmit"))]
+    {
+        let _ = (info, emit, module);
+        None
+    }
 }
 
 /// Every TypeDef of the module with its full name (`Namespace.Outer+Inner`).
@@ -943,6 +997,7 @@ fn wrapped_body(
     method: mdMethodDef,
     definition: DefinitionId,
     name: &str,
+    no_transition: bool,
 ) -> Result<MethodBody, String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
@@ -969,10 +1024,26 @@ fn wrapped_body(
         let bytes = s.encode().map_err(|e| e.to_string())?;
         emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))
     };
-    let arguments =
-        registry().definitions.get(definition.0 as usize).and_then(OnceLock::get).is_some_and(|d| d.arguments);
-    let begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
-    let (begin_token, end_token) = (sig_token(&begin_signature)?, sig_token(&end_sig())?);
+    let d = registry().definitions.get(definition.0 as usize).and_then(OnceLock::get);
+    let arguments = d.is_some_and(|d| d.arguments);
+    let mut begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
+    let mut end_signature = end_sig();
+    // Without the GC transition, for a handler that never blocks: `unmanaged` with
+    // modopt(CallConvSuppressGCTransition) on the return type, as C# writes
+    // `delegate* unmanaged[SuppressGCTransition]`. If the type cannot be named in this module,
+    // the calls keep their transitions.
+    let mut without_transition = false;
+    if no_transition && d.is_some_and(|d| !d.may_block) {
+        if let Some(modifier) = suppress_gc_transition(info, import, &emit, module) {
+            without_transition = true;
+            for s in [&mut begin_signature, &mut end_signature] {
+                s.call_conv = CallConv(CallConv::UNMANAGED);
+                let ret = std::mem::replace(&mut s.ret, Type::Void);
+                s.ret = Type::Modified { required: false, modifier, ty: Box::new(ret) };
+            }
+        }
+    }
+    let (begin_token, end_token) = (sig_token(&begin_signature)?, sig_token(&end_signature)?);
 
     let mut wrapper = Wrapper::new(&body, &sig, locals.as_deref()).map_err(|e| e.to_string())?;
     let state = wrapper.add_local(Type::U8).map_err(|e| e.to_string())?;
@@ -989,6 +1060,7 @@ fn wrapped_body(
         name: name.to_owned(),
         returns,
         args: if arguments { args.clone() } else { Vec::new() },
+        no_transition: without_transition,
     })
     .ok_or_else(|| format!("more than {MAX_METHODS} methods wrapped in this process"))?;
     let address = |f: usize| {
@@ -1055,12 +1127,11 @@ fn wrapped_body(
     end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
     end.push(Instruction::token(OpCode::CALLI, end_token));
 
-    let end_sig = end_sig();
     let call_sig = |t: Token| {
         if t == begin_token {
             Some(begin_signature.clone())
         } else if t == end_token {
-            Some(end_sig.clone())
+            Some(end_signature.clone())
         } else {
             signature_of(import, t)
         }
@@ -1116,6 +1187,7 @@ mod tests {
             name: "T::M".into(),
             returns: Kind::Int,
             args: vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool],
+            no_transition: false,
         })
         .unwrap();
         (index, begins, ends)
@@ -1155,6 +1227,7 @@ mod tests {
             name: "T::A".into(),
             returns: Kind::Void,
             args: kinds,
+            no_transition: false,
         })
         .unwrap();
         let slots: [u64; 5] = [0xdead, (-5i64) as u64, 2.5f64.to_bits(), 1, u64::MAX];

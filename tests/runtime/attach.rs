@@ -256,6 +256,7 @@ fn instrumentation_attaches(runtime: &'static str, test: &str) {
             "wrapped WaiterApp.Box`1::Of (target WaiterApp.Box`1::Of)",
             "wrapped WaiterApp.Program::Allocate (target WaiterApp.Program::Allocate)",
             "wrapped WaiterApp.Program::Work (target WaiterApp.Program::Work)",
+            "never blocking: begins=0 ends=0 without the GC transition=0",
             // Box<long>.Of in phase 2, Box<double>.Of in phase 3 (Box<int>.Of ran in phase 1,
             // before the attach); Allocate on each phase's thread.
             "WaiterApp.Box`1::Of calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other) first_args=[Other]",

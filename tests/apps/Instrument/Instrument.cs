@@ -155,6 +155,7 @@ namespace InstrumentApp
             }
             var bytes = new byte[] { 1, 2, 3 };
             for (int i = 0; i < 3; i++) Console.WriteLine("Base64 " + Convert.ToBase64String(bytes, 0, 2 + (i % 2)));
+            Console.WriteLine("Hex " + BitConverter.ToString(bytes, 1));
         }
     }
 }

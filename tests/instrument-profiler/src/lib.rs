@@ -68,6 +68,46 @@ struct Empty;
 
 impl Handler for Empty {}
 
+/// Counts begins and ends with atomics only, and says it never blocks: called without the GC
+/// transition where the runtime can (.NET 5+).
+#[derive(Default)]
+struct NeverBlocking {
+    begins: std::sync::atomic::AtomicU64,
+    ends: std::sync::atomic::AtomicU64,
+    /// Calls of methods whose entry points are called without the GC transition.
+    fast: std::sync::atomic::AtomicU64,
+}
+
+impl Handler for &'static NeverBlocking {
+    fn may_block(&self) -> bool {
+        false
+    }
+    fn begin(&self, call: &Call<'_>) -> u64 {
+        self.begins.fetch_add(1, Ordering::Relaxed);
+        self.fast.fetch_add(u64::from(call.method().without_gc_transition()), Ordering::Relaxed);
+        7
+    }
+    fn end(&self, _: &Method, state: u64, _: Outcome) {
+        if state == 7 {
+            self.ends.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn never_blocking() -> &'static NeverBlocking {
+    static COUNTS: OnceLock<NeverBlocking> = OnceLock::new();
+    COUNTS.get_or_init(NeverBlocking::default)
+}
+
+/// Does nothing, and says it never blocks.
+struct EmptyNeverBlocking;
+
+impl Handler for EmptyNeverBlocking {
+    fn may_block(&self) -> bool {
+        false
+    }
+}
+
 /// Takes the arguments, and does nothing with them.
 struct EmptyTakingArguments;
 
@@ -169,10 +209,10 @@ impl CorProfilerCallback for Profiler {
             // scripts/bench-instrument: one small method, empty handlers (`args`: taking its
             // arguments).
             let target = Target::method("InstrumentBench.Program", "Small");
-            let wrapped = if bench == "args" {
-                wrapping.wrap(target, EmptyTakingArguments)
-            } else {
-                wrapping.wrap(target, Empty)
+            let wrapped = match bench.to_str() {
+                Some("args") => wrapping.wrap(target, EmptyTakingArguments),
+                Some("fast") => wrapping.wrap(target, EmptyNeverBlocking),
+                _ => wrapping.wrap(target, Empty),
             };
             wrapped.map_err(|_| HResult::E_FAIL)?;
             let _ = self.wrapping.set(wrapping.start(&info).map_err(|_| HResult::E_FAIL)?);
@@ -196,6 +236,14 @@ impl CorProfilerCallback for Profiler {
         }
         wrapping.wrap(Target::method("InstrumentApp.Program", "Main"), Panicky).map_err(|_| HResult::E_FAIL)?;
         wrapping.wrap(Target::method("InstrumentApp.Box`1", ".ctor"), PanickyEnd).map_err(|_| HResult::E_FAIL)?;
+        // Without the GC transition on 8.0.4: in the app's module (a TypeRef through a new
+        // AssemblyRef) and in CoreLib (the TypeDef), after the ReJIT marker.
+        for target in [
+            Target::method("InstrumentApp.Patterns", "Other"),
+            Target::method("System.BitConverter", "ToString").in_assembly("System.Private.CoreLib"),
+        ] {
+            wrapping.wrap(target, never_blocking()).map_err(|_| HResult::E_FAIL)?;
+        }
         let started = wrapping.start(&info).map_err(|_| HResult::E_FAIL)?;
         // One per process: a second is refused.
         if Instrumentation::new().start(&info).is_ok() {
@@ -229,6 +277,13 @@ impl CorProfilerCallback for Profiler {
                 text += &format!("unmatched {target}\n");
             }
         }
+        let n = never_blocking();
+        text += &format!(
+            "never blocking: begins={} ends={} without the GC transition={}\n",
+            n.begins.load(Ordering::Relaxed),
+            n.ends.load(Ordering::Relaxed),
+            n.fast.load(Ordering::Relaxed)
+        );
         for (name, s) in recorder().seen.lock().unwrap().iter() {
             let last = s.last.map_or("-".to_owned(), |o| format!("{o:?}"));
             let first = s.first.as_ref().map_or("-".to_owned(), |a| format!("{a:?}"));
