@@ -1033,14 +1033,15 @@ fn wrapped_body(
     // `delegate* unmanaged[SuppressGCTransition]`. If the type cannot be named in this module,
     // the calls keep their transitions.
     let mut without_transition = false;
-    if no_transition && d.is_some_and(|d| !d.may_block) {
-        if let Some(modifier) = suppress_gc_transition(info, import, &emit, module) {
-            without_transition = true;
-            for s in [&mut begin_signature, &mut end_signature] {
-                s.call_conv = CallConv(CallConv::UNMANAGED);
-                let ret = std::mem::replace(&mut s.ret, Type::Void);
-                s.ret = Type::Modified { required: false, modifier, ty: Box::new(ret) };
-            }
+    if no_transition
+        && d.is_some_and(|d| !d.may_block)
+        && let Some(modifier) = suppress_gc_transition(info, import, &emit, module)
+    {
+        without_transition = true;
+        for s in [&mut begin_signature, &mut end_signature] {
+            s.call_conv = CallConv(CallConv::UNMANAGED);
+            let ret = std::mem::replace(&mut s.ret, Type::Void);
+            s.ret = Type::Modified { required: false, modifier, ty: Box::new(ret) };
         }
     }
     let (begin_token, end_token) = (sig_token(&begin_signature)?, sig_token(&end_signature)?);
