@@ -56,6 +56,7 @@ codes! {
     ERROR_TIMEOUT = 0x8007_05B4u32 => "HRESULT_FROM_WIN32(ERROR_TIMEOUT): the operation timed out.",
     CLASS_E_NOAGGREGATION = 0x8004_0110u32 => "The class does not support aggregation.",
     CLASS_E_CLASSNOTAVAILABLE = 0x8004_0111u32 => "The library does not serve this CLSID (check CORECLR_PROFILER).",
+    COR_E_NOTSUPPORTED = 0x8013_1515u32 => "Not supported on this runtime (corprof refuses what the runtime would crash on: see the call's docs).",
     COR_E_APPDOMAINUNLOADED = 0x8013_1014u32 => "The ID is of unloaded code (its collectible AssemblyLoadContext unloaded), or corprof cannot tell it is not: see the guide's \"IDs that die\".",
     COR_E_OVERFLOW = 0x8013_1516u32 => "The value does not fit the result type (e.g. an object larger than a ULONG).",
     CORPROF_E_FUNCTION_NOT_COMPILED = 0x8013_1350u32 => "The function has not been compiled yet.",

@@ -684,7 +684,7 @@ impl Instrumentation {
             let mut batch = vec![first];
             batch.extend(queue.try_iter());
             let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
-            let requested = info.request_rejit(&modules, &methods);
+            let requested = request_rejit(info, &modules, &methods);
             let mut prepared = lock(&self.prepared);
             for (module, method) in &batch {
                 let key = (module.as_raw(), *method);
@@ -833,6 +833,28 @@ impl Instrumentation {
         lock(&self.done).retain(|(m, _), _| *m != module);
         lock(&self.prepared).retain(|(m, _), _| *m != module.as_raw());
     }
+}
+
+/// Asks the runtime to ReJIT the methods, and the methods that inlined them
+/// (`RequestReJITWithInliners` with `COR_PRF_REJIT_BLOCK_INLINING`: they are compiled again,
+/// calling the method instead of their copy of its old body, and the method is inlined nowhere
+/// from then on); where the runtime has no such call, tracks no inlining, or cannot take
+/// precompiled code there (before .NET 8), the methods alone.
+fn request_rejit(info: &ProfilerInfo, modules: &[ModuleID], methods: &[mdMethodDef]) -> crate::Result<()> {
+    #[cfg(corprof_iface = "ICorProfilerInfo10")]
+    {
+        let flags = crate::types::COR_PRF_REJIT_FLAGS::COR_PRF_REJIT_BLOCK_INLINING;
+        match info.request_rejit_with_inliners(flags, modules, methods) {
+            // No such call, no inlining tracked, or (before .NET 8) precompiled code, on which
+            // the runtime would crash: the methods alone.
+            Err(hr)
+                if hr == HResult::E_NOINTERFACE
+                    || hr == HResult::CORPROF_E_REJIT_INLINING_DISABLED
+                    || hr == HResult::COR_E_NOTSUPPORTED => {}
+            other => return other,
+        }
+    }
+    info.request_rejit(modules, methods)
 }
 
 /// A module finished loading (from `unloads::track`, with the runtime's ID): wraps what the

@@ -230,6 +230,72 @@ impl ProfilerInfo {
     }
 }
 
+#[cfg(corprof_iface = "ICorProfilerInfo10")]
+impl ProfilerInfo {
+    /// [`ICorProfilerInfo10::RequestReJITWithInliners`](https://learn.microsoft.com/dotnet/core/unmanaged-api/profiling/icorprofilerinfo10-requestrejitwithinliners-method):
+    /// like [`request_rejit`](Self::request_rejit), but also recompiles every method that inlined
+    /// the requested ones (pairs of `module_ids[i]`, `method_ids[i]`), and with
+    /// `COR_PRF_REJIT_BLOCK_INLINING` keeps them from being inlined again, so that the new code is
+    /// used everywhere. Per-method failures arrive through `rejit_error`.
+    ///
+    /// **Needs:** `COR_PRF_REJIT_BLOCK_INLINING` in the flags; `COR_PRF_ENABLE_REJIT` set in
+    /// `initialize`; main profiler only. From a callback that may trigger a GC or a thread of the
+    /// profiler's own, not while this thread holds a runtime suspension.
+    ///
+    /// **Errors:** `E_INVALIDARG` (lengths that differ, no methods, flags without
+    /// `COR_PRF_REJIT_BLOCK_INLINING`), `CORPROF_E_REJIT_NOT_ENABLED`,
+    /// `CORPROF_E_REJIT_INLINING_DISABLED`, `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` (called where a
+    /// GC may not be triggered), `E_NOINTERFACE` before CoreCLR 3.0.
+    ///
+    /// **Refused by corprof** (the runtime would take the call and crash):
+    /// - a method of precompiled (ReadyToRun) code (its module has `COR_PRF_MODULE_NGEN`: the
+    ///   framework's assemblies) on a runtime before .NET 8, with `COR_E_NOTSUPPORTED`: CoreCLR
+    ///   3.1.23 crashed reading its precompiled inlining data (the runtime's fixes: .NET 7,
+    ///   dotnet/runtime#69634, and 8, #88924). Request those methods with `request_rejit` there.
+    /// - inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`:
+    ///   the call may trigger a GC, and the hook's thread runs managed code with no frame.
+    /// - on the thread that holds a [`Suspension`](crate::suspend::Suspension), with
+    ///   `CORPROF_E_SUSPENSION_IN_PROGRESS`: the runtime suspends itself for the call.
+    /// - with an ID of code that unloaded (a collectible `AssemblyLoadContext`), with
+    ///   `COR_E_APPDOMAINUNLOADED`.
+    pub fn request_rejit_with_inliners(
+        &self,
+        rejit_flags: crate::types::COR_PRF_REJIT_FLAGS,
+        module_ids: &[ModuleID],
+        method_ids: &[mdMethodDef],
+    ) -> crate::Result<()> {
+        // Held through the raw call: the runtime's object cannot be let go under it (info_gate).
+        let _entered = self.negotiated().enter()?;
+        let raw = self.get::<crate::interfaces::ICorProfilerInfo10>()?;
+        crate::context::refuse_in_hook()?;
+        crate::suspend::refuse_on_suspending_thread()?;
+        for module in module_ids {
+            // SAFETY: a typed ID: safe code gets one only from the runtime.
+            unsafe { crate::unloads::alive_module(module.as_raw()) }?;
+        }
+        if method_ids.len() != module_ids.len() {
+            return Err(HResult::E_INVALIDARG);
+        }
+        let before_8 = self.get_runtime_information().is_ok_and(|r| r.major_version < 8);
+        if before_8 {
+            for module in module_ids {
+                let flags = self.get_module_info2(*module)?.module_flags;
+                if flags.contains(crate::types::COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN) {
+                    return Err(HResult::COR_E_NOTSUPPORTED);
+                }
+            }
+        }
+        let count = u32::try_from(module_ids.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        // SAFETY: `raw` is borrowed from this wrapper's object, whose gate is held; the arrays hold
+        // `count` IDs each, live across the call, which only reads them; every module is alive,
+        // and none is precompiled where the runtime cannot take one.
+        let hr = unsafe {
+            raw.RequestReJITWithInliners(rejit_flags.0 as _, count, module_ids.as_ptr() as _, method_ids.as_ptr() as _)
+        };
+        HResult(hr).ok()
+    }
+}
+
 impl ProfilerFunctionControl {
     /// Gives the ReJIT of the method `get_rejit_parameters` is about its new IL: encodes `body`
     /// and hands the bytes to `SetILFunctionBody` (the runtime copies them).

@@ -184,3 +184,21 @@ fn ids_of_an_unloaded_context_are_refused_net3() {
     let _runtime = runtime_lock();
     ids_of_unloaded_code("3");
 }
+
+fn rejit_with_inliners_of_precompiled_code(runtime: &'static str, expected: &str) {
+    let (lines, _) = run(runtime, "inliners");
+    assert_eq!(lines, [format!("inliners precompiled {expected}")]);
+}
+
+#[test]
+fn rejit_with_inliners_of_precompiled_code_is_taken_net8() {
+    let _runtime = runtime_lock();
+    rejit_with_inliners_of_precompiled_code("8", "Ok ()");
+}
+
+/// CoreCLR 3.1.23 crashed (exit 139) on RequestReJITWithInliners for a method of CoreLib.
+#[test]
+fn rejit_with_inliners_of_precompiled_code_is_refused_net3() {
+    let _runtime = runtime_lock();
+    rejit_with_inliners_of_precompiled_code("3", "Err COR_E_NOTSUPPORTED");
+}

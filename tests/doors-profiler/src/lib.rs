@@ -20,12 +20,17 @@
 //!   `AfterUnload` compiles, after that context was unloaded and collected, each kept ID is asked
 //!   about (the collectible copy's reached freed memory: exit 139), so is `AfterUnload`'s own
 //!   (lent to its callback) here and on a thread of the profiler's own after it was asked here.
+//! - `inliners`: in `JITCompilationFinished` of the first method compiled, RequestReJITWithInliners
+//!   for a method of precompiled (ReadyToRun) code, CoreLib's `System.Convert::ToBase64String`
+//!   (CoreCLR 3.1.23 crashed: its R2R inlining lookups, fixed in .NET 7 and 8).
 #![forbid(unsafe_code)]
 
 use corprof::eventpipe::{Provider, ProviderConfig, Session};
 use corprof::hooks::{self, HookFrame};
 use corprof::metadata::MetaDataImport;
-use corprof::types::{AssemblyID, COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, ClassID, CorOpenFlags, FunctionID, ModuleID};
+use corprof::types::{
+    AssemblyID, COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, COR_PRF_REJIT_FLAGS, ClassID, CorOpenFlags, FunctionID, ModuleID,
+};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, LiveObject, ProfilerInfo, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -155,8 +160,34 @@ impl CorProfilerCallback for Doors {
             Ok("lent") => info
                 .set_event_mask(COR_PRF_MONITOR::COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR::OBJECT_ALLOCATED),
             Ok("unloaded") => info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION),
+            Ok("inliners") => info.set_event_mask(COR_PRF_MONITOR::JIT_COMPILATION | COR_PRF_MONITOR::ENABLE_REJIT),
             _ => Err(HResult::E_INVALIDARG),
         }
+    }
+
+    fn jit_compilation_finished(&self, function: FunctionID, _status: HResult, _safe: bool) -> Result<()> {
+        if std::env::var("DOORS_MODE").as_deref() != Ok("inliners")
+            || self.module_done.fetch_add(1, Ordering::Relaxed) > 0
+        {
+            return Ok(());
+        }
+        // The first method compiled after start-up: ReJIT with its inliners a method of
+        // precompiled code (CoreLib's System.Convert::ToBase64String(byte[])).
+        let info = self.info()?;
+        let _ = function;
+        let result = (|| -> Result<()> {
+            let corelib = info
+                .enum_modules()?
+                .find(|m| info.get_module_info(*m).is_ok_and(|i| i.name.ends_with("System.Private.CoreLib.dll")))
+                .ok_or(HResult::E_FAIL)?;
+            let import = info.get_module_metadata::<MetaDataImport>(corelib, CorOpenFlags::ofRead)?;
+            let convert = import.find_type_def_by_name("System.Convert", 0)?;
+            let method =
+                import.enum_methods_with_name(convert, Some("ToBase64String"))?.next().ok_or(HResult::E_FAIL)?;
+            info.request_rejit_with_inliners(COR_PRF_REJIT_FLAGS::COR_PRF_REJIT_BLOCK_INLINING, &[corelib], &[method])
+        })();
+        say(format!("inliners precompiled {}", shown(result)));
+        Ok(())
     }
 
     fn jit_compilation_started(&self, function: FunctionID, _is_safe_to_block: bool) -> Result<()> {
