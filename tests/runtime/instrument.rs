@@ -131,3 +131,65 @@ fn methods_are_wrapped_with_rust_handlers_on_coreclr_3() {
     let _runtime = runtime_lock();
     wrapped("3", "methods_are_wrapped_with_rust_handlers_on_coreclr_3");
 }
+
+const TIMER_CLSID: &str = "6E2B8D41-7C35-4A9F-B1D0-5E8A2C4F7B19";
+
+/// examples/method-timer, the guide's example profiler (`#![forbid(unsafe_code)]`, under 100
+/// lines): the methods its patterns name are timed, with their calls and exceptions counted; a
+/// pattern it cannot read stops it from starting, with the reason, and the app runs unprofiled.
+fn method_timer(runtime: &'static str, test: &str) {
+    let lib = profiler_lib("method_timer");
+    let out = TempFile::new(test);
+    let methods = "InstrumentApp.Target::Fact,InstrumentApp.Target::Throw*,InstrumentApp.Pat*::_";
+    let run = run_profiled(
+        runtime,
+        "Instrument",
+        TIMER_CLSID,
+        &lib,
+        &[("METHOD_TIMER_METHODS", methods), ("METHOD_TIMER_OUT", out.path())],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no method-timer output: {}", run.describe()));
+    let counted: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let micros = |key: &str| -> f64 {
+                fields.iter().find_map(|f| f.strip_prefix(key)).and_then(|v| v.parse().ok()).unwrap_or(-1.0)
+            };
+            assert!(micros("total_us=") > 0.0 && micros("max_us=") > 0.0, "{l}");
+            fields[..3].join(" ")
+        })
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            "InstrumentApp.Patterns::GetA calls=1 threw=0",
+            "InstrumentApp.Patterns::GetB calls=1 threw=0",
+            "InstrumentApp.Patterns::Other calls=1 threw=0",
+            "InstrumentApp.Target::Fact calls=5 threw=0",
+            "InstrumentApp.Target::Throws calls=2 threw=1",
+        ],
+        "CoreCLR {runtime}:\n{text}"
+    );
+
+    let bad = run_profiled(runtime, "Instrument", TIMER_CLSID, &lib, &[("METHOD_TIMER_METHODS", "Shop.Cart")]);
+    assert_eq!(bad.code, Some(0), "{}", bad.describe());
+    assert!(
+        bad.stderr.contains("method-timer: \"Shop.Cart\" has no `::`: write Namespace.Type::Method"),
+        "{}",
+        bad.describe()
+    );
+}
+
+#[test]
+fn the_method_timer_example_times_the_methods_it_is_told_coreclr_8() {
+    let _runtime = runtime_lock();
+    method_timer("8", "the_method_timer_example_times_the_methods_it_is_told_coreclr_8");
+}
+
+#[test]
+fn the_method_timer_example_times_the_methods_it_is_told_coreclr_3() {
+    let _runtime = runtime_lock();
+    method_timer("3", "the_method_timer_example_times_the_methods_it_is_told_coreclr_3");
+}
