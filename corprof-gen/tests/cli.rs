@@ -35,7 +35,7 @@ fn check_passes_on_every_shared_header_with_the_same_annotations() {
         ("runtime-info15", 0, 5, 0, 51),
         ("runtime-net8", 2, 5, 0, 51),
         ("runtime-main", 3, 5, 0, 0),
-        ("coreclr-3.x", 11, 1, 1, 45),
+        ("coreclr-3.x", 12, 1, 1, 45),
     ] {
         let o = gen_cmd().arg("check").arg("--include").arg(shared(version)).output().unwrap();
         let t = text(&o);

@@ -210,8 +210,17 @@ impl CorProfilerCallback for Profiler {
             // arguments).
             let target = Target::method("InstrumentBench.Program", "Small");
             let wrapped = match bench.to_str() {
+                // Start-up with no definitions at all.
+                Some("startup-none") => {
+                    let _ = self.wrapping.set(wrapping.start(&info).map_err(|_| HResult::E_FAIL)?);
+                    return Ok(());
+                }
                 Some("args") => wrapping.wrap(target, EmptyTakingArguments),
                 Some("fast") => wrapping.wrap(target, EmptyNeverBlocking),
+                // Start-up: the fifty methods of InstrumentBench.Many, or nothing.
+                Some("startup-50") => wrapping.wrap(Target::method("InstrumentBench.Many", "M*"), Empty),
+                Some("startup-1") => wrapping.wrap(Target::method("InstrumentBench.Many", "M0"), Empty),
+                Some("startup-nothing") => wrapping.wrap(Target::method("Nowhere.Type", "M"), Empty),
                 _ => wrapping.wrap(target, Empty),
             };
             wrapped.map_err(|_| HResult::E_FAIL)?;
