@@ -219,7 +219,6 @@ impl CorProfilerCallback for Profiler {
                 Some("fast") => wrapping.wrap(target, EmptyNeverBlocking),
                 // Start-up: the fifty methods of InstrumentBench.Many, or nothing.
                 Some("startup-50") => wrapping.wrap(Target::method("InstrumentBench.Many", "M*"), Empty),
-                Some("startup-1") => wrapping.wrap(Target::method("InstrumentBench.Many", "M0"), Empty),
                 Some("startup-nothing") => wrapping.wrap(Target::method("Nowhere.Type", "M"), Empty),
                 _ => wrapping.wrap(target, Empty),
             };
