@@ -366,19 +366,46 @@ struct Definition {
 /// number with one load, no lock.
 struct Registry {
     definitions: Box<[OnceLock<Definition>]>,
-    methods: Box<[OnceLock<Method>]>,
+    /// The methods in chunks of [`CHUNK`], each allocated when its first method is wrapped (all
+    /// of [`MAX_METHODS`] at once cost every start-up megabytes of fresh memory).
+    methods: Box<[OnceLock<Chunk>]>,
     next_definition: AtomicUsize,
     next_method: AtomicUsize,
 }
+
+/// Methods per chunk of the registry.
+const CHUNK: usize = 256;
+
+/// [`CHUNK`] method slots.
+type Chunk = Box<[OnceLock<Method>]>;
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| Registry {
         definitions: (0..MAX_DEFINITIONS).map(|_| OnceLock::new()).collect(),
-        methods: (0..MAX_METHODS).map(|_| OnceLock::new()).collect(),
+        methods: (0..MAX_METHODS.div_ceil(CHUNK)).map(|_| OnceLock::new()).collect(),
         next_definition: AtomicUsize::new(0),
         next_method: AtomicUsize::new(0),
     })
+}
+
+impl Registry {
+    /// The method slot `index`, if one was wrapped there (no chunk is allocated).
+    fn method(&self, index: usize) -> Option<&Method> {
+        self.methods.get(index / CHUNK)?.get()?.get(index % CHUNK)?.get()
+    }
+
+    /// Claims the next method slot for what `make` makes of its index.
+    fn claim_method(&self, make: impl FnOnce(u32) -> Method) -> Option<u32> {
+        let index = self
+            .next_method
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_METHODS).then_some(n + 1))
+            .ok()?;
+        let chunk = self.methods.get(index / CHUNK)?.get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
+        // The slot was claimed by this call alone, so it is empty.
+        let _ = chunk.get(index % CHUNK)?.set(make(index as u32));
+        Some(index as u32)
+    }
 }
 
 /// Claims the next free slot of `slots` (counted by `next`) for what `make` makes of its index.
@@ -393,7 +420,7 @@ fn claim<T>(slots: &[OnceLock<T>], next: &AtomicUsize, make: impl FnOnce(u32) ->
 /// from IL of ours, but is checked like any input).
 fn lookup(index: u32) -> Option<(&'static Method, &'static Definition)> {
     let r = registry();
-    let method = r.methods.get(index as usize)?.get()?;
+    let method = r.method(index as usize)?;
     let definition = r.definitions.get(method.definition.0 as usize)?.get()?;
     (!definition.off.load(Ordering::Relaxed)).then_some((method, definition))
 }
@@ -1077,15 +1104,16 @@ fn wrapped_body(
     let slots = if arguments { Some(wrapper.add_local(Type::I).map_err(|e| e.to_string())?) } else { None };
     let count = args.len();
     let r = registry();
-    let index = claim(&r.methods, &r.next_method, |index| Method {
-        index,
-        definition,
-        name: name.to_owned(),
-        returns,
-        args: if arguments { args.clone() } else { Vec::new() },
-        no_transition: without_transition,
-    })
-    .ok_or_else(|| format!("more than {MAX_METHODS} methods wrapped in this process"))?;
+    let index = r
+        .claim_method(|index| Method {
+            index,
+            definition,
+            name: name.to_owned(),
+            returns,
+            args: if arguments { args.clone() } else { Vec::new() },
+            no_transition: without_transition,
+        })
+        .ok_or_else(|| format!("more than {MAX_METHODS} methods wrapped in this process"))?;
     let address = |f: usize| {
         [Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(f as i64) }, Instruction::simple(OpCode::CONV_I)]
     };
@@ -1204,15 +1232,16 @@ mod tests {
         let probe = Probe { begins: begins.clone(), ends: ends.clone(), panic };
         let definition = i.wrap(Target::method("T", "M"), probe).unwrap();
         let r = registry();
-        let index = claim(&r.methods, &r.next_method, |index| Method {
-            index,
-            definition,
-            name: "T::M".into(),
-            returns: Kind::Int,
-            args: vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool],
-            no_transition: false,
-        })
-        .unwrap();
+        let index = r
+            .claim_method(|index| Method {
+                index,
+                definition,
+                name: "T::M".into(),
+                returns: Kind::Int,
+                args: vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool],
+                no_transition: false,
+            })
+            .unwrap();
         (index, begins, ends)
     }
 
@@ -1244,15 +1273,16 @@ mod tests {
         let definition = i.wrap(Target::method("T", "A"), &SEEN).unwrap();
         let r = registry();
         let kinds = vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool, Kind::UInt];
-        let index = claim(&r.methods, &r.next_method, |index| Method {
-            index,
-            definition,
-            name: "T::A".into(),
-            returns: Kind::Void,
-            args: kinds,
-            no_transition: false,
-        })
-        .unwrap();
+        let index = r
+            .claim_method(|index| Method {
+                index,
+                definition,
+                name: "T::A".into(),
+                returns: Kind::Void,
+                args: kinds,
+                no_transition: false,
+            })
+            .unwrap();
         let slots: [u64; 5] = [0xdead, (-5i64) as u64, 2.5f64.to_bits(), 1, u64::MAX];
         assert_eq!(begin_arguments_entry(index, slots.as_ptr(), 5), 1);
         // A count other than the method's, or no slots: nothing read, the handler not called.
