@@ -1231,18 +1231,14 @@ mod tests {
         let mut i = Instrumentation::new();
         let probe = Probe { begins: begins.clone(), ends: ends.clone(), panic };
         let definition = i.wrap(Target::method("T", "M"), probe).unwrap();
-        let r = registry();
-        let index = r
-            .claim_method(|index| Method {
-                index,
-                definition,
-                name: "T::M".into(),
-                returns: Kind::Int,
-                args: vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool],
-                no_transition: false,
-            })
-            .unwrap();
+        let index = method_of(definition, Kind::Int, vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool]);
         (index, begins, ends)
+    }
+
+    /// A method of `definition` in the registry, as `wrapped_body` registers one.
+    fn method_of(definition: DefinitionId, returns: Kind, args: Vec<Kind>) -> u32 {
+        let make = |index| Method { index, definition, name: "T::M".into(), returns, args, no_transition: false };
+        registry().claim_method(make).unwrap()
     }
 
     #[test]
@@ -1271,18 +1267,8 @@ mod tests {
         static SEEN: Arguments = Arguments(Mutex::new(Vec::new()));
         let mut i = Instrumentation::new();
         let definition = i.wrap(Target::method("T", "A"), &SEEN).unwrap();
-        let r = registry();
-        let kinds = vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool, Kind::UInt];
-        let index = r
-            .claim_method(|index| Method {
-                index,
-                definition,
-                name: "T::A".into(),
-                returns: Kind::Void,
-                args: kinds,
-                no_transition: false,
-            })
-            .unwrap();
+        let index =
+            method_of(definition, Kind::Void, vec![Kind::Other, Kind::Int, Kind::Float, Kind::Bool, Kind::UInt]);
         let slots: [u64; 5] = [0xdead, (-5i64) as u64, 2.5f64.to_bits(), 1, u64::MAX];
         assert_eq!(begin_arguments_entry(index, slots.as_ptr(), 5), 1);
         // A count other than the method's, or no slots: nothing read, the handler not called.
