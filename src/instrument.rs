@@ -419,6 +419,9 @@ fn claim<T>(slots: &[OnceLock<T>], next: &AtomicUsize, make: impl FnOnce(u32) ->
 /// The method `index` names, with its definition, if both were registered (the index comes
 /// from IL of ours, but is checked like any input).
 fn lookup(index: u32) -> Option<(&'static Method, &'static Definition)> {
+    if REVERTED.load(Ordering::Relaxed) {
+        return None;
+    }
     let r = registry();
     let method = r.method(index as usize)?;
     let definition = r.definitions.get(method.definition.0 as usize)?.get()?;
@@ -536,9 +539,18 @@ impl std::error::Error for TooManyDefinitions {}
 
 /// What the instrumentation did with a method a target named.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision {
     /// The method is wrapped from its first call on.
     Wrapped {
+        /// `Namespace.Type::Method`.
+        method: String,
+        /// The target that named it.
+        target: String,
+    },
+    /// The method's wrapping was taken back ([`Instrumentation::revert`]): its own code runs
+    /// again.
+    Reverted {
         /// `Namespace.Type::Method`.
         method: String,
         /// The target that named it.
@@ -559,6 +571,7 @@ impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Decision::Wrapped { method, target } => write!(f, "wrapped {method} (target {target})"),
+            Decision::Reverted { method, target } => write!(f, "reverted {method} (target {target})"),
             Decision::Refused { method, target, reason } => {
                 write!(f, "not wrapped {method} (target {target}): {reason}")
             }
@@ -592,6 +605,17 @@ impl From<HResult> for StartError {
     }
 }
 
+/// The worker thread's work.
+enum Job {
+    /// Request the ReJIT of a method whose body is prepared.
+    Rejit(ModuleID, mdMethodDef),
+    /// Request the revert of every method ReJITted.
+    Revert,
+}
+
+/// Set by [`Instrumentation::revert`]: the entry points call no handler, no method is wrapped.
+static REVERTED: AtomicBool = AtomicBool::new(false);
+
 /// A wrapped body for a ReJIT, and what to say once it is requested.
 struct Prepared {
     body: MethodBody,
@@ -616,7 +640,7 @@ pub struct Instrumentation {
     prepared: Mutex<HashMap<(usize, u32), Prepared>>,
     decisions: Mutex<Vec<Decision>>,
     /// The worker thread's queue of ReJITs to request, and how many are not requested yet.
-    queue: Mutex<Option<mpsc::Sender<(ModuleID, mdMethodDef)>>>,
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
     pending: AtomicUsize,
 }
 
@@ -699,7 +723,7 @@ impl Instrumentation {
     }
 
     /// The worker thread's life: the modules already loaded, then ReJIT requests in batches.
-    fn work(&self, info: &ProfilerInfo, queue: mpsc::Receiver<(ModuleID, mdMethodDef)>) {
+    fn work(&self, info: &ProfilerInfo, queue: mpsc::Receiver<Job>) {
         let _ = info.initialize_current_thread();
         if let Ok(modules) = info.enum_modules() {
             for module in modules {
@@ -708,30 +732,92 @@ impl Instrumentation {
         }
         self.pending.fetch_sub(1, Ordering::AcqRel);
         while let Ok(first) = queue.recv() {
-            let mut batch = vec![first];
-            batch.extend(queue.try_iter());
-            let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
-            let requested = request_rejit(info, &modules, &methods);
-            let mut prepared = lock(&self.prepared);
-            for (module, method) in &batch {
-                let key = (module.as_raw(), *method);
-                let decision = match (&requested, prepared.get(&key)) {
-                    // Unloaded meanwhile: nothing to say.
-                    (_, None) => continue,
-                    (Ok(()), Some(p)) => Decision::Wrapped { method: p.name.clone(), target: p.target.clone() },
-                    (Err(e), Some(p)) => Decision::Refused {
-                        method: p.name.clone(),
-                        target: p.target.clone(),
-                        reason: format!("the runtime refused its ReJIT: {e}"),
-                    },
-                };
-                if requested.is_err() {
-                    prepared.remove(&key);
-                }
-                self.note(decision);
+            let jobs: Vec<Job> = std::iter::once(first).chain(queue.try_iter()).collect();
+            let batch: Vec<(ModuleID, mdMethodDef)> = jobs
+                .iter()
+                .filter_map(|j| match j {
+                    Job::Rejit(module, method) => Some((*module, *method)),
+                    Job::Revert => None,
+                })
+                .collect();
+            if !batch.is_empty() {
+                self.request(info, &batch);
             }
-            drop(prepared);
-            self.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+            if jobs.iter().any(|j| matches!(j, Job::Revert)) {
+                self.revert_all(info);
+            }
+            self.pending.fetch_sub(jobs.len(), Ordering::AcqRel);
+        }
+    }
+
+    /// Requests the ReJITs of `batch` and says what came of each.
+    fn request(&self, info: &ProfilerInfo, batch: &[(ModuleID, mdMethodDef)]) {
+        let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
+        let requested = request_rejit(info, &modules, &methods);
+        let mut prepared = lock(&self.prepared);
+        for (module, method) in batch {
+            let key = (module.as_raw(), *method);
+            let decision = match (&requested, prepared.get(&key)) {
+                // Unloaded meanwhile: nothing to say.
+                (_, None) => continue,
+                (Ok(()), Some(p)) => Decision::Wrapped { method: p.name.clone(), target: p.target.clone() },
+                (Err(e), Some(p)) => Decision::Refused {
+                    method: p.name.clone(),
+                    target: p.target.clone(),
+                    reason: format!("the runtime refused its ReJIT: {e}"),
+                },
+            };
+            if requested.is_err() {
+                prepared.remove(&key);
+            }
+            self.note(decision);
+        }
+    }
+
+    /// Requests the revert of every method wrapped through ReJIT and says what came of each.
+    fn revert_all(&self, info: &ProfilerInfo) {
+        let taken: Vec<((usize, u32), Prepared)> = lock(&self.prepared).drain().collect();
+        if taken.is_empty() {
+            return;
+        }
+        // SAFETY: the raw IDs were the runtime's ModuleIDs, kept while their modules are loaded
+        // (an unloading module's are removed first); the wrapper checks each again.
+        let modules: Vec<ModuleID> = taken.iter().map(|((m, _), _)| unsafe { ModuleID::from_raw(*m) }).collect();
+        let methods: Vec<mdMethodDef> = taken.iter().map(|((_, m), _)| *m).collect();
+        let statuses = info.revert_methods(&modules, &methods);
+        for (i, (_, p)) in taken.into_iter().enumerate() {
+            let status = match &statuses {
+                Ok(each) => each.get(i).copied().unwrap_or(HResult::E_UNEXPECTED),
+                Err(e) => *e,
+            };
+            self.note(if status.is_ok() {
+                Decision::Reverted { method: p.name, target: p.target }
+            } else {
+                Decision::Refused {
+                    method: p.name,
+                    target: p.target,
+                    reason: format!("its revert failed: {}", status.describe()),
+                }
+            });
+        }
+    }
+
+    /// Takes the wrapping back, for the rest of the process: from now on no handler is called
+    /// (calls already inside one finish), no method is wrapped any more, and the methods wrapped
+    /// through ReJIT go back to their own code (`RequestRevert`, from corprof's thread: they run
+    /// their wrapped code, without handlers, until it is made; see
+    /// [`pending_rejit_requests`](Self::pending_rejit_requests)). Methods given their new body at
+    /// load keep it for the module's life, with no handler called. Safe to call from anywhere,
+    /// a handler included; calls after the first do nothing.
+    pub fn revert(&self) {
+        if REVERTED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(queue) = lock(&self.queue).as_ref() {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+            if queue.send(Job::Revert).is_err() {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -760,6 +846,9 @@ impl Instrumentation {
     /// whose code the JIT compiles and none of which ran yet, through ReJIT for precompiled
     /// code or when `loaded` (code may have run).
     fn module(&self, info: &ProfilerInfo, module: ModuleID, loaded: bool) {
+        if REVERTED.load(Ordering::Acquire) {
+            return;
+        }
         let Ok(m) = info.get_module_info2(module) else { return };
         let assembly = info.get_assembly_info(m.assembly_id).map(|a| a.name).unwrap_or_default();
         let precompiled = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN);
@@ -846,7 +935,7 @@ impl Instrumentation {
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
                         self.pending.fetch_add(1, Ordering::AcqRel);
                         if let Some(queue) = lock(&self.queue).as_ref() {
-                            let _ = queue.send((module, method));
+                            let _ = queue.send(Job::Rejit(module, method));
                         }
                         continue;
                     }

@@ -14,12 +14,17 @@ fn wrapped(runtime: &'static str, test: &str) {
     let lib = profiler_lib("instrument_profiler");
     let out = TempFile::new(test);
     let ready = TempFile::new(&format!("{test}-ready"));
+    let reverted = TempFile::new(&format!("{test}-reverted"));
     let run = run_profiled(
         runtime,
         "Instrument",
         INSTRUMENT_CLSID,
         &lib,
-        &[("CORPROF_INSTRUMENT_OUT", out.path()), ("INSTRUMENT_READY", ready.path())],
+        &[
+            ("CORPROF_INSTRUMENT_OUT", out.path()),
+            ("INSTRUMENT_READY", ready.path()),
+            ("INSTRUMENT_REVERTED", reverted.path()),
+        ],
     );
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
@@ -40,17 +45,19 @@ fn wrapped(runtime: &'static str, test: &str) {
     let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
     let fast = if runtime == "8" { 3 } else { 0 };
     let never_blocking = format!("never blocking: begins=3 ends=3 without the GC transition={fast}");
-    // Precompiled framework code is wrapped through ReJIT, whose requests a thread of corprof's
-    // makes: said when each is made, so their place among the other lines varies.
-    let (rejit, lines): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("wrapped System."));
-    let mut expected_rejit = vec![
-        "wrapped System.Convert::ToBase64String (target [System.Private.CoreLib]System.Convert::ToBase64String)";
-        5
-    ];
-    expected_rejit.extend(
-        ["wrapped System.BitConverter::ToString (target [System.Private.CoreLib]System.BitConverter::ToString)"; 3],
-    );
-    let mut rejit = rejit;
+    // Precompiled framework code is wrapped (and then reverted) through ReJIT, whose requests a
+    // thread of corprof's makes: said when each is made, so their place among the other lines
+    // varies.
+    let (rejit, lines): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|l| l.starts_with("wrapped System.") || l.starts_with("reverted System."));
+    let mut expected_rejit = Vec::new();
+    for how in ["wrapped", "reverted"] {
+        let corelib = "[System.Private.CoreLib]System";
+        let convert = format!("{how} System.Convert::ToBase64String (target {corelib}.Convert::ToBase64String)");
+        let hex = format!("{how} System.BitConverter::ToString (target {corelib}.BitConverter::ToString)");
+        expected_rejit.extend(std::iter::repeat_n(convert, 5).chain(std::iter::repeat_n(hex, 3)));
+    }
+    let mut rejit: Vec<String> = rejit.into_iter().map(String::from).collect();
     rejit.sort();
     expected_rejit.sort();
     assert_eq!(rejit, expected_rejit, "the overloads of precompiled methods on CoreCLR {runtime}");
@@ -75,6 +82,9 @@ fn wrapped(runtime: &'static str, test: &str) {
             "wrapped InstrumentApp.Patterns::GetB (target InstrumentApp.Pat*::Get*)",
             "wrapped InstrumentApp.Program::Main (target InstrumentApp.Program::Main)",
             "wrapped InstrumentApp.Box`1::.ctor (target InstrumentApp.Box`1::.ctor)",
+            // Its handler takes the whole wrapping back: the calls the app makes after that
+            // (Add, Fact, ToBase64String once more each) are seen by no handler.
+            "wrapped InstrumentApp.Program::RevertNow (target InstrumentApp.Program::RevertNow)",
             "wrapped InstrumentApp.Patterns::Other (target InstrumentApp.Patterns::Other)",
             "unmatched InstrumentApp.Nowhere::Nothing",
             // Patterns::Other, and BitConverter.ToString through two overloads: on 8.0.4
@@ -167,7 +177,7 @@ fn method_timer(runtime: &'static str, test: &str) {
             "InstrumentApp.Patterns::GetA calls=1 threw=0",
             "InstrumentApp.Patterns::GetB calls=1 threw=0",
             "InstrumentApp.Patterns::Other calls=1 threw=0",
-            "InstrumentApp.Target::Fact calls=5 threw=0",
+            "InstrumentApp.Target::Fact calls=8 threw=0",
             "InstrumentApp.Target::Throws calls=2 threw=1",
         ],
         "CoreCLR {runtime}:\n{text}"

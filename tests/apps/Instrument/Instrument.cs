@@ -137,6 +137,9 @@ namespace InstrumentApp
             return 0;
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void RevertNow() { }
+
         // Calls into precompiled (ReadyToRun) framework code, which the profiler wraps through
         // ReJIT: once it says (INSTRUMENT_READY names a file it creates) that its ReJIT requests
         // are made. Compiled only now, so nothing here was inlined before.
@@ -156,6 +159,20 @@ namespace InstrumentApp
             var bytes = new byte[] { 1, 2, 3 };
             for (int i = 0; i < 3; i++) Console.WriteLine("Base64 " + Convert.ToBase64String(bytes, 0, 2 + (i % 2)));
             Console.WriteLine("Hex " + BitConverter.ToString(bytes, 1));
+            // The wrapping taken back (the profiler's handler of RevertNow asks for it); once it
+            // says the reverts are requested, the same calls again: no handler sees them.
+            RevertNow();
+            string reverted = Environment.GetEnvironmentVariable("INSTRUMENT_REVERTED");
+            if (reverted != null)
+            {
+                var waited = System.Diagnostics.Stopwatch.StartNew();
+                while (!System.IO.File.Exists(reverted))
+                {
+                    if (waited.Elapsed.TotalSeconds > 120) { Console.WriteLine("no revert marker"); return; }
+                    System.Threading.Thread.Sleep(5);
+                }
+            }
+            Console.WriteLine("After revert " + Convert.ToBase64String(bytes, 0, 2) + " " + Target.Add(5, 6) + " " + Target.Fact(3));
         }
     }
 }

@@ -117,6 +117,25 @@ impl Handler for EmptyTakingArguments {
     }
 }
 
+/// The instrumentation, for [`Reverter`].
+static STARTED: OnceLock<&'static Instrumentation> = OnceLock::new();
+
+/// Takes the whole wrapping back when its method is called, and tells the app once the reverts
+/// are requested (`INSTRUMENT_REVERTED`).
+struct Reverter;
+
+impl Handler for Reverter {
+    fn begin(&self, _: &Call<'_>) -> u64 {
+        if let Some(started) = STARTED.get() {
+            started.revert();
+            if let Some(marker) = std::env::var_os("INSTRUMENT_REVERTED") {
+                tell_when_requested(started, marker.into(), false);
+            }
+        }
+        0
+    }
+}
+
 /// Panics in `begin`: reported once, then never called again; the app runs on.
 struct Panicky;
 
@@ -244,6 +263,7 @@ impl CorProfilerCallback for Profiler {
         }
         wrapping.wrap(Target::method("InstrumentApp.Program", "Main"), Panicky).map_err(|_| HResult::E_FAIL)?;
         wrapping.wrap(Target::method("InstrumentApp.Box`1", ".ctor"), PanickyEnd).map_err(|_| HResult::E_FAIL)?;
+        wrapping.wrap(Target::method("InstrumentApp.Program", "RevertNow"), Reverter).map_err(|_| HResult::E_FAIL)?;
         // Without the GC transition on 8.0.4: in the app's module (a TypeRef through a new
         // AssemblyRef) and in CoreLib (the TypeDef), after the ReJIT marker.
         for target in [
@@ -258,6 +278,7 @@ impl CorProfilerCallback for Profiler {
             return Err(HResult::E_UNEXPECTED);
         }
         let _ = self.wrapping.set(started);
+        let _ = STARTED.set(started);
         if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
             tell_when_requested(started, ready.into(), true);
         }
