@@ -107,8 +107,36 @@ namespace InstrumentApp
 
     static class Program
     {
+        // Every method of the wrapped types compiled before any runs (the wrapped bodies through
+        // the JIT, generic ones for int and string): one the JIT refused would throw here.
+        static void PrepareAll()
+        {
+            var flags = System.Reflection.BindingFlags.Public | System.Reflection.BindingFlags.NonPublic
+                | System.Reflection.BindingFlags.Static | System.Reflection.BindingFlags.Instance
+                | System.Reflection.BindingFlags.DeclaredOnly;
+            foreach (var type in new[] { typeof(Target), typeof(Target.Inner), typeof(Point), typeof(Patterns) })
+            {
+                foreach (var method in type.GetMethods(flags))
+                {
+                    if (method.IsGenericMethodDefinition)
+                    {
+                        RuntimeHelpers.PrepareMethod(method.MethodHandle, new[] { typeof(int).TypeHandle });
+                        RuntimeHelpers.PrepareMethod(method.MethodHandle, new[] { typeof(string).TypeHandle });
+                    }
+                    else
+                    {
+                        RuntimeHelpers.PrepareMethod(method.MethodHandle);
+                    }
+                }
+                foreach (var ctor in type.GetConstructors(flags)) RuntimeHelpers.PrepareMethod(ctor.MethodHandle);
+            }
+            var box = typeof(Box<int>).GetMethod("Get");
+            RuntimeHelpers.PrepareMethod(box.MethodHandle, new[] { typeof(int).TypeHandle });
+        }
+
         static int Main()
         {
+            PrepareAll();
             Target.Nothing();
             Console.WriteLine("Add " + Target.Add(3, 4) + " " + Target.Add(-1, 1));
             Console.WriteLine(new Target().Greet("world"));
