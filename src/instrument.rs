@@ -55,12 +55,15 @@
 //! wrapping cannot keep (a body using `jmp`, say) is refused and said in
 //! [`decisions`](Instrumentation::decisions), and the method runs as written. Methods with
 //! exception regions are never inlined, so a wrapped method runs its wrapper wherever it is
-//! called from — except where precompiled code of its own version bubble inlined it before.
+//! called from; the methods that inlined one before its ReJIT are compiled again with it
+//! (`RequestReJITWithInliners`, .NET 8).
 //!
 //! # Limits of this version
-//! Handlers see primitive arguments and return values; objects are not passed. A method wrapped through ReJIT runs unwrapped until its request is made
-//! ([`pending_rejit_requests`](Instrumentation::pending_rejit_requests)), and precompiled code
-//! that inlined it stays as it is.
+//! Handlers see primitive arguments and return values; objects are not passed. A method wrapped
+//! through ReJIT runs unwrapped until its request is made
+//! ([`pending_rejit_requests`](Instrumentation::pending_rejit_requests)), and on runtimes before
+//! .NET 8, where the inliners cannot be asked for with it, precompiled code that inlined it stays
+//! as it is. [`Instrumentation::revert`] takes the whole wrapping back.
 //!
 //! # What a handler may do
 //! Handlers run on the app's threads, in the middle of its code, as a P/Invoke target would:
