@@ -757,6 +757,13 @@ impl Instrumentation {
     fn request(&self, info: &ProfilerInfo, batch: &[(ModuleID, mdMethodDef)]) {
         let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
         let requested = request_rejit(info, &modules, &methods);
+        if requested.is_err() && batch.len() > 1 {
+            // One method's refusal (its module unloading, say) must not cost the others theirs.
+            for one in batch {
+                self.request(info, std::slice::from_ref(one));
+            }
+            return;
+        }
         let mut prepared = lock(&self.prepared);
         for (module, method) in batch {
             let key = (module.as_raw(), *method);
