@@ -687,8 +687,9 @@ impl Instrumentation {
 
     /// Starts wrapping, for the rest of the process: call it from `initialize` (or
     /// `initialize_for_attach`), after setting the profiler's event mask. It adds
-    /// `COR_PRF_ENABLE_REJIT` to the mask (the runtime takes it only there; without it,
-    /// precompiled code and modules loaded before this call are refused), wraps what the targets
+    /// `COR_PRF_ENABLE_REJIT` to the mask (should the runtime refuse it, precompiled code and
+    /// modules loaded before this call are refused, with that reason; CoreCLR 8.0.4 and 3.1.23
+    /// take it from a later callback too, where `start` works as well), wraps what the targets
     /// name in every module loaded from now on (corprof sees each load whatever the profiler's
     /// mask) and, from a thread of its own, in the modules loaded already; and it answers the
     /// runtime's `GetReJITParameters` for the methods it asked to ReJIT (the profiler's

@@ -203,3 +203,44 @@ fn the_method_timer_example_times_the_methods_it_is_told_coreclr_3() {
     let _runtime = runtime_lock();
     method_timer("3", "the_method_timer_example_times_the_methods_it_is_told_coreclr_3");
 }
+
+/// `Instrumentation::start` called late (in `module_load_finished` of the app's module, after
+/// `initialize`): CoreCLR 8.0.4 and 3.1.23 still take `COR_PRF_ENABLE_REJIT` there, so what was
+/// loaded before (the app's module, and precompiled CoreLib) is wrapped through ReJIT, and the
+/// app runs as written. (Which of the app's first calls come before the ReJIT requests is
+/// timing: the calls are not counted here.)
+fn started_late(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "Instrument", &[]);
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let run = run_profiled(
+        runtime,
+        "Instrument",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[("CORPROF_INSTRUMENT_OUT", out.path()), ("INSTRUMENT_LATE", "1")],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, plain.stdout, "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let mut decisions: Vec<&str> = text.lines().filter(|l| l.contains("wrapped ")).collect();
+    decisions.sort();
+    let convert =
+        "wrapped System.Convert::ToBase64String (target [System.Private.CoreLib]System.Convert::ToBase64String)";
+    let mut expected = vec!["wrapped InstrumentApp.Target::Add (target InstrumentApp.Target::Add)"];
+    expected.extend(std::iter::repeat_n(convert, 5));
+    expected.sort();
+    assert_eq!(decisions, expected, "CoreCLR {runtime}:\n{text}");
+}
+
+#[test]
+fn started_late_still_wraps_through_rejit_coreclr_8() {
+    let _runtime = runtime_lock();
+    started_late("8", "started_late_still_wraps_through_rejit_coreclr_8");
+}
+
+#[test]
+fn started_late_still_wraps_through_rejit_coreclr_3() {
+    let _runtime = runtime_lock();
+    started_late("3", "started_late_still_wraps_through_rejit_coreclr_3");
+}

@@ -223,6 +223,13 @@ impl CorProfilerCallback for Profiler {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
         let _ = INFO.set(info.clone());
+        if std::env::var_os("INSTRUMENT_LATE").is_some() {
+            // Started late: see module_load_finished.
+            if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
+                let _ = OUT.set(out.into());
+            }
+            return Ok(());
+        }
         let mut wrapping = Instrumentation::new();
         if let Some(bench) = std::env::var_os("CORPROF_INSTRUMENT_BENCH") {
             // scripts/bench-instrument: one small method, empty handlers (`args`: taking its
@@ -291,6 +298,20 @@ impl CorProfilerCallback for Profiler {
     fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
         if INFO.get().is_some_and(|i| i.get_module_info(module).is_ok_and(|m| m.name.ends_with("Instrument.dll"))) {
             APP_LOADED.store(true, Ordering::Release);
+            if std::env::var_os("INSTRUMENT_LATE").is_some()
+                && let Some(info) = INFO.get()
+            {
+                // `start` from a callback after Initialize: what was loaded before (the app's
+                // module, precompiled CoreLib) goes through ReJIT, which the runtime still enables.
+                let mut wrapping = Instrumentation::new();
+                wrapping
+                    .wrap(Target::method("InstrumentApp.Target", "Add"), recorder())
+                    .map_err(|_| HResult::E_FAIL)?;
+                let target = Target::method("System.Convert", "ToBase64String").in_assembly("System.Private.CoreLib");
+                wrapping.wrap(target, recorder()).map_err(|_| HResult::E_FAIL)?;
+                let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
+                let _ = self.wrapping.set(started);
+            }
         }
         Ok(())
     }
