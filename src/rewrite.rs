@@ -14,7 +14,8 @@
 //!   ReadyToRun are not JIT-compiled, so there is nothing to rewrite (add
 //!   `COR_PRF_DISABLE_ALL_NGEN_IMAGES` to the mask to have them JIT-compiled); a method already
 //!   compiled keeps its code: use ReJIT.
-//! - **Through ReJIT**: set `COR_PRF_ENABLE_REJIT` in `initialize` (it cannot be set later);
+//! - **Through ReJIT**: set `COR_PRF_ENABLE_REJIT` in `initialize` (CoreCLR 3.0 and later also
+//!   take it from a later callback, their `ProfAPI_ReJitOnAttach` being on by default);
 //!   call [`ProfilerInfo::request_rejit`] (or [`request_rejit_with_inliners`](ProfilerInfo::request_rejit_with_inliners))
 //!   for `(module, method)` pairs; the runtime then calls `get_rejit_parameters`, where
 //!   [`set_rejit_body`] hands over the new body through the callback's `function_control`

@@ -181,7 +181,7 @@ impl RejitSwap {
 impl CorProfilerCallback for RejitSwap {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
-        // ReJIT must be enabled here, never later; the ReJIT compilation callbacks come with
+        // ReJIT enabled here, where every runtime takes it; the ReJIT compilation callbacks come with
         // the JIT ones.
         info.set_event_mask(COR_PRF_MONITOR::ENABLE_REJIT | COR_PRF_MONITOR::JIT_COMPILATION)?;
         let log = match std::env::var_os("REJIT_SWAP_LOG") {

@@ -84,7 +84,8 @@ impl RejitInlining {
 
 impl CorProfilerCallback for RejitInlining {
     fn initialize(&self, unknown: &IUnknown) -> Result<()> {
-        // ReJIT can only be enabled here; JIT events bring the triggers and the inlining requests.
+        // ReJIT enabled here, where every runtime takes it; JIT events bring the triggers and the
+        // inlining requests.
         let low = COR_PRF_MONITOR::COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR::JIT_COMPILATION;
         self.rec.start(unknown, low, COR_PRF_HIGH_MONITOR::COR_PRF_HIGH_MONITOR_NONE)?;
         Ok(())
