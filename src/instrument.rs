@@ -76,6 +76,7 @@
 //! ever freed (the library is pinned in memory).
 
 use crate::il::{Instruction, MethodBody, OpCode, Operand, WrapError, Wrapper};
+use crate::sig::runtime::copy_blob;
 use crate::sig::{CallConv, MethodSig, Token, Type};
 use crate::types::{COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, CorOpenFlags, ModuleID, mdMethodDef, mdTypeDef};
 use crate::{HResult, MetaDataEmit, MetaDataImport, ProfilerInfo};
@@ -1084,18 +1085,6 @@ fn find_type(import: &MetaDataImport, name: &str) -> Option<mdTypeDef> {
         enclosing = import.find_type_def_by_name(part, enclosing).ok()?;
     }
     Some(enclosing)
-}
-
-/// Copies `len` bytes of metadata at `ptr`.
-///
-/// # Safety
-/// `ptr` is null or points at `len` readable bytes.
-unsafe fn copy_blob(ptr: *const u8, len: u32) -> Vec<u8> {
-    if ptr.is_null() || len == 0 {
-        return Vec::new();
-    }
-    // SAFETY: the caller's contract.
-    unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec()
 }
 
 /// The signature a token of the module's code stands for: a method's or member's for a call

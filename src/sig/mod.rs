@@ -35,7 +35,7 @@
 //! ```
 
 mod metadata;
-mod runtime;
+pub(crate) mod runtime;
 
 pub use corprof_sig::sig::*;
 pub(crate) use runtime::function_definition_sig;

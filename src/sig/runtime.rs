@@ -136,7 +136,7 @@ fn token(bits: mdToken) -> Token {
 /// # Safety
 /// `ptr` must be null or point to `len` readable bytes (metadata's blob heap, alive while the
 /// import that returned it is).
-unsafe fn copy_blob(ptr: *const u8, len: u32) -> Vec<u8> {
+pub(crate) unsafe fn copy_blob(ptr: *const u8, len: u32) -> Vec<u8> {
     if ptr.is_null() || len == 0 {
         return Vec::new();
     }
