@@ -9,6 +9,7 @@ pub mod files;
 #[cfg(feature = "cli")]
 pub mod formats;
 pub mod heap;
+pub mod latency;
 pub mod profile;
 pub mod settings;
 

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
-/// `cpu`, `alloc`, `heap` or `calls`.
+/// `cpu`, `alloc`, `heap`, `calls` or `methods`.
 pub const MODE: &str = "CORPROF_RECORD_MODE";
 /// Where the profiler writes what it recorded (a [`crate::profile::Profile`] in its text form,
 /// or the heap snapshot): a path that does not exist yet, or a regular file (or a symlink to
@@ -24,6 +24,9 @@ pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";
 /// calls: only methods whose `Namespace.Type::Method` name contains this text are hooked (at
 /// most [`MAX_FILTER_BYTES`]).
 pub const FILTER: &str = "CORPROF_RECORD_FILTER";
+/// methods: the methods to wrap, `Namespace.Type::Method` patterns (`*` for any run of
+/// characters) separated by `|`: at most [`MAX_METHOD_PATTERNS`], [`MAX_METHODS_BYTES`] in all.
+pub const METHODS: &str = "CORPROF_RECORD_METHODS";
 /// heap: take the snapshot this many milliseconds after start instead of at the end
 /// ([`AT_MS_RANGE`]).
 pub const AT_MS: &str = "CORPROF_RECORD_AT_MS";
@@ -36,6 +39,13 @@ pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
 /// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
 /// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
 pub const STATS_SUFFIX: &str = ".stats";
+/// methods, attach: the suffix of the file beside [`OUT`] the profiler writes once the methods
+/// of the modules loaded already are wrapped (it holds how many are); the command says so.
+pub const READY_SUFFIX: &str = ".ready";
+/// attach: the suffix of the file beside [`OUT`] the profiler writes, after the recording, when
+/// the runtime refused to detach it (it holds the reason); the command says so instead of
+/// waiting for the detach.
+pub const STAYS_SUFFIX: &str = ".stays";
 /// cpu: `0` suspends and resumes the runtime each tick without walking any thread, recording
 /// nothing: the runtime's own share of the pause, which scripts/bench-record sets beside a normal
 /// run; `1` (the default) walks.
@@ -45,8 +55,8 @@ pub const CPU_WALK: &str = "CORPROF_RECORD_CPU_WALK";
 pub const HEAP_TIMING: &str = "CORPROF_RECORD_HEAP_TIMING";
 
 /// Every setting, the only `CORPROF_RECORD_*` names the profiler accepts.
-pub const ALL: [&str; 11] =
-    [MODE, OUT, INTERVAL_MS, CLOCK, ALLOC, FILTER, AT_MS, SIGNAL, DURATION_MS, CPU_WALK, HEAP_TIMING];
+pub const ALL: [&str; 12] =
+    [MODE, OUT, INTERVAL_MS, CLOCK, ALLOC, FILTER, METHODS, AT_MS, SIGNAL, DURATION_MS, CPU_WALK, HEAP_TIMING];
 
 /// The prefix of every setting's name.
 pub const PREFIX: &str = "CORPROF_RECORD_";
@@ -60,6 +70,12 @@ pub const AT_MS_RANGE: RangeInclusive<u64> = 0..=86_400_000;
 pub const DURATION_MS_RANGE: RangeInclusive<u64> = 1..=86_400_000;
 /// [`FILTER`]: the longest filter text, in bytes.
 pub const MAX_FILTER_BYTES: usize = 4096;
+/// [`METHODS`]: the most patterns.
+pub const MAX_METHOD_PATTERNS: usize = 256;
+/// [`METHODS`]: the longest text, in bytes.
+pub const MAX_METHODS_BYTES: usize = 16 << 10;
+/// [`METHODS`]: what separates two patterns (no method name holds it).
+pub const METHODS_SEPARATOR: char = '|';
 /// [`OUT`]: the longest path, in bytes (Linux's PATH_MAX).
 pub const MAX_OUT_BYTES: usize = 4095;
 
@@ -69,7 +85,7 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
         if choices.contains(&value) { Ok(()) } else { Err(format!("{key}={value:?} is not {words}")) }
     };
     match key {
-        MODE => one_of(&["cpu", "alloc", "heap", "calls"], "cpu, alloc, heap or calls"),
+        MODE => one_of(&["cpu", "alloc", "heap", "calls", "methods"], "cpu, alloc, heap, calls or methods"),
         OUT if value.is_empty() => Err(format!("{key} is empty: give the path of the file to write")),
         OUT if value.len() > MAX_OUT_BYTES => {
             Err(format!("{key} is {} bytes long: a path has at most {MAX_OUT_BYTES}", value.len()))
@@ -85,6 +101,10 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
             Err(format!("{key} is {} bytes long: a filter has at most {MAX_FILTER_BYTES}", value.len()))
         }
         FILTER => Ok(()),
+        METHODS if value.len() > MAX_METHODS_BYTES => {
+            Err(format!("{key} is {} bytes long: the patterns have at most {MAX_METHODS_BYTES}", value.len()))
+        }
+        METHODS => method_patterns(value).map(drop).map_err(|why| format!("{key}={value:?}: {why}")),
         SIGNAL | CPU_WALK | HEAP_TIMING => one_of(&["0", "1"], "0 or 1"),
         _ => Err(format!("{key} is not a setting of corprof record (they are {})", ALL.join(", "))),
     }
@@ -100,6 +120,19 @@ pub fn number(key: &str, value: &str, range: RangeInclusive<u64>) -> Result<u64,
         Ok(_) => Err(format!("{key}={value:?} is out of range: give {within}")),
         Err(_) => Err(format!("{key}={value:?} is not a number: give {within}")),
     }
+}
+
+/// The patterns of a [`METHODS`] value: at least one, at most [`MAX_METHOD_PATTERNS`], none
+/// empty (the profiler reads each as a `corprof::instrument::Target`).
+pub fn method_patterns(value: &str) -> Result<Vec<&str>, String> {
+    let patterns: Vec<&str> = value.split(METHODS_SEPARATOR).map(str::trim).collect();
+    if patterns.iter().any(|p| p.is_empty()) {
+        return Err("give one or more Namespace.Type::Method patterns, none empty".to_string());
+    }
+    if patterns.len() > MAX_METHOD_PATTERNS {
+        return Err(format!("{} patterns: at most {MAX_METHOD_PATTERNS}", patterns.len()));
+    }
+    Ok(patterns)
 }
 
 /// Checks every pair ([`check`]); the first bad one is the error.
@@ -162,6 +195,14 @@ mod tests {
         assert!(check(AT_MS, "0").is_ok() && check(AT_MS, "86400001").is_err());
         assert!(check(OUT, "").is_err() && check(OUT, "a\0b").is_err() && check(OUT, &"a".repeat(4096)).is_err());
         assert!(check(FILTER, &"a".repeat(4097)).is_err() && check(FILTER, "").is_ok());
+        assert_eq!(method_patterns("A::B | C.*::D").unwrap(), ["A::B", "C.*::D"]);
+        for bad in ["", "A::B|", "|", &"A::B|".repeat(256)] {
+            assert!(check(METHODS, bad).is_err(), "{bad:?}");
+        }
+        let patterns = |n: usize| vec!["A::B"; n].join("|");
+        assert!(check(METHODS, &patterns(256)).is_ok());
+        assert!(check(METHODS, &patterns(257)).unwrap_err().contains("257 patterns: at most 256"));
+        assert!(check(METHODS, &format!("A::{}", "B".repeat(MAX_METHODS_BYTES))).unwrap_err().contains("bytes long"));
         assert!(check(SIGNAL, "yes").is_err() && check(CPU_WALK, "0").is_ok());
         assert!(check("CORPROF_RECORD_INTERVAL", "5").unwrap_err().contains("is not a setting"));
     }

@@ -49,7 +49,7 @@ fn names_and_extensions() {
     assert_eq!(Format::parse("svg").unwrap().extension(), "svg");
     assert_eq!(Format::parse("pprof").unwrap().extension(), "pb.gz");
     let e = Format::parse("png").unwrap_err().to_string();
-    assert_eq!(e, "unknown format \"png\" (one of svg, html, speedscope, pprof, folded, text)");
+    assert_eq!(e, "unknown format \"png\" (one of svg, html, speedscope, pprof, folded, text, json)");
 }
 
 /// Calls mode: µs per call path and the calls that ended there.

@@ -287,6 +287,19 @@ fn bad_command_lines_are_one_line_errors() {
         assert_one_line_error(&run, expected);
         assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
     }
+    for (args, expected) in [
+        (&["--mode", "methods"][..], "--mode methods needs the methods to wrap"),
+        (&["--method", "A::B"], "--method is for --mode methods"),
+        (&["--mode", "methods", "--method", "NoColons"], "\"NoColons\" has no `::`"),
+        (&["--mode", "methods", "--method", "A::B|C::D"], "a pattern holds no `|`"),
+        (&["--mode", "methods", "--method", "A:: B"], "holds a space"),
+        (&["--mode", "methods", "--method", "A::B", "--format", "pprof"], "the methods mode writes a table"),
+        (&["--mode", "cpu", "--format", "json"], "--format json is the methods mode's"),
+    ] {
+        let run = record(&[&["record"][..], args, &["--", dotnet, dll]].concat());
+        assert_one_line_error(&run, expected);
+        assert!(run.stdout.is_empty(), "the app ran: {}", run.stdout);
+    }
     assert_one_line_error(
         &record(&["record", "--pid", "1", "--duration", "0.0001"]),
         "--duration 0.0001: give a number of seconds from 0.001 to 86400",
@@ -714,4 +727,215 @@ fn suspend_only_ticks_record_nothing_8() {
     assert!(ticks > 10 && p50 > 0.0, "{}", run.stderr);
     assert!(read_folded(&out).is_empty(), "samples recorded without a walk");
     let _ = std::fs::remove_file(&out);
+}
+
+/// One `Namespace.Type::Method calls=…` line of the methods mode's text output, by its fields.
+fn method_line<'a>(text: &'a str, method: &str) -> BTreeMap<&'a str, &'a str> {
+    let line = text
+        .lines()
+        .find(|l| l.split(' ').next() == Some(method))
+        .unwrap_or_else(|| panic!("no line for {method}:\n{text}"));
+    line.split(' ').skip(1).map(|f| f.split_once('=').unwrap_or_else(|| panic!("{line:?}"))).collect()
+}
+
+fn micros(fields: &BTreeMap<&str, &str>, key: &str) -> f64 {
+    fields[key].parse().unwrap_or_else(|_| panic!("{key}={}", fields[key]))
+}
+
+/// `--mode methods` at launch on RecordCalls: each wrapped method's calls and exceptions are the
+/// app's exactly (a recursion's calls each counted, a throw seen by every frame it leaves), the
+/// two Spin calls last what the app measured inside them, a pattern naming nothing is said, and
+/// the terminal lists the slowest methods.
+fn methods_at_launch(runtime: &str) {
+    let out = out_path(&format!("methods-launch{runtime}"));
+    let (dotnet, dll) = (dotnet(runtime), test_app("RecordCalls"));
+    let p = "RecordCallsApp.Program::";
+    let run = record(&[
+        "record",
+        "--mode",
+        "methods",
+        "--method",
+        &format!("{p}Spin"),
+        "--method",
+        &format!("{p}Leaf"),
+        "--method",
+        "RecordCallsApp.*::Thr*",
+        "--method",
+        &format!("{p}Rec"),
+        "--method",
+        &format!("{p}Passer"),
+        "--method",
+        "No.Such::Thing",
+        "--format",
+        "text",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        dotnet.to_str().unwrap(),
+        dll.to_str().unwrap(),
+    ]);
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "RecordCalls done 39\n"), "{}", run.stderr);
+    let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("no output ({e}): {}", run.stderr));
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(text.lines().count(), 5, "{text}");
+    for (method, calls, exceptions) in
+        [("Leaf", 15, 0), ("Thrower", 2, 2), ("Passer", 2, 2), ("Rec", 4, 0), ("Spin", 2, 0)]
+    {
+        let fields = method_line(&text, &format!("{p}{method}"));
+        assert_eq!(
+            (fields["calls"], fields["exceptions"]),
+            (calls.to_string().as_str(), exceptions.to_string().as_str()),
+            "{method} on CoreCLR {runtime}:\n{text}"
+        );
+        let (p50, p99, max) = (micros(&fields, "p50_us"), micros(&fields, "p99_us"), micros(&fields, "max_us"));
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{method}: {text}");
+    }
+    // Spin(30) on the main thread, Spin(20) on the worker, by the app's Stopwatch (µs): the
+    // longest is the 30 ms one, the median (nearest rank of two) the 20 ms one, within the
+    // histogram's 3.2% and 1 ms for the calls around the watch.
+    let spins: Vec<f64> = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("RecordCalls spin "))
+        .unwrap_or_else(|| panic!("no spin times: {}", run.stderr))
+        .split(' ')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let spin = method_line(&text, &format!("{p}Spin"));
+    let (max, p50) = (micros(&spin, "max_us"), micros(&spin, "p50_us"));
+    assert!(max >= spins[0] && max <= spins[0] + 1_000.0, "max {max} µs, the app measured {}", spins[0]);
+    assert!((p50 - spins[1]).abs() <= spins[1] * 0.033 + 1_000.0, "p50 {p50} µs, the app measured {}", spins[1]);
+    assert!(
+        run.stderr.contains("corprof: warning: --method No.Such::Thing named no method of any module the app loaded"),
+        "{}",
+        run.stderr
+    );
+    let summary: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("corprof:   ")).collect();
+    assert!(summary.len() == 5 && summary[0].contains(&format!("{p}Spin calls=2")), "{}", run.stderr);
+}
+
+#[test]
+fn methods_mode_times_each_call_at_launch_8() {
+    methods_at_launch("8");
+}
+
+#[test]
+fn methods_mode_times_each_call_at_launch_3() {
+    methods_at_launch("3");
+}
+
+/// The methods mode's JSON and pictures hold the same figures.
+#[test]
+fn methods_mode_writes_json_and_pictures_8() {
+    let (dotnet, dll) = (dotnet("8"), test_app("RecordCalls"));
+    let run_format = |format: &str| -> String {
+        let out = out_path(&format!("methods-{format}"));
+        let run = record(&[
+            "record",
+            "--mode",
+            "methods",
+            "--method",
+            "RecordCallsApp.Program::*",
+            "--format",
+            format,
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            dotnet.to_str().unwrap(),
+            dll.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, Some(0), "{format}: {}", run.stderr);
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{format}: no output: {e}"));
+        let _ = std::fs::remove_file(&out);
+        text
+    };
+    let json: serde_json::Value = serde_json::from_str(&run_format("json")).expect("JSON");
+    let methods = json["methods"].as_array().unwrap();
+    let leaf = methods.iter().find(|m| m["method"] == "RecordCallsApp.Program::Leaf").unwrap();
+    assert_eq!((leaf["calls"].as_u64(), leaf["exceptions"].as_u64()), (Some(15), Some(0)), "{leaf}");
+    let counted: u64 = leaf["histogram"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 15);
+    let names: Vec<&str> = methods.iter().map(|m| m["method"].as_str().unwrap()).collect();
+    for name in ["Main", "Middle", "Catcher", "Worker"] {
+        assert!(names.contains(&format!("RecordCallsApp.Program::{name}").as_str()), "{names:?}");
+    }
+    let svg = run_format("svg");
+    assert!(svg.starts_with("<svg") && svg.contains("RecordCallsApp.Program::Spin"), "{svg}");
+    assert!(svg.matches("fill=\"#e8743b\"").count() >= names.len(), "a bar per method at least");
+    let html = run_format("html");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"), "{html}");
+}
+
+/// `--mode methods --pid`: the methods of the running app are wrapped through ReJIT (the command
+/// says when), the calls made after are timed, and at the end the wrapping is taken back; the
+/// runtime keeps the profiler (it detaches none that rewrote IL), which the command says, and the
+/// app goes on.
+fn methods_attach(runtime: &str) {
+    let mut app = Running::start(runtime, &test_app("RecordAlloc"), &["1000", "wait"]);
+    let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap();
+    let out = out_path(&format!("methods-attach{runtime}"));
+    let mut command = corprof()
+        .args([
+            "record",
+            "--mode",
+            "methods",
+            "--method",
+            "RecordAllocApp.Program::*",
+            "--pid",
+            &pid,
+            "--duration",
+            "8",
+            "--format",
+            "text",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    // The command says when the methods are wrapped: then the app may call them.
+    let mut stderr = BufReader::new(command.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    loop {
+        let line = stderr.next().unwrap_or_else(|| panic!("the command ended: {said:?}")).unwrap();
+        let ready = line.contains("methods wrapped in process");
+        said.push(line);
+        if ready {
+            break;
+        }
+    }
+    app.say("go");
+    assert_eq!(app.line(), "RecordAlloc done 1000");
+    let rest: Vec<String> = stderr.map_while(Result::ok).collect();
+    let status = command.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{said:?} {rest:?}");
+    // The runtime detaches no profiler that rewrote IL: the wrapping is taken back instead.
+    let stays = format!("corprof: the profiler stays loaded in process {pid}, recording nothing more (");
+    assert!(
+        rest.iter().any(|l| l.starts_with(&stays) && l.contains("CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT")),
+        "{rest:?}"
+    );
+    assert!(app.still_running(), "the app ended before the recording");
+    app.say("end");
+    assert_eq!(app.exit_code(), Some(0));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    // Each called once after the attach; Main was running already (its frame keeps its code).
+    for (method, calls) in [("Bytes", "1"), ("Nodes", "1"), ("Outer", "1"), ("Inner", "1"), ("Main", "0")] {
+        let fields = method_line(&text, &format!("RecordAllocApp.Program::{method}"));
+        assert_eq!((fields["calls"], fields["exceptions"]), (calls, "0"), "{method} on CoreCLR {runtime}:\n{text}");
+    }
+    // Outer's call holds Inner's.
+    let (outer, inner) =
+        (method_line(&text, "RecordAllocApp.Program::Outer"), method_line(&text, "RecordAllocApp.Program::Inner"));
+    assert!(micros(&outer, "max_us") >= micros(&inner, "max_us"), "{text}");
+}
+
+#[test]
+fn methods_attach_wraps_times_and_unwraps_8() {
+    methods_attach("8");
+}
+
+#[test]
+fn methods_attach_wraps_times_and_unwraps_3() {
+    methods_attach("3");
 }

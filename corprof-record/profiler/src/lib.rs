@@ -18,6 +18,7 @@ pub mod calls;
 mod cpu;
 mod frames;
 pub mod heap;
+mod methods;
 mod modes;
 pub mod pauses;
 
@@ -60,6 +61,7 @@ pub enum Mode {
     Alloc,
     Heap,
     Calls,
+    Methods,
 }
 
 /// cpu: what one sample's value measures.
@@ -88,7 +90,10 @@ impl Settings {
             Some("alloc") => Mode::Alloc,
             Some("heap") => Mode::Heap,
             Some("calls") => Mode::Calls,
-            Some(other) => return Err(format!("{}={other:?} is not cpu, alloc, heap or calls", settings::MODE)),
+            Some("methods") => Mode::Methods,
+            Some(other) => {
+                return Err(format!("{}={other:?} is not cpu, alloc, heap, calls or methods", settings::MODE));
+            }
         };
         let out = get(settings::OUT).map(PathBuf::from).ok_or_else(|| format!("{} is not set", settings::OUT))?;
         let interval_ms = number(settings::INTERVAL_MS, settings::INTERVAL_MS_RANGE)?.unwrap_or(10);
@@ -166,6 +171,7 @@ fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         Mode::Alloc => modes::alloc(ctx),
         Mode::Heap => modes::heap(ctx),
         Mode::Calls => modes::calls(ctx),
+        Mode::Methods => methods::start(ctx),
     }
 }
 
@@ -177,7 +183,7 @@ pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
 }
 
 /// `out` with `suffix` added (the `.error`, `.detached` and `.stats` files beside it).
-fn beside(out: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn beside(out: &Path, suffix: &str) -> PathBuf {
     let mut path = out.as_os_str().to_owned();
     path.push(suffix);
     PathBuf::from(path)
@@ -305,7 +311,13 @@ impl Recorder {
             }
             result.finish();
             if let Err(e) = info.request_profiler_detach(DETACH_EXPECTED_MS) {
-                eprintln!("corprof: the runtime refused to detach the profiler: {}", e.describe());
+                // The runtime keeps a profiler that rewrote IL (the methods mode) loaded for
+                // good: the command is told so instead of waiting for a detach.
+                let why = format!("the runtime refused to detach the profiler: {}", e.describe());
+                eprintln!("corprof: {why}");
+                if let Some(out) = result.out.get() {
+                    let _ = files::replace(&beside(out, settings::STAYS_SUFFIX), format!("{why}\n").as_bytes());
+                }
             }
         });
         if let Ok(mut detacher) = self.detacher.lock() {
@@ -502,7 +514,7 @@ mod tests {
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Heap, 5, Clock::Cpu, Some(2000)));
         assert!(Settings::from_pairs(pairs(&[])).unwrap_err().contains("CORPROF_RECORD_OUT is not set"));
         let bad = |k, v| Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (k, v)])).unwrap_err();
-        assert!(bad(settings::MODE, "gpu").contains("not cpu, alloc, heap or calls"));
+        assert!(bad(settings::MODE, "gpu").contains("not cpu, alloc, heap, calls or methods"));
         assert!(bad(settings::INTERVAL_MS, "ten").contains("is not a number"));
         for out_of_range in ["0", "60001", "4294967295"] {
             let e = bad(settings::INTERVAL_MS, out_of_range);

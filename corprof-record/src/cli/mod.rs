@@ -67,12 +67,17 @@ pub struct RecordArgs {
     /// calls: hook only methods whose `Namespace.Type::Method` name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// methods: wrap the methods this `Namespace.Type::Method` pattern names (`*` for any run of
+    /// characters, `+` between a nested type and its outer one); give it once per pattern.
+    #[arg(long = "method", value_name = "PATTERN")]
+    pub methods: Vec<String>,
     /// heap: take the snapshot this many milliseconds after the app starts (default: at its end),
     /// up to 86400000 (a day).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
     pub at_ms: Option<u64>,
     /// The output format: a flame graph (svg, the default) or another; heap: a treemap (html, the
-    /// default) or a table (text).
+    /// default) or a table (text); methods: latency histograms (svg, the default, or html), a
+    /// table (text) or json.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// The output file (default `<mode>.<format's extension>`): a new file or a regular file to
@@ -103,6 +108,8 @@ pub enum Mode {
     Alloc,
     Heap,
     Calls,
+    /// Wraps the methods `--method` names and times each call.
+    Methods,
 }
 
 impl Mode {
@@ -113,6 +120,7 @@ impl Mode {
             Mode::Alloc => "alloc",
             Mode::Heap => "heap",
             Mode::Calls => "calls",
+            Mode::Methods => "methods",
         }
     }
 }

@@ -2,7 +2,8 @@
 //! profile modes through [`corprof_record::formats`], the heap snapshot as a table (`text`) or a
 //! treemap (`html`).
 
-use corprof_record::formats::{self, Format, Options, pprof::Period};
+use corprof_record::formats::{self, Format, Options, latency, pprof::Period};
+use corprof_record::latency::MethodsReport;
 use corprof_record::profile::Profile;
 use corprof_record::{files, heap};
 use std::io::Write;
@@ -17,6 +18,35 @@ pub fn check_for_heap(format: Format) -> Result<(), String> {
             other.name()
         )),
     }
+}
+
+/// Which formats the profile modes (cpu, alloc, calls) write: all but the methods mode's JSON.
+pub fn check_for_profile(format: Format) -> Result<(), String> {
+    match format {
+        Format::Json => Err("--format json is the methods mode's; a profile's JSON is --format speedscope".to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// Which formats the methods mode writes: figures, not stacks.
+pub fn check_for_methods(format: Format) -> Result<(), String> {
+    match format {
+        Format::Text | Format::Json | Format::Svg | Format::Html => Ok(()),
+        other => Err(format!(
+            "the methods mode writes a table (--format text), JSON (json) or latency histograms (svg, html), not {}",
+            other.name()
+        )),
+    }
+}
+
+/// Writes the methods mode's `report` to `path` in `format` (one of [`check_for_methods`]).
+pub fn write_methods(report: &MethodsReport, format: Format, title: &str, path: &Path) -> Result<(), String> {
+    write_file(path, |out| match format {
+        Format::Text => latency::write_text(report, out),
+        Format::Json => latency::write_json(report, title, out),
+        Format::Html => latency::write_html(report, title, out),
+        _ => latency::write_svg(report, title, out),
+    })
 }
 
 /// Writes `profile` to `path` in `format`; `period` is the cpu mode's sampling interval.

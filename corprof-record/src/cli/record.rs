@@ -6,9 +6,11 @@
 //! it cannot start, the reason to `<OUT>.error`. The command reads only regular files there, each
 //! up to a size.
 
-use super::output::{check_for_heap, write_heap, write_profile};
+use super::output::{check_for_heap, check_for_methods, check_for_profile, write_heap, write_methods, write_profile};
 use super::{Alloc, Error, Mode, RecordArgs};
+use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
+use corprof_record::latency::MethodsReport;
 use corprof_record::profile::Profile;
 use corprof_record::{files, settings};
 use std::path::{Path, PathBuf};
@@ -26,12 +28,13 @@ const DETACH_WAIT: Duration = Duration::from_secs(10);
 /// The largest recording the command reads back (a profile's text; the heap snapshot has its
 /// own, `heap::MAX_SNAPSHOT_BYTES`).
 const MAX_PROFILE_BYTES: u64 = 1 << 30;
+/// The most methods the terminal summary lists (all are in the output).
+const SUMMARY_LINES: usize = 20;
 /// The largest `.error` or `.stats` line file the command reads.
 const MAX_NOTE_BYTES: u64 = 64 << 10;
 
 /// Runs the command; `Ok` is the exit status to leave with (the app's).
 pub fn run(args: &RecordArgs) -> Result<i32, Error> {
-    let heap = args.mode == Mode::Heap;
     if args.pid.is_some() {
         // The runtime allows neither allocation callbacks nor enter/leave hooks after attach:
         // say so before touching the process.
@@ -51,9 +54,13 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
             _ => {}
         }
     }
-    if heap {
-        check_for_heap(args.format()).map_err(Error::usage)?;
+    match args.mode {
+        Mode::Heap => check_for_heap(args.format()),
+        Mode::Methods => check_for_methods(args.format()),
+        _ => check_for_profile(args.format()),
     }
+    .map_err(Error::usage)?;
+    let methods = method_patterns(args)?;
     let output = args
         .output
         .clone()
@@ -81,6 +88,9 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     if let Some(at_ms) = args.at_ms {
         settings.push((settings::AT_MS, at_ms.to_string()));
     }
+    if let Some(methods) = methods {
+        settings.push((settings::METHODS, methods));
+    }
     // What the profiler would refuse at Initialize, refused here before anything starts.
     settings::check_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).map_err(Error::usage)?;
     let (status, recorded) = match args.pid {
@@ -103,8 +113,56 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
             write_heap(&temp.0, args.format(), &output).map_err(Error::failed)?;
             eprintln!("corprof: wrote {} (heap snapshot)", output.display());
         }
+        Recorded::Methods(report) => {
+            summarise_methods(&report);
+            write_methods(&report, args.format(), "corprof record (methods)", &output).map_err(Error::failed)?;
+            let calls: u64 = report.methods.iter().map(|m| m.calls).sum();
+            eprintln!("corprof: wrote {} ({} methods, {calls} calls)", output.display(), report.methods.len());
+        }
     }
     Ok(status)
+}
+
+/// `--method`: the patterns as the `METHODS` setting holds them, checked as the profiler will
+/// read them; only with `--mode methods`, which needs one.
+fn method_patterns(args: &RecordArgs) -> Result<Option<String>, Error> {
+    match (args.mode == Mode::Methods, args.methods.is_empty()) {
+        (true, true) => {
+            return Err(Error::usage(
+                "--mode methods needs the methods to wrap: --method 'Namespace.Type::Method' (`*` for any run of \
+                 characters), once per pattern",
+            ));
+        }
+        (false, false) => return Err(Error::usage("--method is for --mode methods")),
+        (false, true) => return Ok(None),
+        (true, false) => {}
+    }
+    for pattern in &args.methods {
+        if pattern.contains(settings::METHODS_SEPARATOR) {
+            return Err(Error::usage(format!("--method {pattern:?}: a pattern holds no `|`")));
+        }
+        corprof::instrument::Target::parse(pattern).map_err(|e| Error::usage(format!("--method {e}")))?;
+    }
+    Ok(Some(args.methods.join(&settings::METHODS_SEPARATOR.to_string())))
+}
+
+/// The terminal's share of the methods mode: what was not wrapped, and the slowest methods in
+/// total.
+fn summarise_methods(report: &MethodsReport) {
+    for pattern in &report.unmatched {
+        eprintln!("corprof: warning: --method {pattern} named no method of any module the app loaded");
+    }
+    for (method, why) in &report.refused {
+        eprintln!("corprof: warning: {method} was not wrapped: {why}");
+    }
+    let mut slowest: Vec<_> = report.methods.iter().filter(|m| m.calls > 0).collect();
+    slowest.sort_by(|a, b| b.sum_ns.cmp(&a.sum_ns).then_with(|| a.name.cmp(&b.name)));
+    for m in slowest.iter().take(SUMMARY_LINES) {
+        eprintln!("corprof:   {}", text_line(m));
+    }
+    if slowest.len() > SUMMARY_LINES {
+        eprintln!("corprof:   … {} more called methods in the output", slowest.len() - SUMMARY_LINES);
+    }
 }
 
 /// `libcorprof_record_profiler.so` in this binary's directory.
@@ -155,7 +213,7 @@ fn launch(
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
-    match temp.read(args.mode == Mode::Heap)? {
+    match temp.read(args.mode)? {
         Some(recorded) => Ok((code, recorded)),
         None => Err(temp.why_nothing(&format!("the app (exit status {code})")).with_status(if code != 0 {
             code
@@ -198,15 +256,20 @@ fn attach(
     // The profiler writes the recording after the duration (or at the app's end, if sooner),
     // then detaches itself.
     let deadline = Instant::now() + duration + WRITE_GRACE;
+    let mut said_ready = false;
     loop {
-        if let Some(recorded) = temp.read(args.mode == Mode::Heap)? {
+        if !said_ready && let Some(wrapped) = temp.note(settings::READY_SUFFIX) {
+            said_ready = true;
+            eprintln!("corprof: {} methods wrapped in process {pid}; recording their calls", wrapped.trim());
+        }
+        if let Some(recorded) = temp.read(args.mode)? {
             wait_for_detach(pid, temp);
             return Ok(recorded);
         }
         let gone = !Path::new(&format!("/proc/{pid}")).exists();
         if gone || temp.error_path().exists() || Instant::now() > deadline {
             // One last look: the app may have written it as it ended.
-            if let Some(recorded) = temp.read(args.mode == Mode::Heap)? {
+            if let Some(recorded) = temp.read(args.mode)? {
                 return Ok(recorded);
             }
             let what = if gone { format!("process {pid} (it has ended)") } else { format!("process {pid}") };
@@ -225,6 +288,10 @@ fn wait_for_detach(pid: u32, temp: &TempOut) {
             eprintln!("corprof: detached from process {pid}");
             return;
         }
+        if let Some(why) = temp.note(settings::STAYS_SUFFIX) {
+            eprintln!("corprof: the profiler stays loaded in process {pid}, recording nothing more ({})", why.trim());
+            return;
+        }
         if !Path::new(&format!("/proc/{pid}")).exists() {
             return;
         }
@@ -237,10 +304,12 @@ fn wait_for_detach(pid: u32, temp: &TempOut) {
 /// `.stats` siblings, in a folder made for them; removed, folder and all, when dropped.
 struct TempOut(PathBuf);
 
-/// What the profiler left: a profile, or (heap mode) a snapshot in the temporary file.
+/// What the profiler left: a profile, (heap mode) a snapshot in the temporary file, or the
+/// methods mode's report.
 enum Recorded {
     Profile(Profile),
     Heap,
+    Methods(MethodsReport),
 }
 
 impl TempOut {
@@ -283,17 +352,20 @@ impl TempOut {
         self.sibling(".error")
     }
 
-    /// The recording, if the profiler wrote it: a profile, or for the heap mode the snapshot
-    /// file (read by [`write_heap`]).
-    fn read(&self, heap: bool) -> Result<Option<Recorded>, Error> {
-        if heap {
+    /// The recording, if the profiler wrote it: a profile, the methods mode's report, or for the
+    /// heap mode the snapshot file (read by [`write_heap`]).
+    fn read(&self, mode: Mode) -> Result<Option<Recorded>, Error> {
+        if mode == Mode::Heap {
             return Ok(self.0.is_file().then_some(Recorded::Heap));
         }
         match files::read_regular(&self.0, MAX_PROFILE_BYTES) {
             Ok(Some(bytes)) => std::str::from_utf8(&bytes)
                 .map_err(|e| e.to_string())
-                .and_then(|text| Profile::from_text(text).map_err(|e| e.to_string()))
-                .map(|p| Some(Recorded::Profile(p)))
+                .and_then(|text| match mode {
+                    Mode::Methods => MethodsReport::from_text(text).map(Recorded::Methods).map_err(|e| e.to_string()),
+                    _ => Profile::from_text(text).map(Recorded::Profile).map_err(|e| e.to_string()),
+                })
+                .map(Some)
                 .map_err(|e| Error::failed(format!("the profiler wrote a recording that does not read back: {e}"))),
             Ok(None) => Ok(None),
             Err(e) => Err(Error::failed(format!("cannot read the recording: {e}"))),

@@ -7,6 +7,7 @@
 
 mod flamegraph;
 mod folded;
+pub mod latency;
 pub mod pprof;
 mod speedscope;
 mod text;
@@ -27,6 +28,9 @@ pub enum Format {
     Pprof,
     Folded,
     Text,
+    /// The methods mode's figures ([`latency::write_json`]); a profile has no JSON of its own
+    /// (speedscope's is JSON).
+    Json,
 }
 
 /// A `--format` name that is none of [`Format::ALL`]'s.
@@ -43,8 +47,8 @@ impl fmt::Display for UnknownFormat {
 impl std::error::Error for UnknownFormat {}
 
 impl Format {
-    pub const ALL: [Format; 6] =
-        [Format::Svg, Format::Html, Format::Speedscope, Format::Pprof, Format::Folded, Format::Text];
+    pub const ALL: [Format; 7] =
+        [Format::Svg, Format::Html, Format::Speedscope, Format::Pprof, Format::Folded, Format::Text, Format::Json];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -55,6 +59,7 @@ impl Format {
             Format::Pprof => "pprof",
             Format::Folded => "folded",
             Format::Text => "text",
+            Format::Json => "json",
         }
     }
 
@@ -73,6 +78,7 @@ impl Format {
             Format::Pprof => "pb.gz",
             Format::Folded => "folded",
             Format::Text => "txt",
+            Format::Json => "json",
         }
     }
 }
@@ -94,7 +100,8 @@ impl<'a> Options<'a> {
     }
 }
 
-/// Writes `profile` in `format` to `out`.
+/// Writes `profile` in `format` to `out`; [`Format::Json`] is not a profile's format (an
+/// `Unsupported` error).
 pub fn write(profile: &Profile, format: Format, title: &str, out: &mut dyn Write) -> io::Result<()> {
     write_with(profile, format, &Options::new(title), out)
 }
@@ -108,6 +115,10 @@ pub fn write_with(profile: &Profile, format: Format, options: &Options<'_>, out:
         Format::Pprof => pprof::write(profile, options.sample_period, out),
         Format::Folded => folded::write(profile, out),
         Format::Text => text::write(profile, options.title, options.top, out),
+        Format::Json => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "json is the methods mode's format; a profile's JSON is --format speedscope",
+        )),
     }
 }
 
