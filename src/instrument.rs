@@ -637,6 +637,8 @@ struct Prepared {
     body: MethodBody,
     name: String,
     target: String,
+    /// Wrapped for a managed handler.
+    managed: bool,
 }
 
 /// The methods to wrap and their handlers; see the [module](self).
@@ -658,6 +660,8 @@ pub struct Instrumentation {
     /// The worker thread's queue of ReJITs to request, and how many are not requested yet.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     pending: AtomicUsize,
+    /// The runtime's major version.
+    major: std::sync::atomic::AtomicU16,
     /// Where Corprof.Instrumentation.dll is, for managed handlers.
     invoker: Option<std::path::PathBuf>,
     /// The managed handlers' (assembly path, assembly name, type), each at its bit.
@@ -827,6 +831,7 @@ impl Instrumentation {
         self.rejit.store(rejit, Ordering::Relaxed);
         let major = info.get_runtime_information().map_or(0, |r| r.major_version);
         self.no_transition.store(major >= 5, Ordering::Relaxed);
+        self.major.store(major, Ordering::Relaxed);
         let _ = self.info.set(info.clone());
         let this: &'static Instrumentation = Box::leak(Box::new(self));
         if STARTED.set(this).is_err() {
@@ -881,7 +886,13 @@ impl Instrumentation {
     /// Requests the ReJITs of `batch` and says what came of each.
     fn request(&self, info: &ProfilerInfo, batch: &[(ModuleID, mdMethodDef)]) {
         let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
-        let requested = request_rejit(info, &modules, &methods);
+        // CoreCLR 3.1.23 crashed (exit 139, in ReJitManager::UpdateJitInlinerActiveILVersions)
+        // asked for the inliners of a method wrapped for a managed handler in a module given the
+        // startup: before .NET 8 those are requested alone.
+        let managed = self.major.load(Ordering::Relaxed) < 8
+            && batch.iter().any(|(m, d)| lock(&self.prepared).get(&(m.as_raw(), *d)).is_some_and(|p| p.managed));
+        let requested =
+            if managed { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
         if requested.is_err() && batch.len() > 1 {
             // One method's refusal (its module unloading, say) must not cost the others theirs.
             for one in batch {
@@ -1094,7 +1105,7 @@ impl Instrumentation {
                                call start from initialize)",
                     },
                     Ok(body) => {
-                        let prepared = Prepared { body, name, target: target.to_string() };
+                        let prepared = Prepared { body, name, target: target.to_string(), managed: managed.is_some() };
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
                         self.pending.fetch_add(1, Ordering::AcqRel);
                         match managed {

@@ -211,7 +211,10 @@ impl Profiler {
             ("Partial", "Twice", "Handlers.BeginOnly"),
             ("Changed", "Answer", "Handlers.Replacer"),
             ("Gone", "Run", "Handlers.Nowhere"),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(ty, ..)| std::env::var("INSTRUMENT_ONLY").map_or(true, |only| only == *ty))
+        {
             let target = Target::method(&format!("{app}.{ty}"), method);
             if let Err(e) = wrapping.wrap_managed(target, ManagedHandler::new(&handlers, handler)) {
                 errors += &format!("error: {e}\n");
