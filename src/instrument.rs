@@ -794,12 +794,11 @@ impl Instrumentation {
     /// Requests the ReJIT of a method prepared for a managed handler, counted in `pending`
     /// already, if the startup found its handler; else refuses it.
     fn release(&self, module: ModuleID, method: mdMethodDef, bit: u32, found: u64) {
-        if found & (1 << bit) != 0 {
-            if let Some(queue) = lock(&self.queue).as_ref()
-                && queue.send(Job::Rejit(module, method)).is_ok()
-            {
-                return;
-            }
+        if found & (1 << bit) != 0
+            && let Some(queue) = lock(&self.queue).as_ref()
+            && queue.send(Job::Rejit(module, method)).is_ok()
+        {
+            return;
         }
         let prepared = lock(&self.prepared).remove(&(module.as_raw(), method));
         self.pending.fetch_sub(1, Ordering::AcqRel);

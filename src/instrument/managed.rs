@@ -77,9 +77,9 @@ pub enum ManagedError {
 impl fmt::Display for ManagedError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ManagedError::NoInvoker => {
-                f.write_str("say where Corprof.Instrumentation.dll is (managed_invoker) before wrapping with a managed handler")
-            }
+            ManagedError::NoInvoker => f.write_str(
+                "say where Corprof.Instrumentation.dll is (managed_invoker) before wrapping with a managed handler",
+            ),
             ManagedError::File { path, reason } => write!(f, "{}: {reason}", path.display()),
             ManagedError::TypeName(name) => {
                 write!(f, "{name:?} is no type name: write Namespace.Type or Namespace.Outer+Inner")
@@ -192,9 +192,7 @@ fn assembly_ref(
     let emit = info
         .get_module_metadata::<crate::MetaDataAssemblyEmit>(module, CorOpenFlags::ofWrite)
         .map_err(|e| format!("the module's assembly references cannot be written: {e}"))?;
-    emit.define_assembly_ref_by_name(name, version, token)
-        .map(Token)
-        .map_err(|e| format!("a reference to {name}: {e}"))
+    emit.define_assembly_ref_by_name(name, version, token).map(Token).map_err(|e| format!("a reference to {name}: {e}"))
 }
 
 #[cfg(not(corprof_iface = "IMetaDataAssemblyEmit"))]
@@ -206,7 +204,8 @@ fn assembly_ref(_: &ProfilerInfo, _: ModuleID, _: &str, _: (u16, u16, u16, u16),
 fn type_ref(emit: &MetaDataEmit, scope: Token, name: &str) -> Result<Token, String> {
     let mut parent = scope;
     for part in name.split('+') {
-        parent = Token(emit.define_type_ref_by_name(parent.0, part).map_err(|e| format!("a reference to {name}: {e}"))?);
+        parent =
+            Token(emit.define_type_ref_by_name(parent.0, part).map_err(|e| format!("a reference to {name}: {e}"))?);
     }
     Ok(parent)
 }
@@ -432,11 +431,7 @@ pub(super) fn managed_body(
     let declaring = if arity == 0 {
         if value_type { Type::ValueType(Token(class)) } else { Type::Class(Token(class)) }
     } else {
-        Type::GenericInst {
-            value_type,
-            generic: Token(class),
-            args: (0..arity as u32).map(Type::Var).collect(),
-        }
+        Type::GenericInst { value_type, generic: Token(class), args: (0..arity as u32).map(Type::Var).collect() }
     };
     let instance = sig.call_conv.has_this();
     let target = if instance || !value_type { declaring.clone() } else { Type::Object };
@@ -464,7 +459,9 @@ pub(super) fn managed_body(
         call_conv: CallConv(CallConv::GENERIC),
         generic_params: n + 2,
         ret: state_type.clone(),
-        params: std::iter::once(Type::MVar(1)).chain((0..n).map(|i| Type::ByRef(Box::new(Type::MVar(i + 2))))).collect(),
+        params: std::iter::once(Type::MVar(1))
+            .chain((0..n).map(|i| Type::ByRef(Box::new(Type::MVar(i + 2)))))
+            .collect(),
         sentinel: None,
     };
     let begin_ref = member_ref(&emit, tokens.invoker, "BeginMethod", &begin_sig)?;
@@ -619,7 +616,10 @@ pub(super) fn inject_startup(
         Instruction::simple(OpCode::STELEM_REF),
         Instruction::token(OpCode::CALLVIRT, invoke),
         Instruction::token(OpCode::UNBOX_ANY, int64),
-        Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(startup_done as extern "C" fn(i64) as usize as i64) },
+        Instruction {
+            opcode: OpCode::LDC_I8,
+            operand: Operand::I64(startup_done as extern "C" fn(i64) as usize as i64),
+        },
         Instruction::simple(OpCode::CONV_I),
         Instruction::token(OpCode::CALLI, done_token),
     ];
@@ -678,5 +678,47 @@ pub(super) fn inject_startup(
 pub(super) extern "C" fn startup_done(found: i64) {
     if let Some(this) = STARTED.get() {
         let _ = catch_unwind(AssertUnwindSafe(|| this.startup_finished(found as u64)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_are_checked() {
+        for good in ["Handlers.Recorder", "A.B+C", "Plain"] {
+            assert_eq!(checked_type_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "A.B, Asm", "A.B`1", "A. B", "A+", ".A", "A.B\n", "A[]"] {
+            assert!(checked_type_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn assembly_paths_are_checked() {
+        let dir = std::env::temp_dir().join(format!("corprof-managed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let reason = |p: &Path| match checked_assembly(p) {
+            Err(ManagedError::File { reason, .. }) => reason,
+            other => panic!("{}: {other:?}", p.display()),
+        };
+        assert!(reason(&dir.join("Missing.dll")).starts_with("cannot be found"));
+        assert_eq!(reason(&dir), "is not a regular file");
+        let text = dir.join("Text.dll");
+        std::fs::write(&text, "not a PE file").unwrap();
+        assert_eq!(reason(&text), "is not a PE file (an assembly)");
+        let named = dir.join("Handlers.exe");
+        std::fs::write(&named, "MZ").unwrap();
+        assert_eq!(reason(&named), "is not named <AssemblyName>.dll");
+        let good = dir.join("Handlers.dll");
+        std::fs::write(&good, "MZ").unwrap();
+        let (path, name) = checked_assembly(&good).unwrap();
+        assert_eq!((path, name.as_str()), (good.canonicalize().unwrap(), "Handlers"));
+        let big = dir.join("Big.dll");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_ASSEMBLY_BYTES + 1).unwrap();
+        assert!(reason(&big).starts_with("is larger than"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

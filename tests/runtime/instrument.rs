@@ -344,7 +344,10 @@ fn managed_handlers(runtime: &'static str, test: &str) {
     assert_eq!(
         errors,
         [
-            format!("error: {}: cannot be found: No such file or directory (os error 2)", dir.join("Missing.dll").display()),
+            format!(
+                "error: {}: cannot be found: No such file or directory (os error 2)",
+                dir.join("Missing.dll").display()
+            ),
             format!("error: {}: is not a regular file", dir.display()),
             "error: \"Handlers.Recorder, Other\" is no type name: write Namespace.Type or Namespace.Outer+Inner".into(),
         ],
@@ -355,7 +358,8 @@ fn managed_handlers(runtime: &'static str, test: &str) {
     let mut expected: Vec<String> = ["Add", "Greet", "Nothing", "Scale", "Six", "Swap", "Throws", "ToString"]
         .map(|m| format!("wrapped InstrumentManagedApp.Target::{m} (target InstrumentManagedApp.Target::_)"))
         .to_vec();
-    for (ty, m) in [("Point", "Sum"), ("Box`1", "Get"), ("Faulty", "Add"), ("Partial", "Twice"), ("Changed", "Answer")] {
+    for (ty, m) in [("Point", "Sum"), ("Box`1", "Get"), ("Faulty", "Add"), ("Partial", "Twice"), ("Changed", "Answer")]
+    {
         expected.push(format!("wrapped InstrumentManagedApp.{ty}::{m} (target InstrumentManagedApp.{ty}::{m})"));
     }
     expected.push(
