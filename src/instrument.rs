@@ -58,6 +58,15 @@
 //! called from; the methods that inlined one before its ReJIT are compiled again with it
 //! (`RequestReJITWithInliners`, .NET 8).
 //!
+//! # Handlers in C#
+//! [`Instrumentation::wrap_managed`] wraps methods with a [`ManagedHandler`] instead: a C# class
+//! with static `OnMethodBegin`/`OnMethodEnd` (the CallTarget contract: `CallTargetState`,
+//! `CallTargetReturn<T>`, in corprof's `Corprof.Instrumentation.dll`, which
+//! [`Instrumentation::managed_invoker`] locates). The assemblies are loaded by startup code
+//! corprof puts into the `<Module>..cctor` of the modules that load first, and the methods are
+//! wrapped through ReJIT once it ran; see `docs/guide/instrumentation.md` for the contract and
+//! what is refused.
+//!
 //! # Limits of this version
 //! Handlers see primitive arguments and return values; objects are not passed. A method wrapped
 //! through ReJIT runs unwrapped until its request is made
