@@ -197,6 +197,8 @@ impl Profiler {
     /// The InstrumentManaged app's methods, wrapped with the handlers in C# of the assembly at
     /// `handlers` (tests/apps/InstrumentManaged/handlers); corprof's own assembly is at
     /// `INSTRUMENT_INVOKER`. What `wrap_managed` refuses is written to the output as `error: …`.
+    /// `INSTRUMENT_ONLY=<Type>` wraps that type's methods alone (to find which one a runtime
+    /// does not take).
     fn managed(&self, info: &ProfilerInfo, wrapping: &mut Instrumentation, handlers: std::path::PathBuf) -> Result<()> {
         let mut errors = String::new();
         if let Err(e) = wrapping.managed_invoker(std::env::var_os("INSTRUMENT_INVOKER").unwrap_or_default()) {
