@@ -58,6 +58,15 @@
 //! called from; the methods that inlined one before its ReJIT are compiled again with it
 //! (`RequestReJITWithInliners`, .NET 8).
 //!
+//! # Handlers in C#
+//! [`Instrumentation::wrap_managed`] wraps methods with a [`ManagedHandler`] instead: a C# class
+//! with static `OnMethodBegin`/`OnMethodEnd` (the CallTarget contract: `CallTargetState`,
+//! `CallTargetReturn<T>`, in corprof's `Corprof.Instrumentation.dll`, which
+//! [`Instrumentation::managed_invoker`] locates). The assemblies are loaded by startup code
+//! corprof puts into the `<Module>..cctor` of the modules that load first, and the methods are
+//! wrapped through ReJIT once it ran; see `docs/guide/instrumentation.md` for the contract and
+//! what is refused.
+//!
 //! # Limits of this version
 //! Handlers see primitive arguments and return values; objects are not passed. A method wrapped
 //! through ReJIT runs unwrapped until its request is made
@@ -85,6 +94,11 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
+
+mod managed;
+pub use managed::{
+    INVOKER_ASSEMBLY, MAX_ASSEMBLY_BYTES, MAX_MANAGED_ARGUMENTS, MAX_MANAGED_HANDLERS, ManagedError, ManagedHandler,
+};
 
 /// How many handlers a process can register, over every [`Instrumentation`].
 pub const MAX_DEFINITIONS: usize = 1024;
@@ -364,6 +378,8 @@ struct Definition {
     may_block: bool,
     /// Set when the handler panicked: it is not called again.
     off: AtomicBool,
+    /// A handler in C#: its methods call corprof's managed invoker, not the native entry points.
+    managed: Option<managed::Managed>,
 }
 
 /// Everything registered, for the process's life: the entry points find a method by its
@@ -382,6 +398,11 @@ const CHUNK: usize = 256;
 
 /// [`CHUNK`] method slots.
 type Chunk = Box<[OnceLock<Method>]>;
+
+/// The managed side of a definition, if it is a handler in C#.
+fn managed_of(definition: DefinitionId) -> Option<&'static managed::Managed> {
+    registry().definitions.get(definition.0 as usize)?.get()?.managed.as_ref()
+}
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -625,6 +646,8 @@ struct Prepared {
     body: MethodBody,
     name: String,
     target: String,
+    /// Wrapped for a managed handler.
+    managed: bool,
 }
 
 /// The methods to wrap and their handlers; see the [module](self).
@@ -646,6 +669,14 @@ pub struct Instrumentation {
     /// The worker thread's queue of ReJITs to request, and how many are not requested yet.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     pending: AtomicUsize,
+    /// The runtime's major version.
+    major: std::sync::atomic::AtomicU16,
+    /// Where Corprof.Instrumentation.dll is, for managed handlers.
+    invoker: Option<std::path::PathBuf>,
+    /// The managed handlers' (assembly path, assembly name, type), each at its bit.
+    managed_handlers: Vec<(std::path::PathBuf, String, String)>,
+    /// The managed side's startup.
+    startup: Mutex<managed::Startup>,
 }
 
 impl fmt::Debug for Instrumentation {
@@ -679,11 +710,115 @@ impl Instrumentation {
             arguments,
             may_block,
             off: AtomicBool::new(false),
+            managed: None,
         };
         let id = claim(&r.definitions, &r.next_definition, |_| definition).ok_or(TooManyDefinitions)?;
         let id = DefinitionId(id);
         self.targets.push((target, id, AtomicBool::new(false)));
         Ok(id)
+    }
+
+    /// Says where corprof's `Corprof.Instrumentation.dll` is (built from
+    /// `managed/Corprof.Instrumentation` by `scripts/setup`), which methods wrapped for a
+    /// [`ManagedHandler`] call; checked as [`wrap_managed`](Self::wrap_managed) checks a handler's
+    /// assembly, and its file must be named `Corprof.Instrumentation.dll`.
+    pub fn managed_invoker(&mut self, path: impl AsRef<std::path::Path>) -> Result<(), ManagedError> {
+        let (path, name) = managed::checked_assembly(path.as_ref())?;
+        if name != INVOKER_ASSEMBLY {
+            return Err(ManagedError::File { path, reason: format!("is not {INVOKER_ASSEMBLY}.dll") });
+        }
+        self.invoker = Some(path);
+        Ok(())
+    }
+
+    /// Wraps the methods `target` names with a handler written in C# (the CallTarget contract:
+    /// see the [module](self)). The assembly's path is checked now: a regular file (a link
+    /// followed) of at most [`MAX_ASSEMBLY_BYTES`], a PE file named `<AssemblyName>.dll`;
+    /// whether the type and its methods are there is known only once the app runs, and said on
+    /// stderr then. Needs [`managed_invoker`](Self::managed_invoker) first.
+    pub fn wrap_managed(&mut self, target: Target, handler: ManagedHandler) -> Result<DefinitionId, ManagedError> {
+        if self.invoker.is_none() {
+            return Err(ManagedError::NoInvoker);
+        }
+        managed::checked_type_name(&handler.type_name)?;
+        let (path, assembly) = managed::checked_assembly(&handler.assembly)?;
+        if assembly == INVOKER_ASSEMBLY {
+            return Err(ManagedError::File { path, reason: format!("is {INVOKER_ASSEMBLY}, not a handler assembly") });
+        }
+        let bit = match self.managed_handlers.iter().position(|(p, _, t)| *p == path && *t == handler.type_name) {
+            Some(bit) => bit,
+            None if self.managed_handlers.len() < MAX_MANAGED_HANDLERS => {
+                self.managed_handlers.push((path, assembly.clone(), handler.type_name.clone()));
+                self.managed_handlers.len() - 1
+            }
+            None => return Err(ManagedError::TooManyHandlers),
+        };
+        let r = registry();
+        let definition = Definition {
+            handler: Box::new(managed::Inert),
+            target: target.to_string(),
+            arguments: false,
+            may_block: true,
+            off: AtomicBool::new(false),
+            managed: Some(managed::Managed { assembly, type_name: handler.type_name, bit: bit as u32 }),
+        };
+        let id = claim(&r.definitions, &r.next_definition, |_| definition).ok_or(ManagedError::TooManyDefinitions)?;
+        let id = DefinitionId(id);
+        self.targets.push((target, id, AtomicBool::new(false)));
+        Ok(id)
+    }
+
+    /// What `Startup.Start` reads: one line per managed handler, `handler`, its bit, its
+    /// assembly's path, its type and the targets it wraps (for its messages).
+    fn startup_config(&self) -> String {
+        let mut config = String::new();
+        for (bit, (path, _, type_name)) in self.managed_handlers.iter().enumerate() {
+            let targets: Vec<String> = self
+                .targets
+                .iter()
+                .filter(|(_, d, _)| managed_of(*d).is_some_and(|m| m.bit as usize == bit))
+                .map(|(t, ..)| t.to_string())
+                .collect();
+            config += &format!("handler\t{bit}\t{}\t{type_name}\t{}\n", path.display(), targets.join(", "));
+        }
+        config
+    }
+
+    /// The startup code ran, and found the handlers whose bits are in `found`: the methods
+    /// waiting for it are requested for ReJIT, or refused.
+    fn startup_finished(&self, found: u64) {
+        let waiting = {
+            let mut startup = lock(&self.startup);
+            if startup.done.is_some() {
+                return;
+            }
+            startup.done = Some(found);
+            std::mem::take(&mut startup.waiting)
+        };
+        for (module, method, bit) in waiting {
+            self.release(module, method, bit, found);
+        }
+    }
+
+    /// Requests the ReJIT of a method prepared for a managed handler, counted in `pending`
+    /// already, if the startup found its handler; else refuses it.
+    fn release(&self, module: ModuleID, method: mdMethodDef, bit: u32, found: u64) {
+        if found & (1 << bit) != 0
+            && let Some(queue) = lock(&self.queue).as_ref()
+            && queue.send(Job::Rejit(module, method)).is_ok()
+        {
+            return;
+        }
+        let prepared = lock(&self.prepared).remove(&(module.as_raw(), method));
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if let Some(p) = prepared {
+            let (path, _, type_name) = &self.managed_handlers[bit as usize];
+            self.note(Decision::Refused {
+                method: p.name,
+                target: p.target,
+                reason: format!("its managed handler {type_name} was not loaded from {} (see stderr)", path.display()),
+            });
+        }
     }
 
     /// Starts wrapping, for the rest of the process: call it from `initialize` (or
@@ -704,6 +839,7 @@ impl Instrumentation {
         self.rejit.store(rejit, Ordering::Relaxed);
         let major = info.get_runtime_information().map_or(0, |r| r.major_version);
         self.no_transition.store(major >= 5, Ordering::Relaxed);
+        self.major.store(major, Ordering::Relaxed);
         let _ = self.info.set(info.clone());
         let this: &'static Instrumentation = Box::leak(Box::new(self));
         if STARTED.set(this).is_err() {
@@ -758,7 +894,13 @@ impl Instrumentation {
     /// Requests the ReJITs of `batch` and says what came of each.
     fn request(&self, info: &ProfilerInfo, batch: &[(ModuleID, mdMethodDef)]) {
         let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
-        let requested = request_rejit(info, &modules, &methods);
+        // CoreCLR 3.1.23 crashed (exit 139, in ReJitManager::UpdateJitInlinerActiveILVersions)
+        // asked for the inliners of a method wrapped for a managed handler in a module given the
+        // startup: before .NET 8 those are requested alone.
+        let managed = self.major.load(Ordering::Relaxed) < 8
+            && batch.iter().any(|(m, d)| lock(&self.prepared).get(&(m.as_raw(), *d)).is_some_and(|p| p.managed));
+        let requested =
+            if managed { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
         if requested.is_err() && batch.len() > 1 {
             // One method's refusal (its module unloading, say) must not cost the others theirs.
             for one in batch {
@@ -833,6 +975,12 @@ impl Instrumentation {
         }
     }
 
+    /// Whether the startup of the managed side has run in the app (it loads the managed
+    /// handlers; the methods wrapped for them are requested for ReJIT from then on).
+    pub fn managed_startup_ran(&self) -> bool {
+        lock(&self.startup).done.is_some()
+    }
+
     /// What was wrapped and refused so far, in order.
     pub fn decisions(&self) -> Vec<Decision> {
         lock(&self.decisions).clone()
@@ -864,6 +1012,18 @@ impl Instrumentation {
         let Ok(m) = info.get_module_info2(module) else { return };
         let assembly = info.get_assembly_info(m.assembly_id).map(|a| a.name).unwrap_or_default();
         let precompiled = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN);
+        // The assemblies of corprof's and the handlers' managed code: never given the startup,
+        // never wrapped for a managed handler (whose calls would come back to it).
+        let managed_code =
+            assembly == INVOKER_ASSEMBLY || self.managed_handlers.iter().any(|(_, name, _)| *name == assembly);
+        if !self.managed_handlers.is_empty() && !loaded && !managed_code {
+            let plain = !m.module_flags.intersects(
+                COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN
+                    | COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_DYNAMIC
+                    | COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_RESOURCE,
+            );
+            self.startup(info, module, plain && assembly != "System.Private.CoreLib");
+        }
         let mut import = None;
         // Every type's full name, read once per module when a target's type has a `*`.
         let mut types: Option<Vec<(mdTypeDef, String)>> = None;
@@ -916,13 +1076,23 @@ impl Instrumentation {
                     }
                 };
                 let name = format!("{type_name}::{method_name}");
-                let body = first.and_then(|()| {
-                    let no_transition = self.no_transition.load(Ordering::Relaxed);
-                    wrapped_body(info, import, module, method, *definition, &name, no_transition)
+                let managed = managed_of(*definition);
+                let body = first.and_then(|()| match managed {
+                    Some(_) if managed_code => {
+                        Err("it is managed code of corprof's or of a handler's, which would call itself".into())
+                    }
+                    Some(_) if loaded => Err("a managed handler's assemblies are loaded by the startup of the app, \
+                                              which ran before start: call start from initialize"
+                        .into()),
+                    Some(m) => managed::managed_body(info, import, module, method, m),
+                    None => {
+                        let no_transition = self.no_transition.load(Ordering::Relaxed);
+                        wrapped_body(info, import, module, method, *definition, &name, no_transition)
+                    }
                 });
                 let decision = match body {
                     Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
-                    Ok(body) if !precompiled && !loaded => {
+                    Ok(body) if managed.is_none() && !precompiled && !loaded => {
                         // SAFETY: `wrapped_body` made it for this method of this module, and
                         // checked it (see there for what the new code calls).
                         match unsafe { info.set_il_body(module, method, &body) } {
@@ -943,17 +1113,51 @@ impl Instrumentation {
                                call start from initialize)",
                     },
                     Ok(body) => {
-                        let prepared = Prepared { body, name, target: target.to_string() };
+                        let prepared = Prepared { body, name, target: target.to_string(), managed: managed.is_some() };
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
                         self.pending.fetch_add(1, Ordering::AcqRel);
-                        if let Some(queue) = lock(&self.queue).as_ref() {
-                            let _ = queue.send(Job::Rejit(module, method));
+                        match managed {
+                            // Requested once the startup has loaded the handlers.
+                            Some(m) => {
+                                let done = {
+                                    let mut startup = lock(&self.startup);
+                                    if startup.done.is_none() {
+                                        startup.waiting.push((module, method, m.bit));
+                                    }
+                                    startup.done
+                                };
+                                if let Some(found) = done {
+                                    self.release(module, method, m.bit, found);
+                                }
+                            }
+                            None => {
+                                if let Some(queue) = lock(&self.queue).as_ref() {
+                                    let _ = queue.send(Job::Rejit(module, method));
+                                }
+                            }
                         }
                         continue;
                     }
                 };
                 self.note(decision);
             }
+        }
+    }
+
+    /// Gives `module` the startup of the managed side (once; `eligible`: a module of code the
+    /// JIT compiles, other than CoreLib), if the startup has not run yet.
+    fn startup(&self, info: &ProfilerInfo, module: ModuleID, eligible: bool) {
+        {
+            let mut startup = lock(&self.startup);
+            if !eligible || startup.done.is_some() || !startup.injected.insert(module.as_raw()) {
+                return;
+            }
+        }
+        let Some(invoker) = self.invoker.as_ref().and_then(|p| p.to_str()) else { return };
+        let Ok(import) = info.get_module_metadata::<MetaDataImport>(module, CorOpenFlags::ofRead) else { return };
+        if let Err(why) = managed::inject_startup(info, &import, module, invoker, &self.startup_config()) {
+            let name = info.get_module_info(module).map(|m| m.name).unwrap_or_default();
+            crate::report::write_line(&format!("corprof: instrument: no managed startup in {name}: {why}"));
         }
     }
 

@@ -244,3 +244,145 @@ fn started_late_still_wraps_through_rejit_coreclr_3() {
     let _runtime = runtime_lock();
     started_late("3", "started_late_still_wraps_through_rejit_coreclr_3");
 }
+
+/// Handlers in C# (tests/apps/InstrumentManaged/handlers, the CallTarget contract) around the
+/// InstrumentManaged app's methods: corprof's startup loads its assembly and the handlers', the
+/// methods are wrapped through ReJIT once it has, and the handlers see each call's instance,
+/// arguments, value or exception and their own state back; a handler that throws changes
+/// nothing, a missing OnMethodEnd or OnMethodBegin is said once with the definition's name and
+/// the calls run without it, a type the assembly lacks is said and its method refused, paths and
+/// names that cannot be used are refused by `wrap_managed`; the app prints what it prints
+/// unwrapped, but for the one value a handler replaces.
+fn managed_handlers(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "InstrumentManaged", &[]);
+    assert_eq!(plain.code, Some(0), "{}", plain.describe());
+
+    let root = repo_root();
+    let handlers = root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll");
+    let invoker = root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let (handlers, invoker) = (handlers.to_str().expect("a UTF-8 path"), invoker.to_str().expect("a UTF-8 path"));
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let ready = TempFile::new(&format!("{test}-ready"));
+    let run = run_profiled(
+        runtime,
+        "InstrumentManaged",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[
+            ("CORPROF_INSTRUMENT_OUT", out.path()),
+            ("INSTRUMENT_READY", ready.path()),
+            ("INSTRUMENT_HANDLERS", handlers),
+            ("INSTRUMENT_INVOKER", invoker),
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    // Changed.Answer returns 7; its handler's OnMethodEnd says 42.
+    let expected = plain.stdout.replacen("\n7\n5\n", "\n42\n5\n", 1);
+    assert_ne!(expected, plain.stdout);
+    assert_eq!(run.stdout, expected, "the app's output: {}", run.describe());
+
+    let dir = root.join("tests/apps/InstrumentManaged/bin/handlers");
+    let seen: Vec<&str> =
+        run.stderr.lines().filter(|l| l.starts_with("handler:") || l.starts_with("corprof: managed")).collect();
+    let nowhere = format!(
+        "corprof: managed handler Handlers.Nowhere (definition InstrumentManagedApp.Gone::Run) is no non-generic \
+         class of {handlers}; its methods are not wrapped"
+    );
+    assert_eq!(
+        seen,
+        [
+            nowhere.as_str(),
+            // Static, two arguments (by reference), a value.
+            "handler: begin #1 this=null args=[3, 4]",
+            "handler: end #1 returned 7",
+            "handler: begin #2 this=null args=[]",
+            "handler: end #2 returned void",
+            // An instance method: `this`.
+            "handler: begin #3 this=Target(5) args=[3]",
+            "handler: end #3 returned 15",
+            // A struct's `this`, copied.
+            "handler: begin #4 this=(2,3) args=[]",
+            "handler: end #4 returned 5",
+            "handler: begin #5 this=null args=[you]",
+            "handler: end #5 returned hello you",
+            // Six arguments, to an OnMethodBegin taking them by value.
+            "handler: begin #6 this=null args=[1, 2, 3, 4, 5.5, six]",
+            "handler: end #6 returned 18",
+            // `ref` arguments.
+            "handler: begin #7 this=null args=[1, 2]",
+            "handler: end #7 returned void",
+            // The exception is seen, and the caller still catches it.
+            "handler: begin #8 this=null args=[9]",
+            "handler: end #8 threw InvalidOperationException: thrown 9",
+            // A generic type, each instantiation.
+            "handler: begin #9 this=InstrumentManagedApp.Box`1[System.Int32] args=[]",
+            "handler: end #9 returned 11",
+            "handler: begin #10 this=InstrumentManagedApp.Box`1[System.String] args=[]",
+            "handler: end #10 returned boxed",
+            // Thrown in both, said once each; the call's value reaches the app.
+            "corprof: managed handler Handlers.Throwing (definition InstrumentManagedApp.Faulty::Add) threw in \
+             OnMethodBegin: System.InvalidOperationException; the calls go on as written",
+            "corprof: managed handler Handlers.Throwing (definition InstrumentManagedApp.Faulty::Add) threw in \
+             OnMethodEnd: System.InvalidOperationException; the calls go on as written",
+            // No OnMethodEnd: said once, over two calls.
+            "handler: begin only 21",
+            "corprof: managed handler Handlers.BeginOnly (definition InstrumentManagedApp.Partial::Twice) has no \
+             usable OnMethodEnd(InstrumentManagedApp.Partial, System.Int32, System.Exception, \
+             Corprof.Instrumentation.CallTargetState) -> Corprof.Instrumentation.CallTargetReturn<System.Int32>; the \
+             calls run without it",
+            "handler: begin only 4",
+            "corprof: managed handler Handlers.Replacer (definition InstrumentManagedApp.Changed::Answer) has no \
+             usable OnMethodBegin(InstrumentManagedApp.Changed); the calls run without it",
+        ],
+        "{}",
+        run.describe()
+    );
+
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let (errors, rest): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("error: "));
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "error: {}: cannot be found: No such file or directory (os error 2)",
+                dir.join("Missing.dll").display()
+            ),
+            format!("error: {}: is not a regular file", dir.display()),
+            "error: \"Handlers.Recorder, Other\" is no type name: write Namespace.Type or Namespace.Outer+Inner".into(),
+        ],
+        "CoreCLR {runtime}"
+    );
+    let mut decisions: Vec<&str> = rest.into_iter().filter(|l| l.contains("wrapped ")).collect();
+    decisions.sort();
+    let mut expected: Vec<String> = ["Add", "Greet", "Nothing", "Scale", "Six", "Swap", "Throws", "ToString"]
+        .map(|m| format!("wrapped InstrumentManagedApp.Target::{m} (target InstrumentManagedApp.Target::_)"))
+        .to_vec();
+    for (ty, m) in [("Point", "Sum"), ("Box`1", "Get"), ("Faulty", "Add"), ("Partial", "Twice"), ("Changed", "Answer")]
+    {
+        expected.push(format!("wrapped InstrumentManagedApp.{ty}::{m} (target InstrumentManagedApp.{ty}::{m})"));
+    }
+    expected.push(
+        "not wrapped InstrumentManagedApp.Target::.ctor (target InstrumentManagedApp.Target::_): a constructor is \
+         not wrapped for a managed handler (OnMethodBegin would see an object not constructed yet)"
+            .into(),
+    );
+    expected.push(format!(
+        "not wrapped InstrumentManagedApp.Gone::Run (target InstrumentManagedApp.Gone::Run): its managed handler \
+         Handlers.Nowhere was not loaded from {handlers} (see stderr)"
+    ));
+    expected.sort();
+    assert_eq!(decisions, expected, "CoreCLR {runtime}:\n{text}");
+}
+
+#[test]
+fn methods_are_wrapped_with_csharp_handlers_coreclr_8() {
+    let _runtime = runtime_lock();
+    managed_handlers("8", "methods_are_wrapped_with_csharp_handlers_coreclr_8");
+}
+
+#[test]
+fn methods_are_wrapped_with_csharp_handlers_coreclr_3() {
+    let _runtime = runtime_lock();
+    managed_handlers("3", "methods_are_wrapped_with_csharp_handlers_coreclr_3");
+}

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use corprof::instrument::{Call, Handler, Instrumentation, Method, Outcome, Target, Value};
+use corprof::instrument::{Call, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target, Value};
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
@@ -193,6 +193,69 @@ impl Profiler {
     }
 }
 
+impl Profiler {
+    /// The InstrumentManaged app's methods, wrapped with the handlers in C# of the assembly at
+    /// `handlers` (tests/apps/InstrumentManaged/handlers); corprof's own assembly is at
+    /// `INSTRUMENT_INVOKER`. What `wrap_managed` refuses is written to the output as `error: …`.
+    /// `INSTRUMENT_ONLY=<Type>` wraps that type's methods alone (to find which one a runtime
+    /// does not take).
+    fn managed(&self, info: &ProfilerInfo, wrapping: &mut Instrumentation, handlers: std::path::PathBuf) -> Result<()> {
+        let mut errors = String::new();
+        if let Err(e) = wrapping.managed_invoker(std::env::var_os("INSTRUMENT_INVOKER").unwrap_or_default()) {
+            errors += &format!("error: {e}\n");
+        }
+        let app = "InstrumentManagedApp";
+        for (ty, method, handler) in [
+            ("Target", "_", "Handlers.Recorder"),
+            ("Point", "Sum", "Handlers.Recorder"),
+            ("Box`1", "Get", "Handlers.Recorder"),
+            ("Faulty", "Add", "Handlers.Throwing"),
+            ("Partial", "Twice", "Handlers.BeginOnly"),
+            ("Changed", "Answer", "Handlers.Replacer"),
+            ("Gone", "Run", "Handlers.Nowhere"),
+        ]
+        .into_iter()
+        .filter(|(ty, ..)| std::env::var("INSTRUMENT_ONLY").map_or(true, |only| only == *ty))
+        {
+            let target = Target::method(&format!("{app}.{ty}"), method);
+            if let Err(e) = wrapping.wrap_managed(target, ManagedHandler::new(&handlers, handler)) {
+                errors += &format!("error: {e}\n");
+            }
+        }
+        // Refused at once, the app unharmed: an assembly that is not there, a folder, a type
+        // name that cannot be one.
+        for (path, handler) in [
+            (handlers.with_file_name("Missing.dll"), "Handlers.Recorder"),
+            (handlers.parent().map(|p| p.to_owned()).unwrap_or_default(), "Handlers.Recorder"),
+            (handlers.clone(), "Handlers.Recorder, Other"),
+        ] {
+            let target = Target::method(&format!("{app}.Target"), "Add");
+            if let Err(e) = wrapping.wrap_managed(target, ManagedHandler::new(path, handler)) {
+                errors += &format!("error: {e}\n");
+            }
+        }
+        let _ = ERRORS.set(errors);
+        let started = std::mem::take(wrapping).start(info).map_err(|_| HResult::E_FAIL)?;
+        let _ = self.wrapping.set(started);
+        if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
+            let _ = OUT.set(out.into());
+        }
+        if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
+            let ready: std::path::PathBuf = ready.into();
+            std::thread::spawn(move || {
+                while !started.managed_startup_ran() || started.pending_rejit_requests() > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                let _ = std::fs::write(ready, "");
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What `wrap_managed` refused, for the output.
+static ERRORS: OnceLock<String> = OnceLock::new();
+
 /// Creates `ready` once the ReJITs are requested (and, `after_app`, the app's own module has
 /// loaded, so the framework's were seen before): the app waits for it.
 fn tell_when_requested(started: &'static Instrumentation, ready: std::path::PathBuf, after_app: bool) {
@@ -231,6 +294,9 @@ impl CorProfilerCallback for Profiler {
             return Ok(());
         }
         let mut wrapping = Instrumentation::new();
+        if let Some(handlers) = std::env::var_os("INSTRUMENT_HANDLERS") {
+            return self.managed(&info, &mut wrapping, handlers.into());
+        }
         if let Some(bench) = std::env::var_os("CORPROF_INSTRUMENT_BENCH") {
             // scripts/bench-instrument: one small method, empty handlers (`args`: taking its
             // arguments).
@@ -318,7 +384,7 @@ impl CorProfilerCallback for Profiler {
 
     fn shutdown(&self) -> Result<()> {
         let Some(path) = OUT.get() else { return Ok(()) };
-        let mut text = String::new();
+        let mut text = ERRORS.get().cloned().unwrap_or_default();
         if let Some(wrapping) = self.wrapping.get() {
             for decision in wrapping.decisions() {
                 text += &format!("{decision}\n");

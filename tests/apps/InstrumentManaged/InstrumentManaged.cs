@@ -1,0 +1,179 @@
+// The app of tests/runtime/instrument.rs's managed-handler tests: methods of every shape the
+// CallTarget contract passes (static and instance, a struct's `this`, 0 to 6 arguments, `ref`
+// arguments, void and values, a generic type, an exception), each called once the profiler says
+// (INSTRUMENT_READY names a file it creates) that its ReJIT requests are made. What it prints is
+// the same wrapped and not, but for Changed.Answer, whose handler replaces the value.
+
+using System;
+using System.Runtime.CompilerServices;
+
+namespace InstrumentManagedApp
+{
+    public class Target
+    {
+        private readonly int factor;
+
+        public Target(int factor)
+        {
+            this.factor = factor;
+        }
+
+        public static int Add(int a, int b)
+        {
+            return a + b;
+        }
+
+        public static void Nothing()
+        {
+            Console.WriteLine("nothing");
+        }
+
+        public int Scale(int x)
+        {
+            return factor * x;
+        }
+
+        public static string Greet(string name)
+        {
+            return "hello " + name;
+        }
+
+        public static long Six(int a, long b, short c, byte d, double e, string f)
+        {
+            return a + b + c + d + (long)e + f.Length;
+        }
+
+        public static void Swap(ref int a, ref int b)
+        {
+            int t = a;
+            a = b;
+            b = t;
+        }
+
+        public static int Throws(int x)
+        {
+            throw new InvalidOperationException("thrown " + x);
+        }
+
+        public override string ToString()
+        {
+            return "Target(" + factor + ")";
+        }
+    }
+
+    public struct Point
+    {
+        public int X;
+        public int Y;
+
+        public int Sum()
+        {
+            return X + Y;
+        }
+
+        public override string ToString()
+        {
+            return "(" + X + "," + Y + ")";
+        }
+    }
+
+    public class Box<T>
+    {
+        private readonly T value;
+
+        public Box(T value)
+        {
+            this.value = value;
+        }
+
+        public T Get()
+        {
+            return value;
+        }
+    }
+
+    public static class Faulty
+    {
+        public static int Add(int a, int b)
+        {
+            return a + b;
+        }
+    }
+
+    public static class Partial
+    {
+        public static int Twice(int x)
+        {
+            return 2 * x;
+        }
+    }
+
+    public static class Changed
+    {
+        public static int Answer()
+        {
+            return 7;
+        }
+    }
+
+    public static class Gone
+    {
+        public static int Run()
+        {
+            return 5;
+        }
+    }
+
+    public static class Program
+    {
+        static int Main()
+        {
+            string ready = Environment.GetEnvironmentVariable("INSTRUMENT_READY");
+            if (ready != null)
+            {
+                var waited = System.Diagnostics.Stopwatch.StartNew();
+                while (!System.IO.File.Exists(ready))
+                {
+                    if (waited.Elapsed.TotalSeconds > 60)
+                    {
+                        Console.WriteLine("the profiler never said it was ready");
+                        return 2;
+                    }
+                    System.Threading.Thread.Sleep(2);
+                }
+            }
+            Run();
+            return 0;
+        }
+
+        // Compiled only now, after the ReJIT requests: nothing here was inlined before.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Run()
+        {
+            Console.WriteLine(Target.Add(3, 4));
+            Target.Nothing();
+            Console.WriteLine(new Target(5).Scale(3));
+            Console.WriteLine(new Point { X = 2, Y = 3 }.Sum());
+            Console.WriteLine(Target.Greet("you"));
+            Console.WriteLine(Target.Six(1, 2, 3, 4, 5.5, "six"));
+            int a = 1, b = 2;
+            Target.Swap(ref a, ref b);
+            Console.WriteLine(a + " " + b);
+            try
+            {
+                Target.Throws(9);
+            }
+            catch (InvalidOperationException e)
+            {
+                Console.WriteLine("caught " + e.Message);
+            }
+            Console.WriteLine(new Box<int>(11).Get());
+            Console.WriteLine(new Box<string>("boxed").Get());
+            Console.WriteLine(Faulty.Add(1, 2));
+            Console.WriteLine(Partial.Twice(21));
+            Console.WriteLine(Partial.Twice(4));
+            Console.WriteLine(Changed.Answer());
+            Console.WriteLine(Gone.Run());
+        }
+    }
+}
