@@ -94,6 +94,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Duration;
 
 mod managed;
 pub use managed::{
@@ -630,6 +631,10 @@ impl From<HResult> for StartError {
     }
 }
 
+/// How long the worker asks again for ReJITs the runtime says are not enabled yet (an attach
+/// not finished: see `request`).
+const ATTACH_WAIT: Duration = Duration::from_secs(10);
+
 /// The worker thread's work.
 enum Job {
     /// Request the ReJIT of a method whose body is prepared.
@@ -899,8 +904,24 @@ impl Instrumentation {
         // startup: before .NET 8 those are requested alone.
         let managed = self.major.load(Ordering::Relaxed) < 8
             && batch.iter().any(|(m, d)| lock(&self.prepared).get(&(m.as_raw(), *d)).is_some_and(|p| p.managed));
-        let requested =
-            if managed { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
+        let ask =
+            || if managed { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
+        let mut requested = ask();
+        // Started from `initialize_for_attach`, the worker may ask before the runtime has
+        // finished the attach: CoreCLR 3.1.23 counts ReJIT as enabled only once the profiler is
+        // active, and says it is not until then (seen under load). The mask was taken, so it
+        // will be: ask again, for a bounded time.
+        let mut wait = Duration::from_millis(1);
+        let mut waited = Duration::ZERO;
+        while requested == Err(HResult::CORPROF_E_REJIT_NOT_ENABLED)
+            && self.rejit.load(Ordering::Relaxed)
+            && waited < ATTACH_WAIT
+        {
+            std::thread::sleep(wait);
+            waited += wait;
+            wait = (wait * 2).min(Duration::from_millis(100));
+            requested = ask();
+        }
         if requested.is_err() && batch.len() > 1 {
             // One method's refusal (its module unloading, say) must not cost the others theirs.
             for one in batch {
