@@ -966,6 +966,82 @@ mod wrap {
         assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::BadLocal(7), .. })), "{e}");
     }
 
+    /// Hostile input of every kind — random bytes, valid bodies with a byte changed, random
+    /// method and local signatures, call signatures that lie — is wrapped or refused, never a
+    /// panic; and what is wrapped verifies again after it is encoded and read back.
+    #[test]
+    fn hostile_bodies_and_signatures_are_wrapped_or_refused() {
+        let mut rng = Rng(0x5eed_0f_c0ff_ee42);
+        // Valid bodies, each with a signature it verifies under.
+        let seeds: Vec<(Vec<u8>, &[u8])> = vec![
+            (nested_and_adjacent(), &[0x00, 0x00, 0x01]),         // static void F()
+            (fat(0x8, 2, 0, &[0x16, 0x2a]), &[0x00, 0x00, 0x08]), // ldc.i4.0; ret
+            (fat(0x8, 2, 0, &[0x28, 8, 0, 0, 0x0a, 0x2a]), &[0x00, 0x00, 0x08]), // call Callee; ret
+            (vec![0x0a, 0x03, 0x2a], &[0x20, 0x01, 0x08, 0x08]),  // instance int32 F(int32): ldarg.1; ret
+        ];
+        let other_sigs: [&[u8]; 3] = [
+            &[0x20, 0x01, 0x01, 0x08],             // instance void F(int32)
+            &[0x00, 0x02, 0x1c, 0x10, 0x08, 0x0e], // static object F(ref int32, string)
+            &[0x30, 0x01, 0x01, 0x1e, 0x00],       // generic instance void F<T>(T)
+        ];
+        let (mut wrapped, mut refused) = (0, 0);
+        for case in 0..20_000u32 {
+            let (seed, seed_sig) = seeds[rng.below(seeds.len() as u64) as usize].clone();
+            let bytes = match rng.below(4) {
+                0 => (0..rng.below(48) as usize).map(|_| rng.next() as u8).collect(),
+                1 => seed,
+                2 => random_body(&mut rng),
+                _ => {
+                    let mut b = seed;
+                    let at = rng.below(b.len() as u64) as usize;
+                    b[at] = rng.next() as u8;
+                    b
+                }
+            };
+            let Ok(body) = MethodBody::parse(&bytes) else { continue };
+            let sig_bytes: Vec<u8> = match rng.below(6) {
+                0 => (0..rng.below(8) as usize).map(|_| rng.next() as u8).collect(),
+                1 => other_sigs[rng.below(other_sigs.len() as u64) as usize].to_vec(),
+                _ => seed_sig.to_vec(),
+            };
+            let Ok(method) = MethodSig::decode(&sig_bytes) else { continue };
+            let locals: Option<Vec<u8>> = match rng.below(4) {
+                0 | 1 => None,
+                2 => Some(vec![0x07, 0x02, 0x0e, 0x08]),
+                _ => Some((0..rng.below(8) as usize).map(|_| rng.next() as u8).collect()),
+            };
+            let lie = if rng.below(2) == 0 { 0 } else { rng.next() };
+            // The callee's signature as the metadata would say it, or a lie about it.
+            let call_sig = move |t: Token| match lie % 3 {
+                0 => sigs(t),
+                1 => None,
+                _ => MethodSig::decode(&[0x00, 0x03, 0x08, 0x08, 0x08, 0x08]).ok(),
+            };
+            let result = Wrapper::new(&body, &method, locals.as_deref()).and_then(|w| {
+                let ex = w.exception_local();
+                let end = [Instruction::ldloc(ex), Instruction::token(OpCode::CALL, HANDLER)];
+                let begin = [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
+                w.finish(begin, end, call_sig)
+            });
+            match result {
+                Ok(w) => {
+                    wrapped += 1;
+                    let frame = w.frame();
+                    let out = w.into_body(Token::new(Token::STANDALONE_SIG, 1));
+                    let encoded = out.encode().unwrap_or_else(|e| panic!("case {case}: {e}: {bytes:02x?}"));
+                    let back = MethodBody::parse(&encoded).unwrap_or_else(|e| panic!("case {case}: {e}"));
+                    back.verify(frame, call_sig).unwrap_or_else(|e| panic!("case {case}: {e}: {bytes:02x?}"));
+                }
+                Err(e) => {
+                    refused += 1;
+                    assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+        // Both outcomes are exercised, the seeds' unchanged copies wrapping.
+        assert!(wrapped > 300 && refused > 3000, "wrapped {wrapped}, refused {refused}");
+    }
+
     #[test]
     fn new_locals_follow_the_existing_ones() {
         let mut b = MethodBody::new();
