@@ -640,14 +640,14 @@ fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
         assert_eq!(String::from_utf8_lossy(&o.stderr), expected, "{args:?}");
         assert_eq!(o.status.code(), Some(1), "{args:?}");
     }
-    // The build's path: the variable, through corprof_gen::build::include_dirs and load.
+    // The build's path: the variable, through corprof_gen::build::include_dirs and generate.
     let cfg = corprof_gen::Config {
         include_dirs: vec![file.clone()],
         annotations_dirs: vec![repo().join("annotations")],
         display_root: repo(),
         root: "::corprof".into(),
     };
-    let Err(e) = corprof_gen::load(&cfg) else { panic!("a file is no header folder") };
+    let Err(e) = corprof_gen::generate(&cfg) else { panic!("a file is no header folder") };
     assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
 }
 

@@ -18,7 +18,7 @@ pub mod names;
 mod tokens;
 mod wrappers;
 use tokens::Tokens;
-pub use wrappers::{CallMethodView, ExportsView, FieldView, IteratorView, MemberView, ResultView, WrapperView};
+use wrappers::{ExportsView, WrapperView};
 
 /// The whole generated file.
 #[derive(Template)]
