@@ -24,7 +24,7 @@ pub struct Draft {
 }
 
 /// `--interface` names must be interfaces of the header.
-pub fn check_interfaces(header: &Header, names: &[String]) -> Result<(), Errors> {
+pub(crate) fn check_interfaces(header: &Header, names: &[String]) -> Result<(), Errors> {
     let mut errors = Errors::default();
     for name in names.iter().filter(|n| header.interface(n).is_none()) {
         let mut d = Diagnostic::error(format!("unknown interface `{name}`: the header does not declare it"));
@@ -38,7 +38,7 @@ pub fn check_interfaces(header: &Header, names: &[String]) -> Result<(), Errors>
 
 /// The drafts `header` needs beyond what `written` holds: every pointer parameter of callbacks,
 /// of the main header's interfaces, of interfaces already annotated and of `extra`.
-pub fn drafts(header: &Header, written: &[&Annotations], extra: &[String]) -> Vec<Draft> {
+pub(crate) fn drafts(header: &Header, written: &[&Annotations], extra: &[String]) -> Vec<Draft> {
     let mut out = Vec::new();
     for iface in &header.interfaces {
         let named: Vec<&InterfaceAnn> = written.iter().filter_map(|a| a.interface(&iface.name)).collect();

@@ -6,7 +6,7 @@ use crate::{Config, INCLUDE_DIR_VAR, generate, write_if_changed};
 use std::path::{Path, PathBuf};
 
 /// Name of the generated file in OUT_DIR.
-pub const OUTPUT_FILE: &str = "corprof_bindings.rs";
+pub(crate) const OUTPUT_FILE: &str = "corprof_bindings.rs";
 
 /// Where the header folders come from: `CORPROF_INCLUDE_DIR` (one folder, or a `:`-separated
 /// search path), else `headers/` beside the crate (what scripts/fetch-headers fills; the
@@ -62,7 +62,7 @@ fn warn_folded(folded: &[(Fold, usize)]) {
 }
 
 /// The configuration of the corprof crate's own build.
-pub fn default_config() -> Result<Config, Errors> {
+pub(crate) fn default_config() -> Result<Config, Errors> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     // Only an existing path: cargo reruns the script every time for a missing one.
     if manifest_dir.join("headers").exists() {

@@ -49,7 +49,7 @@ pub fn expand(cfg: &Config) -> Result<Output, Errors> {
 
 /// The headers `ann` lists, parsed from `include_dirs`.
 fn parse(include_dirs: &[PathBuf], ann: &Annotations) -> Result<ir::Header, Errors> {
-    crate::parse(include_dirs, &ann.headers).map(|(header, _)| header)
+    crate::parse_headers(include_dirs, &ann.headers).map(|(header, _)| header)
 }
 
 /// Every annotation folder named, merged; a missing one is an error, as in the build.
@@ -225,7 +225,7 @@ pub fn bootstrap(cfg: &Config, extra: &[String], write: Option<&Path>) -> Result
 
 /// `diff`: everything that changes from the `old` header folders to the `new` ones (interfaces,
 /// methods, types, constants), and the annotations the new header needs; the format is
-/// [`crate::diff`]'s.
+/// documented in the crate's private `diff` module (`src/diff.rs`).
 pub fn diff(old: &[PathBuf], new: &[PathBuf], annotations: &[PathBuf]) -> Result<Output, Errors> {
     // The annotations first: they list the headers to parse, the same for both folders.
     let ann = load_annotations(annotations)?;

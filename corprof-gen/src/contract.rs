@@ -61,11 +61,6 @@ impl Contract {
     }
 }
 
-/// Reads the header's statements about `p`.
-pub fn contract(p: &Param) -> Contract {
-    contract_with_idl(p, None)
-}
-
 /// Reads the header's statements about `p`, and the IDL's about the same parameter when the
 /// header folder has one: its count, where SAL and the C header's comment give none.
 pub fn contract_with_idl(p: &Param, idl: Option<&IdlParam>) -> Contract {
@@ -180,6 +175,11 @@ fn split_sal(sal: &str) -> (&str, Vec<String>) {
 mod tests {
     use super::*;
     use crate::ir::{CType, Loc};
+
+    /// The header's statements alone, without an IDL beside it.
+    fn contract(p: &Param) -> Contract {
+        contract_with_idl(p, None)
+    }
 
     fn param(midl: &[&str], sal: &[&str]) -> Param {
         Param {

@@ -34,7 +34,7 @@ pub enum Fold {
 
 impl Fold {
     /// What the build says after their number.
-    pub fn summary(self) -> &'static str {
+    pub(crate) fn summary(self) -> &'static str {
         match self {
             Fold::UnconfirmedCounts => {
                 "`len`/`cap` count(s) of `[size_is]` parameters unconfirmed: no corprof.idl in the header folders \
@@ -46,7 +46,7 @@ impl Fold {
 }
 
 impl Diagnostic {
-    pub fn error(message: impl Into<String>) -> Self {
+    pub(crate) fn error(message: impl Into<String>) -> Self {
         Diagnostic {
             level: Level::Error,
             message: bound_quotes(message.into()),
@@ -57,41 +57,41 @@ impl Diagnostic {
         }
     }
 
-    pub fn warning(message: impl Into<String>) -> Self {
+    pub(crate) fn warning(message: impl Into<String>) -> Self {
         Diagnostic { level: Level::Warning, ..Diagnostic::error(message) }
     }
 
-    pub fn info(message: impl Into<String>) -> Self {
+    pub(crate) fn info(message: impl Into<String>) -> Self {
         Diagnostic { level: Level::Note, ..Diagnostic::error(message) }
     }
 
-    pub fn at(mut self, loc: Loc) -> Self {
+    pub(crate) fn at(mut self, loc: Loc) -> Self {
         self.at = Some(loc);
         self
     }
 
-    pub fn at_opt(mut self, loc: Option<Loc>) -> Self {
+    pub(crate) fn at_opt(mut self, loc: Option<Loc>) -> Self {
         self.at = loc;
         self
     }
 
-    pub fn note(mut self, note: impl Into<String>) -> Self {
+    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
     }
 
     /// `note: declared at corprof.h:1234`
-    pub fn declared_at(self, loc: &Loc) -> Self {
+    pub(crate) fn declared_at(self, loc: &Loc) -> Self {
         self.note(format!("declared at {}:{}", loc.file, loc.line))
     }
 
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(bound_quotes(help.into()));
         self
     }
 
     /// Marks a warning the build folds with the others of its kind into one line ([`Self::folded`]).
-    pub fn folded(mut self, kind: Fold) -> Self {
+    pub(crate) fn folded(mut self, kind: Fold) -> Self {
         self.folded = Some(kind);
         self
     }
@@ -129,7 +129,7 @@ pub struct Errors {
 }
 
 impl Errors {
-    pub fn push(&mut self, d: Diagnostic) {
+    pub(crate) fn push(&mut self, d: Diagnostic) {
         self.items.push(d);
     }
 
@@ -138,7 +138,7 @@ impl Errors {
     }
 
     /// `Err(self)` when any error was collected; warnings alone pass.
-    pub fn check(&mut self) -> Result<(), Errors> {
+    pub(crate) fn check(&mut self) -> Result<(), Errors> {
         if self.has_errors() { Err(std::mem::take(self)) } else { Ok(()) }
     }
 
@@ -146,13 +146,13 @@ impl Errors {
         self.items.iter().filter(|d| !d.is_error())
     }
 
-    pub fn extend(&mut self, other: Errors) {
+    pub(crate) fn extend(&mut self, other: Errors) {
         self.items.extend(other.items);
     }
 
     /// The diagnostics without the warnings of a folded kind ([`Diagnostic::folded`]), and how
     /// many of each kind there were: what a build (and `expand`) prints.
-    pub fn fold(self) -> (Errors, Vec<(Fold, usize)>) {
+    pub(crate) fn fold(self) -> (Errors, Vec<(Fold, usize)>) {
         let mut folded: Vec<(Fold, usize)> = Vec::new();
         let mut kept = Errors::default();
         for d in self.items {
@@ -195,7 +195,7 @@ impl std::error::Error for Errors {}
 
 /// Both results, or the errors of either or both: stages that can fail independently report
 /// together instead of stopping at the first.
-pub fn both<A, B>(a: Result<A, Errors>, b: Result<B, Errors>) -> Result<(A, B), Errors> {
+pub(crate) fn both<A, B>(a: Result<A, Errors>, b: Result<B, Errors>) -> Result<(A, B), Errors> {
     match (a, b) {
         (Ok(a), Ok(b)) => Ok((a, b)),
         (a, b) => {
@@ -209,7 +209,7 @@ pub fn both<A, B>(a: Result<A, Errors>, b: Result<B, Errors>) -> Result<(A, B), 
 }
 
 /// How many characters of a quoted value (between backticks or double quotes) a message shows.
-pub const QUOTE_LIMIT: usize = 200;
+pub(crate) const QUOTE_LIMIT: usize = 200;
 
 /// Cuts every quoted span of `text` longer than [`QUOTE_LIMIT`] characters to that many and an
 /// ellipsis: a 10 MB bad value must not become a 10 MB message.
@@ -243,7 +243,7 @@ fn bound_quotes(text: String) -> String {
 /// of equally close ones). Every unknown name is compared with every candidate, thousands of
 /// times on a big annotation set, so candidates that cannot be close are ruled out by length
 /// and letter counts first, and the edit distance stops once it must exceed the bound.
-pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let name: Vec<char> = name.chars().map(|c| c.to_ascii_lowercase()).collect();
     let counts = letter_counts(&name);
     let mut best: Option<(usize, &str)> = None;

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! + interface ICorProfilerInfo15 (1 methods, base ICorProfilerInfo14)
+//! + method ICorProfilerInfo15::HRESULT EnumerateGCHeapObjects(ObjectCallback callback, void * callbackState)
 //! - interface IFoo
 //! + method ICorProfilerInfo14::HRESULT EventPipeCreateProvider2(const WCHAR * providerName, …)
 //! - method IFoo::Bar
@@ -22,7 +23,8 @@
 //! ~ const COR_PRF_MONITOR_IMMUTABLE 0xeef8cc00 → 0xee98cc00
 //! ```
 //!
-//! Sections in that order: interfaces and their methods, then types, then constants (C
+//! Sections in that order: interfaces and their methods (a new interface's methods listed after
+//! it, each as an added method), then types, then constants (C
 //! enumerators: hex when their enum is a flag enum, decimal otherwise). Inside a section,
 //! additions and changes follow the new header's order, removals the old header's, after them;
 //! a method at the same slot with the same parameters under a new name is a rename, not a `-`/`+`
@@ -49,6 +51,11 @@ fn interfaces(out: &mut String, old_h: &Header, new_h: &Header) {
             None => {
                 let base = i.base.as_deref().unwrap_or("-");
                 let _ = writeln!(out, "+ interface {} ({} methods, base {base})", i.name, i.methods.len());
+                // Each new method with its signature, as for a method added to an interface the
+                // old header has: what a bump must annotate is on the page.
+                for m in &i.methods {
+                    let _ = writeln!(out, "+ method {}::{}", i.name, signature(m));
+                }
             }
             Some(o) => methods(out, o, i),
         }
@@ -199,5 +206,44 @@ mod tests {
              - const OLD 0x10\n"
         );
         assert_eq!(changes(&new, &new), "", "no change, no line");
+    }
+
+    /// A new interface is listed with each of its methods, as added methods with their
+    /// signatures, so a bump's review sees what to annotate.
+    #[test]
+    fn a_new_interface_lists_its_methods() {
+        use crate::ir::{CType, Loc, Param};
+        let param = |name: &str, ty: &str| Param {
+            name: name.into(),
+            ty: CType::Named(ty.into()),
+            midl: vec![],
+            sal: vec![],
+            declared_array: false,
+            is_count: false,
+            loc: Loc::default(),
+        };
+        let method = |name: &str, params: Vec<Param>| Method {
+            name: name.into(),
+            ret: CType::Named("HRESULT".into()),
+            params,
+            loc: Loc::default(),
+        };
+        let iface = Interface {
+            name: "IFixInfo2".into(),
+            iid: String::new(),
+            base: Some("IFixInfo".into()),
+            methods: vec![
+                method("EnumerateObjects", vec![param("callback", "ObjectCallback"), param("state", "ULONG")]),
+                method("Reset", vec![]),
+            ],
+            loc: Loc::default(),
+        };
+        let new = Header { interfaces: vec![iface], ..Header::default() };
+        assert_eq!(
+            changes(&Header::default(), &new),
+            "+ interface IFixInfo2 (2 methods, base IFixInfo)\n\
+             + method IFixInfo2::HRESULT EnumerateObjects(ObjectCallback callback, ULONG state)\n\
+             + method IFixInfo2::HRESULT Reset()\n"
+        );
     }
 }

@@ -1,31 +1,40 @@
 //! corprof-gen: the runtime's headers (annotations/headers.yaml says which) + annotation YAML →
 //! Rust bindings.
 //!
-//! The pipeline runs one way, one module per stage:
-//! `clang` (libclang wrappers) → `extract` (header → [`ir`]) → [`annotations`] (YAML → model) →
-//! [`resolve`] (merge + validate, against what the header says: [`contract`]) → [`classify`] (parameter kinds) → [`view`] (template models) →
-//! Askama template → syn + prettyplease → file. [`generate`] runs it; [`build`] is what a build
-//! script calls.
+//! The pipeline runs one way, one module per stage, each private to the crate:
+//! `clang` (libclang wrappers) → `extract` (header → `ir`) → [`annotations`] (YAML → model) →
+//! `resolve` (merge + validate, against what the header says: `contract`) → `classify`
+//! (parameter kinds) → `view` (template models, Rust fragments as tokens) → Askama template →
+//! syn + prettyplease → file (ARCHITECTURE.md describes each).
+//!
+//! What a user calls: [`build`] in a build script, [`generate`] with a [`Config`], the CLI's
+//! [`commands`], the annotation model ([`annotations`], and [`bootstrap`]'s drafts), and
+//! [`parse`] with [`check_annotations`] to check several annotation sets against headers parsed
+//! once; all of them answer with [`diag`]'s diagnostics.
 
+// The stages stay inside the crate, so that changing one is no change of the published crate;
+// `tests/public_api.rs` lists the public items, so that a change to them is deliberate.
 pub mod annotations;
 pub mod bootstrap;
 pub mod build;
-pub mod capabilities;
+pub(crate) mod capabilities;
 mod clang;
-pub mod classify;
+pub(crate) mod classify;
 pub mod commands;
-pub mod contract;
+pub(crate) mod contract;
 mod decls;
 pub mod diag;
-pub mod diff;
-pub mod extract;
-pub mod idl;
-pub mod infer;
-pub mod input;
-pub mod ir;
-pub mod resolve;
-pub mod types;
-pub mod view;
+pub(crate) mod diff;
+pub(crate) mod extract;
+pub(crate) mod idl;
+pub(crate) mod infer;
+pub(crate) mod input;
+pub(crate) mod ir;
+pub(crate) mod resolve;
+pub(crate) mod types;
+pub(crate) mod view;
+
+pub use ir::Loc;
 
 #[cfg(test)]
 mod stages;
@@ -62,7 +71,7 @@ pub struct Generated {
     pub inputs: Vec<String>,
     /// Warnings that did not stop generation.
     pub warnings: Vec<Diagnostic>,
-    /// What the header declares, as cfgs (see [`capabilities`]).
+    /// What the header declares, as cfgs (`corprof_iface = "…"`, `corprof_method = "…"`).
     pub cfgs: Vec<String>,
 }
 
@@ -74,7 +83,7 @@ fn canonical(dirs: &[PathBuf]) -> Vec<PathBuf> {
 /// user wrote). Before the list's own check (a required header no folder has is an error at its
 /// line): a folder that is a file (`--include path/to/corprof.h` names the header where its
 /// folder belongs), and a first folder that does not exist when the main header is nowhere.
-pub fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders, Errors> {
+pub(crate) fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders, Errors> {
     let main = list.main().map_or("the main header", |h| h.name.as_str());
     let mut errors = Errors::default();
     for file in dirs.iter().filter(|d| d.is_file()) {
@@ -95,13 +104,39 @@ pub fn entry_headers(dirs: &[PathBuf], list: &HeaderList) -> Result<EntryHeaders
 }
 
 /// Parses the headers `list` names, found in `include_dirs`.
-pub fn parse(include_dirs: &[PathBuf], list: &HeaderList) -> Result<(ir::Header, EntryHeaders), Errors> {
+pub(crate) fn parse_headers(include_dirs: &[PathBuf], list: &HeaderList) -> Result<(ir::Header, EntryHeaders), Errors> {
     let entry = entry_headers(include_dirs, list)?;
     let header = extract::parse_header(&canonical(include_dirs), &entry.includes)?;
     Ok((header, entry))
 }
 
-/// What [`load`] reads, with the headers it parsed.
+/// The headers an annotation set lists, parsed once: what [`check_annotations`] checks annotation
+/// sets against, without parsing the headers again for each.
+pub struct Headers(ir::Header);
+
+impl Headers {
+    /// Every method of every interface, in declaration order: (interface, method, parameters).
+    pub fn methods(&self) -> impl Iterator<Item = (&str, &str, Vec<&str>)> {
+        self.0.interfaces.iter().flat_map(|i| {
+            i.methods
+                .iter()
+                .map(move |m| (i.name.as_str(), m.name.as_str(), m.params.iter().map(|p| p.name.as_str()).collect()))
+        })
+    }
+}
+
+/// Parses the headers `list` names (an annotation set's [`HeaderList`]), found in `include_dirs`.
+pub fn parse(include_dirs: &[PathBuf], list: &HeaderList) -> Result<Headers, Errors> {
+    parse_headers(include_dirs, list).map(|(header, _)| Headers(header))
+}
+
+/// Checks `ann` against the parsed headers, as `corprof-gen check` does after parsing them:
+/// every problem at once, or the warnings and notes.
+pub fn check_annotations(headers: &Headers, ann: &Annotations) -> Result<Errors, Errors> {
+    resolve::resolve(&headers.0, ann).map(|(_, warnings)| warnings)
+}
+
+/// What [`load_all`] reads, with the headers it parsed.
 struct Loaded {
     api: resolve::Api,
     header: ir::Header,
@@ -114,22 +149,17 @@ struct Loaded {
 fn load_all(cfg: &Config) -> Result<Loaded, Errors> {
     let ann = Annotations::load_dirs(&cfg.annotations_dirs, &cfg.display_root);
     let header = match &ann {
-        Ok(ann) => parse(&cfg.include_dirs, &ann.headers),
+        Ok(ann) => parse_headers(&cfg.include_dirs, &ann.headers),
         // Entries broken elsewhere: the list alone still says what to parse, so header problems
         // are reported with the annotations' (a broken or missing list is among those already).
         Err(_) => match HeaderList::load(&cfg.annotations_dirs, &cfg.display_root) {
-            Ok(Some(list)) => parse(&cfg.include_dirs, &list),
+            Ok(Some(list)) => parse_headers(&cfg.include_dirs, &list),
             _ => Err(Errors::default()),
         },
     };
     let ((header, entry), ann) = diag::both(header, ann)?;
     let (api, warnings) = resolve::resolve(&header, &ann)?;
     Ok(Loaded { api, header, ann, warnings, entry })
-}
-
-/// Parses the header and annotations and validates them together (the `check` of the CLI).
-pub fn load(cfg: &Config) -> Result<(resolve::Api, ir::Header, Annotations, Errors), Errors> {
-    load_all(cfg).map(|l| (l.api, l.header, l.ann, l.warnings))
 }
 
 /// Runs the whole pipeline.
@@ -149,7 +179,7 @@ pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
 }
 
 /// The first line of every generated file: what made it and that it is not for editing.
-pub fn generated_line(headers: &[String]) -> String {
+pub(crate) fn generated_line(headers: &[String]) -> String {
     format!(
         "// @generated by corprof-gen from {}: do not edit; change the header or the annotations.",
         headers.join(" + ")
@@ -158,7 +188,7 @@ pub fn generated_line(headers: &[String]) -> String {
 
 /// Parses generated text as Rust (so a template slip is caught here), formats it, and turns the
 /// comment markers back into comments (see [`restore_comments`]).
-pub fn format_rust(text: &str) -> Result<String, Errors> {
+pub(crate) fn format_rust(text: &str) -> Result<String, Errors> {
     match syn::parse_file(text) {
         Ok(file) => Ok(restore_comments(&prettyplease::unparse(&file))),
         Err(e) => {
@@ -175,11 +205,11 @@ pub fn format_rust(text: &str) -> Result<String, Errors> {
 /// each travels through formatting as a statement (or item) `__safety__!("…");` of its own line,
 /// and [`restore_comments`] turns it back into `// SAFETY: …`. A marker left over would not
 /// compile (no such macro), so none is lost silently.
-pub const SAFETY_MARKER: &str = "__safety__!(";
+pub(crate) const SAFETY_MARKER: &str = "__safety__!(";
 
 /// `__safety__!("text");` → `// SAFETY: text`, indentation kept; prettyplease may have spread a
 /// long marker over three lines (`__safety__!(`, the literal, `);`).
-pub fn restore_comments(code: &str) -> String {
+pub(crate) fn restore_comments(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut lines = code.lines();
     while let Some(line) = lines.next() {
@@ -213,7 +243,7 @@ pub fn restore_comments(code: &str) -> String {
 
 /// Writes `content` to `path` unless the file already holds exactly that (keeps mtimes stable,
 /// so nothing downstream rebuilds). Returns whether it wrote.
-pub fn write_if_changed(path: &Path, content: &str) -> std::io::Result<bool> {
+pub(crate) fn write_if_changed(path: &Path, content: &str) -> std::io::Result<bool> {
     // Only a regular file is read back (a FIFO would block the build); one the size of `content`.
     let cap = content.len() as u64;
     if input::read(path, cap).is_ok_and(|old| old == content.as_bytes()) {

@@ -41,8 +41,8 @@ pub struct ZeroableType {
     pub name: String,
     /// Type parameters (`__BindgenBitfieldUnit<Storage>`), each required zeroable.
     pub params: Vec<String>,
-    /// The field types, deduplicated, as Rust text.
-    pub fields: Vec<String>,
+    /// The field types, deduplicated.
+    pub fields: Vec<syn::Type>,
 }
 
 /// Gives MIDL's machine-made tags their typedef names.
@@ -396,11 +396,10 @@ fn zeroable_types(items: &[syn::Item], ids: &[String]) -> Vec<ZeroableType> {
         .iter()
         .filter(|r| known.contains(&r.name))
         .map(|r| {
-            let mut fields: Vec<String> = Vec::new();
+            let mut fields: Vec<syn::Type> = Vec::new();
             for f in &r.fields {
-                let text = f.to_token_stream().to_string();
-                if !fields.contains(&text) {
-                    fields.push(text);
+                if !fields.contains(f) {
+                    fields.push((*f).clone());
                 }
             }
             ZeroableType { name: r.name.clone(), params: r.params.clone(), fields }
@@ -657,7 +656,7 @@ mod tests {
             impl Default for F { fn default() -> Self { let mut s = ::std::mem::MaybeUninit::<Self>::uninit(); unsafe { s.assume_init() } } }
         ";
         let mut items = syn::parse_file(code).unwrap().items;
-        let zeroable = [ZeroableType { name: "Z".into(), params: vec![], fields: vec!["* mut u8".into()] }];
+        let zeroable = [ZeroableType { name: "Z".into(), params: vec![], fields: vec![syn::parse_quote!(*mut u8)] }];
         justify_zeroed_defaults(&mut items, &zeroable);
         let out = crate::restore_comments(&prettyplease::unparse(&syn::File { shebang: None, attrs: vec![], items }));
         assert!(out.contains("impl Default for Z"), "{out}");

@@ -133,6 +133,7 @@ fn diff_reports_what_a_newer_header_adds() {
     for line in [
         "+ interface ICorProfilerCallback10 (2 methods, base ICorProfilerCallback9)",
         "+ interface ICorProfilerCallback11 (1 methods, base ICorProfilerCallback10)",
+        "+ method ICorProfilerCallback11::HRESULT LoadAsNotficationOnly(BOOL * pbNotificationOnly)",
         "+ interface ICorProfilerInfo12 (7 methods, base ICorProfilerInfo11)",
         "annotations: complete for the new header",
     ] {
@@ -141,7 +142,7 @@ fn diff_reports_what_a_newer_header_adds() {
 }
 
 /// The .NET 8 header fixes Callback11's typo in the same slot: `diff` says "renamed", not a
-/// +/- pair, and the rest of its output is exactly the two new interfaces.
+/// +/- pair, and the rest of its output is exactly the two new interfaces, each with its methods.
 #[test]
 fn diff_reports_a_renamed_method_as_a_rename() {
     let o = gen_cmd().arg("diff").arg(shared("runtime-main")).arg(shared("runtime-net8")).output().unwrap();
@@ -150,7 +151,12 @@ fn diff_reports_a_renamed_method_as_a_rename() {
     let expected = "\
 ~ method ICorProfilerCallback11::LoadAsNotficationOnly renamed LoadAsNotificationOnly (same slot, same parameters)
 + interface ICorProfilerInfo13 (3 methods, base ICorProfilerInfo12)
++ method ICorProfilerInfo13::HRESULT CreateHandle(ObjectID object, COR_PRF_HANDLE_TYPE type, ObjectHandleID * pHandle)
++ method ICorProfilerInfo13::HRESULT DestroyHandle(ObjectHandleID handle)
++ method ICorProfilerInfo13::HRESULT GetObjectIDFromHandle(ObjectHandleID handle, ObjectID * pObject)
 + interface ICorProfilerInfo14 (2 methods, base ICorProfilerInfo13)
++ method ICorProfilerInfo14::HRESULT EnumerateNonGCObjects(ICorProfilerObjectEnum * * ppEnum)
++ method ICorProfilerInfo14::HRESULT GetNonGCHeapBounds(ULONG cObjectRanges, ULONG * pcObjectRanges, COR_PRF_NONGC_HEAP_RANGE * ranges)
 + type COR_PRF_HANDLE_TYPE (enum)
 + type ObjectHandleID (typedef of void **)
 + type COR_PRF_NONGC_HEAP_RANGE (struct, 3 fields)
@@ -164,8 +170,9 @@ annotations: complete for the new header
     assert_eq!(String::from_utf8_lossy(&o.stdout), expected);
 }
 
-/// The bump to runtime-info15, whole: the new interface and method, and the types and constants
-/// that change what an attached profiler may do (`corprof_gen::diff` documents the format).
+/// The bump to runtime-info15, whole: the new interface with its method, the method new to
+/// Info14, and the types and constants that change what an attached profiler may do (the
+/// generator's `diff` module documents the format).
 #[test]
 fn diff_shows_every_change_of_the_info15_bump() {
     let o = gen_cmd().arg("diff").arg(shared("runtime-net8")).arg(shared("runtime-info15")).output().unwrap();
@@ -173,6 +180,7 @@ fn diff_shows_every_change_of_the_info15_bump() {
     let expected = "\
 + method ICorProfilerInfo14::HRESULT EventPipeCreateProvider2(const WCHAR * providerName, EventPipeProviderCallback * pCallback, EVENTPIPE_PROVIDER * pProvider)
 + interface ICorProfilerInfo15 (1 methods, base ICorProfilerInfo14)
++ method ICorProfilerInfo15::HRESULT EnumerateGCHeapObjects(ObjectCallback callback, void * callbackState)
 + type COR_PRF_FILTER_DATA (struct, 3 fields)
 + type EventPipeProviderCallback (function type)
 + type ObjectCallback (function pointer)
@@ -208,6 +216,7 @@ fn diff_shows_each_kind_of_change_in_a_stable_order() {
 + method IFixInfo::HRESULT CreateProvider(FixProviderCallback * pCallback)
 - method IFixInfo::Retired
 + interface IFixInfo2 (1 methods, base IFixInfo)
++ method IFixInfo2::HRESULT EnumerateObjects(FixObjectCallback callback, void * callbackState)
 - interface IFixOld
 ~ type FIX_RANGE (struct, 2 fields → struct, 3 fields)
 ~ type FIX_RETYPED (struct, 1 field; declaration changed)
@@ -640,14 +649,14 @@ fn a_header_file_given_as_the_folder_says_to_give_the_folder() {
         assert_eq!(String::from_utf8_lossy(&o.stderr), expected, "{args:?}");
         assert_eq!(o.status.code(), Some(1), "{args:?}");
     }
-    // The build's path: the variable, through corprof_gen::build::include_dirs and load.
+    // The build's path: the variable, through corprof_gen::build::include_dirs and generate.
     let cfg = corprof_gen::Config {
         include_dirs: vec![file.clone()],
         annotations_dirs: vec![repo().join("annotations")],
         display_root: repo(),
         root: "::corprof".into(),
     };
-    let Err(e) = corprof_gen::load(&cfg) else { panic!("a file is no header folder") };
+    let Err(e) = corprof_gen::generate(&cfg) else { panic!("a file is no header folder") };
     assert!(e.to_string().starts_with(&expected[..expected.find("\n\n").unwrap()]), "{e}");
 }
 

@@ -4,7 +4,7 @@
 //! scripts/big-annotations, not by the test command).
 
 use corprof_gen::annotations::Annotations;
-use corprof_gen::{ir, resolve};
+use corprof_gen::{Headers, check_annotations};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 /// bounded `suggest`; a test run shares 2 cores with the e2e tests, so leave room for that.
 const BOUND: Duration = Duration::from_secs(12);
 
-fn header() -> ir::Header {
+fn header() -> Headers {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/clr-headers/runtime-main");
     assert!(
         dir.join("corprof.h").is_file(),
         "this test needs ../shared/clr-headers/runtime-main beside the repository"
     );
     let ann = Annotations::load_dirs(&[annotations()], &annotations()).unwrap();
-    corprof_gen::parse(&[dir.canonicalize().unwrap()], &ann.headers).unwrap().0
+    corprof_gen::parse(&[dir.canonicalize().unwrap()], &ann.headers).unwrap()
 }
 
 /// corprof's own annotation folder, for its header list.
@@ -41,31 +41,37 @@ fn temp_dir(name: &str) -> PathBuf {
 /// `n` parameter entries in three shapes, each a name the header lacks but close to one it has:
 /// a quarter under unknown interfaces, a quarter under unknown methods of real interfaces, half
 /// as unknown parameters of real methods.
-fn stress_yaml(header: &ir::Header, n: usize) -> String {
+/// A method's name and its parameters' names.
+type Method<'a> = (&'a str, Vec<&'a str>);
+
+fn stress_yaml(header: &Headers, n: usize) -> String {
     let mut y = String::new();
     for i in 0..n / 4 {
         let _ = writeln!(y, "ICorProfilerCallbak{i}:\n  M:\n    p: in");
     }
-    let with_params: Vec<(&ir::Interface, &ir::Method)> = header
-        .interfaces
-        .iter()
-        .flat_map(|i| i.methods.iter().filter(|m| !m.params.is_empty()).map(move |m| (i, m)))
-        .collect();
+    // The header's interfaces with methods, in order, each with its methods.
+    let mut interfaces: Vec<(&str, Vec<Method<'_>>)> = Vec::new();
+    for (iface, method, params) in header.methods() {
+        match interfaces.last_mut() {
+            Some((last, methods)) if *last == iface => methods.push((method, params)),
+            _ => interfaces.push((iface, vec![(method, params)])),
+        }
+    }
+    let with_params = interfaces.iter().flat_map(|(_, ms)| ms).filter(|(_, ps)| !ps.is_empty()).count();
     let (mut unknown_methods, mut unknown_params) = (n / 4, n - n / 4 - n / 4);
-    let with_methods = header.interfaces.iter().filter(|i| !i.methods.is_empty()).count();
-    for iface in header.interfaces.iter().filter(|i| !i.methods.is_empty()) {
-        let _ = writeln!(y, "{}:", iface.name);
-        let share = (n / 4).div_ceil(with_methods);
+    for (iface, methods) in &interfaces {
+        let _ = writeln!(y, "{iface}:");
+        let share = (n / 4).div_ceil(interfaces.len());
         for k in 0..share.min(unknown_methods) {
-            let m = &iface.methods[k % iface.methods.len()];
-            let _ = writeln!(y, "  {}X{k}:\n    p: in", m.name);
+            let (m, _) = &methods[k % methods.len()];
+            let _ = writeln!(y, "  {m}X{k}:\n    p: in");
         }
         unknown_methods -= share.min(unknown_methods);
-        for (_, m) in with_params.iter().filter(|(i, _)| i.name == iface.name) {
-            let _ = writeln!(y, "  {}:", m.name);
-            let share = (n / 2).div_ceil(with_params.len()).min(unknown_params);
+        for (m, params) in methods.iter().filter(|(_, ps)| !ps.is_empty()) {
+            let _ = writeln!(y, "  {m}:");
+            let share = (n / 2).div_ceil(with_params).min(unknown_params);
             for k in 0..share {
-                let _ = writeln!(y, "    {}{k}: out", m.params[k % m.params.len()].name);
+                let _ = writeln!(y, "    {}{k}: out", params[k % params.len()]);
             }
             unknown_params -= share;
         }
@@ -83,7 +89,7 @@ fn forty_thousand_entries_load_and_resolve_in_linear_time() {
     let ann = Annotations::load_dirs(std::slice::from_ref(&dir), &dir).unwrap();
     let loaded = start.elapsed();
     let entries: usize = ann.interfaces.iter().flat_map(|i| &i.methods).map(|m| m.params.len()).sum();
-    let errors = resolve::resolve(&header, &ann).unwrap_err();
+    let errors = check_annotations(&header, &ann).unwrap_err();
     let total = start.elapsed();
     eprintln!("40,000 entries ({} bytes): load {loaded:?}, load + resolve {total:?}", yaml.len());
     assert_eq!(entries, 40_000);
@@ -116,7 +122,7 @@ fn fifty_megabytes_finish() {
         std::fs::write(dir.join("big.yaml"), &text).unwrap();
         let start = Instant::now();
         let errors = match Annotations::load_dirs(std::slice::from_ref(&dir), &dir) {
-            Ok(ann) => resolve::resolve(&header, &ann).unwrap_err(),
+            Ok(ann) => check_annotations(&header, &ann).unwrap_err(),
             Err(errors) => errors,
         };
         let shown = errors.to_string();

@@ -20,7 +20,7 @@ use crate::ir::Loc;
 use std::path::Path;
 
 /// The folder of the table inside an annotation folder.
-pub const DOCS_DIR: &str = "docs";
+pub(crate) const DOCS_DIR: &str = "docs";
 
 /// One method's entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,18 +48,18 @@ pub struct DocsTable {
 
 impl DocsTable {
     /// The entry of `iface::method`, if any.
-    pub fn get(&self, iface: &str, method: &str) -> Option<&MethodDocs> {
+    pub(crate) fn get(&self, iface: &str, method: &str) -> Option<&MethodDocs> {
         self.methods.iter().find(|m| m.iface == iface && m.method == method)
     }
 
     /// Parses one file's text; `file` is the name shown in messages.
-    pub fn parse(file: &str, text: &str) -> Result<Vec<MethodDocs>, Errors> {
+    pub(crate) fn parse(file: &str, text: &str) -> Result<Vec<MethodDocs>, Errors> {
         yaml::parse_docs(file, text.strip_prefix('\u{feff}').unwrap_or(text))
     }
 
     /// Loads `<annotation folder>/docs/*.yaml` of each folder (a folder without one has no
     /// entries); an entry written twice is an error naming both places.
-    pub fn load(annotation_dirs: &[std::path::PathBuf], display_root: &Path) -> Result<DocsTable, Errors> {
+    pub(crate) fn load(annotation_dirs: &[std::path::PathBuf], display_root: &Path) -> Result<DocsTable, Errors> {
         let mut errors = Errors::default();
         let mut table = DocsTable::default();
         for dir in annotation_dirs {

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The list's file name inside an annotation folder; the interface-entry loader skips it.
-pub const HEADERS_FILE: &str = "headers.yaml";
+pub(crate) const HEADERS_FILE: &str = "headers.yaml";
 
 /// One header as the list writes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct HeaderList {
 
 /// What [`HeaderList::find`] found in the header folders.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EntryHeaders {
+pub(crate) struct EntryHeaders {
     /// The listed headers the folders have, in order (the generated file's first line names them).
     pub found: Vec<String>,
     /// What the parse includes, in order: each header found, and the stand-in of each optional
@@ -112,7 +112,7 @@ impl HeaderList {
     }
 
     /// The error for folders none of which has the list.
-    pub fn missing(dirs: &[PathBuf]) -> Diagnostic {
+    pub(crate) fn missing(dirs: &[PathBuf]) -> Diagnostic {
         let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         Diagnostic::error(format!("no {HEADERS_FILE} in the annotation folders: nothing says which headers to parse"))
             .note(format!("searched: {}", shown.join(", ")))
@@ -131,7 +131,7 @@ impl HeaderList {
     /// what to parse, or an error at the list's line of each required header none of them has,
     /// naming the folders searched, and of each stand-in needed that neither `prelude` (the
     /// generator's prelude folder) nor a header folder has.
-    pub fn find(&self, include_dirs: &[PathBuf], prelude: &Path) -> Result<EntryHeaders, Errors> {
+    pub(crate) fn find(&self, include_dirs: &[PathBuf], prelude: &Path) -> Result<EntryHeaders, Errors> {
         let mut errors = Errors::default();
         let mut out = EntryHeaders::default();
         if self.entries.is_empty() {

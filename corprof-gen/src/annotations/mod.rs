@@ -29,7 +29,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    pub fn parse(s: &str) -> Option<Direction> {
+    pub(crate) fn parse(s: &str) -> Option<Direction> {
         match s {
             "in" => Some(Direction::In),
             "out" => Some(Direction::Out),
@@ -91,7 +91,7 @@ pub struct ParamSpec {
 
 impl ParamSpec {
     /// The names of other parameters this one consumes (count, capacity, IID).
-    pub fn consumes(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn consumes(&self) -> impl Iterator<Item = &str> {
         [&self.len, &self.cap, &self.iid].into_iter().filter_map(|p| p.as_deref())
     }
 
@@ -192,24 +192,24 @@ pub struct MethodAnn {
 
 impl MethodAnn {
     /// Whether this entry is for the header's method `name` (its own name or an `aka:`).
-    pub fn is_for(&self, name: &str) -> bool {
+    pub(crate) fn is_for(&self, name: &str) -> bool {
         self.name == name || self.aka.iter().any(|(a, _)| a == name)
     }
 }
 
 /// The key of a method's [`ReturnSpec`].
-pub const RETURN_KEY: &str = "return";
+pub(crate) const RETURN_KEY: &str = "return";
 
 /// The key of a method's other header spellings ([`MethodAnn::aka`]): `aka: LoadAsNotficationOnly`
 /// or a list. Reserved: a parameter of that name cannot be annotated.
-pub const AKA_KEY: &str = "aka";
+pub(crate) const AKA_KEY: &str = "aka";
 
 /// The key of [`MethodAnn::since`]: `since: "<the header that appended the method>"`. Reserved: a
 /// parameter of that name cannot be annotated.
-pub const SINCE_KEY: &str = "since";
+pub(crate) const SINCE_KEY: &str = "since";
 
 /// The key of a method's [`WrapperSpec`]. Reserved: a parameter of that name cannot be annotated.
-pub const WRAPPER_KEY: &str = "wrapper";
+pub(crate) const WRAPPER_KEY: &str = "wrapper";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceAnn {
@@ -238,7 +238,7 @@ impl Annotations {
 
     /// Loads every `*.yaml`/`*.yml` in `dir` but the header list ([`headers::HEADERS_FILE`]);
     /// `display_root` is how paths are shown in messages.
-    pub fn load_dir(dir: &Path, display_root: &Path) -> Result<Annotations, Errors> {
+    pub(crate) fn load_dir(dir: &Path, display_root: &Path) -> Result<Annotations, Errors> {
         let mut errors = Errors::default();
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
@@ -327,7 +327,7 @@ impl Annotations {
 
     /// An annotation file's bytes as text: YAML is UTF-8, so any other byte sequence is an error
     /// at the first byte that is not, by byte offset and line:col (`file` is the name shown).
-    pub fn text(file: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
+    pub(crate) fn text(file: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
         String::from_utf8(bytes).map_err(|e| {
             let bytes = e.as_bytes();
             let offset = e.utf8_error().valid_up_to();
@@ -345,13 +345,9 @@ impl Annotations {
         })
     }
 
-    /// Adds another file's entries; an interface named in two files is an error.
-    pub fn merge(&mut self, other: Annotations, errors: &mut Errors) {
-        *self = Annotations::merge_all([std::mem::take(self), other], errors);
-    }
-
     /// Merges files in order, finding names through one index: searching the list for each
-    /// name made loading 40,000 interfaces take most of a minute.
+    /// name made loading 40,000 interfaces take most of a minute. An interface named in two
+    /// files is an error.
     fn merge_all(parts: impl IntoIterator<Item = Annotations>, errors: &mut Errors) -> Annotations {
         let mut all = Annotations::default();
         let mut index: HashMap<String, usize> = HashMap::new();

@@ -201,9 +201,11 @@ fn duplicate_keys_are_rejected() {
 
 #[test]
 fn an_interface_in_two_files_is_an_error() {
-    let mut all = Annotations::parse("a.yaml", "I:\n  M:\n    a: in\n").unwrap();
+    let a = Annotations::parse("a.yaml", "I:\n  M:\n    a: in\n").unwrap();
+    let b = Annotations::parse("b.yaml", "I:\n  N:\n    b: in\n").unwrap();
     let mut errors = Errors::default();
-    all.merge(Annotations::parse("b.yaml", "I:\n  N:\n    b: in\n").unwrap(), &mut errors);
+    let all = Annotations::merge_all([a, b], &mut errors);
+    assert_eq!(all.interfaces.len(), 1);
     assert!(errors.has_errors());
     assert!(errors.to_string().contains("first written at a.yaml:1:1"), "{errors}");
 }

@@ -1,7 +1,7 @@
 //! Kinds for the calling side: how each parameter of a method the profiler *calls* (ICorProfilerInfo,
 //! IMetaDataImport, …) appears in the safe wrapper, and what the method returns.
 
-use super::rust_type;
+use super::{RustType, rust_type};
 use crate::annotations::Direction;
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::CType;
@@ -10,29 +10,29 @@ use crate::resolve::{Api, ApiMethod, ApiParam};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallKind {
     /// Passed by value.
-    Value { ty: String },
+    Value { ty: RustType },
     /// A `BOOL` taken as `bool`.
     Bool,
     /// A DWORD annotated `flags: T`, taken as the flag enum `T`.
-    Flags { ty: String },
+    Flags { ty: RustType },
     /// A `BOOL` the callee writes: returned as `bool`.
     OutBool,
     /// A DWORD annotated `flags: T` the callee writes (`raw` is its C type): returned as `T`.
-    OutFlags { ty: String, raw: String },
+    OutFlags { ty: RustType, raw: RustType },
     /// An `HRESULT` value, passed as `HResult`.
     HResult,
     /// `&T` / `Option<&T>`.
-    InRef { ty: String, optional: bool },
+    InRef { ty: RustType, optional: bool },
     /// Stays a raw pointer (`raw: true`, `void *`, pointers to pointers).
-    Raw { ty: String },
+    Raw { ty: RustType },
     /// `&[T]` / `Option<&[T]>`; the count parameter is filled from the slice. Elements that are
     /// IDs of unloadable code are each checked (`unload`).
-    InSlice { ty: String, len: String, optional: bool, unload: Option<Unload> },
+    InSlice { ty: RustType, len: String, optional: bool, unload: Option<Unload> },
     /// `&str` / `Option<&str>`, passed as UTF-16 (NUL-terminated, or counted by `len`).
     InStr { len: Option<String>, optional: bool },
     /// A value the callee writes: returned. An ID of unloadable code is lent to a lending
     /// callback it was asked in (`unload`).
-    Out { ty: String, unload: Option<Unload> },
+    Out { ty: RustType, unload: Option<Unload> },
     /// An interface the callee returns (`IFoo **`): returned as the wrapper of its family (`family`
     /// names the family's root interface), or a `ComPtr` when it has none.
     OutInterface { iface: String, family: Option<String> },
@@ -42,23 +42,23 @@ pub enum CallKind {
     OutString { cap: String, len: String },
     /// An array with capacity and actual-count parameters: returned as `Vec<T>` (IDs of
     /// unloadable code lent as `Out`'s).
-    OutArray { ty: String, cap: String, len: String, unload: Option<Unload> },
+    OutArray { ty: RustType, cap: String, len: String, unload: Option<Unload> },
     /// `&mut T` / `Option<&mut T>`.
-    Ref { ty: String, optional: bool },
+    Ref { ty: RustType, optional: bool },
     /// An `HCORENUM *` handle: the method becomes an iterator.
     CorEnum,
     /// A count, capacity or IID that the wrapper fills in.
     Consumed,
     /// A function pointer the runtime will call (`FunctionEnter3 *`, `StackSnapshotCallback *`):
     /// passed as its bindgen typedef; the wrapper is an `unsafe fn` stating `contract`.
-    FnPtr { ty: String, contract: FnContract },
+    FnPtr { ty: RustType, contract: FnContract },
     /// A runtime ID passed by value that the runtime dereferences and that dies while a profiler
     /// may still hold it (a `ThreadID` after ThreadDestroyed, an `ObjectID` after the next GC):
     /// passed like a value; the wrapper is an `unsafe fn` stating `contract`.
-    LiveId { ty: String, contract: IdContract },
+    LiveId { ty: RustType, contract: IdContract },
     /// An ID of code a collectible `AssemblyLoadContext` may unload, passed by value: the
     /// wrapper stays safe and refuses one that unloaded (`corprof`'s `unloads` module).
-    Unloadable { ty: String, id: Unload },
+    Unloadable { ty: RustType, id: Unload },
 }
 
 /// The IDs the runtime frees when a collectible `AssemblyLoadContext` unloads, by typedef: a
@@ -215,19 +215,19 @@ pub enum CallReturn {
     },
     /// Any other return value is handed back as is (`ULONG`, `BOOL`, `PVOID`).
     Value {
-        ty: String,
+        ty: RustType,
     },
     Void,
 }
 
 /// The Rust type of the count an out buffer's `len` parameter points to (`ULONG` of
 /// `ULONG *pcchName`); `u32` when the method has no such parameter.
-pub fn count_type(m: &ApiMethod, len: &str) -> String {
+pub fn count_type(m: &ApiMethod, len: &str) -> RustType {
     m.params
         .iter()
         .find(|p| p.ir.name == len)
         .and_then(|p| p.ir.ty.pointee().map(rust_type))
-        .unwrap_or_else(|| "u32".to_string())
+        .unwrap_or_else(|| RustType::named("u32"))
 }
 
 pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallKind>, CallReturn), Errors> {
@@ -270,7 +270,7 @@ pub fn classify_call(api: &Api, iface: &str, m: &ApiMethod) -> Result<(Vec<CallK
                     CallKind::Raw { ty: rust_type(&p.ir.ty) }
                 }
                 Some(spec) if !p.ir.ty.is_pointer() => match (&spec.flags, Unload::of(&p.ir.ty)) {
-                    (Some(ty), _) => CallKind::Flags { ty: ty.clone() },
+                    (Some(ty), _) => CallKind::Flags { ty: RustType::named(ty) },
                     (None, Some(id)) => CallKind::Unloadable { ty: rust_type(&p.ir.ty), id },
                     (None, None) => CallKind::Value { ty: rust_type(&p.ir.ty) },
                 },
@@ -327,7 +327,7 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
         Direction::In if spec.string => CallKind::InStr { len: spec.len.clone(), optional: spec.optional },
         // `const void *pv, ULONG cb`: bytes.
         Direction::In if matches!(pointee, CType::Void) && spec.len.is_some() => CallKind::InSlice {
-            ty: "u8".to_string(),
+            ty: RustType::named("u8"),
             len: spec.len.clone().unwrap_or_default(),
             optional: spec.optional,
             unload: None,
@@ -361,9 +361,10 @@ fn pointer_kind(api: &Api, iface: &str, m: &ApiMethod, p: &ApiParam, errors: &mu
                 _ => CallKind::Out { ty: rust_type(pointee), unload: None },
             },
             CType::Void => fail("`void *` outs need `iid` or `raw: true`"),
-            _ if spec.flags.is_some() => {
-                CallKind::OutFlags { ty: spec.flags.clone().unwrap_or_default(), raw: rust_type(pointee) }
-            }
+            _ if spec.flags.is_some() => CallKind::OutFlags {
+                ty: RustType::named(spec.flags.clone().unwrap_or_default()),
+                raw: rust_type(pointee),
+            },
             _ if super::is_bool(pointee) => CallKind::OutBool,
             _ => CallKind::Out { ty: rust_type(pointee), unload: Unload::of(pointee) },
         },

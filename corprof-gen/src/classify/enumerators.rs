@@ -4,6 +4,7 @@
 //! Takes a method with its [`CallKind`]s, or a family's chain; gives what the view needs, so the
 //! view never recognises a method by its name.
 
+use super::RustType;
 use super::call::CallKind;
 use crate::resolve::{ApiInterface, ApiMethod};
 
@@ -20,7 +21,7 @@ const RESET_ENUM: &str = "ResetEnum";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IteratorNext {
     /// The item type (`ClassID`).
-    pub item: String,
+    pub item: RustType,
     /// Per parameter of `Next`, in order, what one-item call passes there.
     pub args: Vec<NextArg>,
 }
@@ -139,7 +140,7 @@ mod tests {
             CallKind::Consumed,
         ];
         let next = iterator_next(&m, &kinds).expect("an iterator");
-        assert_eq!(next.item, "ClassID");
+        assert_eq!(next.item, RustType::named("ClassID"));
         use NextArg::*;
         assert_eq!(next.args, [One, Item, Fetched, Item, Null, Null]);
         // Anything but item arrays and their counts keeps `Next` a method.

@@ -17,32 +17,32 @@ pub mod enumerators;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// Passed through as is (IDs, enums, counts).
-    Value { ty: String },
+    Value { ty: RustType },
     /// A `BOOL`, given to Rust as `bool`.
     Bool,
     /// A DWORD annotated `flags: T`, given to Rust as the flag enum `T`.
-    Flags { ty: String },
+    Flags { ty: RustType },
     /// A `BOOL *` the callee writes: `Out<'_, bool>`, which writes a whole `BOOL`.
     OutBool,
     /// An `HRESULT` value, given to Rust as `HResult`.
     HResult,
     /// `&T`, or `Option<&T>` when optional.
-    InRef { ty: String, optional: bool },
+    InRef { ty: RustType, optional: bool },
     /// A COM interface the callee may call: `&IFoo`, or `Option<&IFoo>`.
-    InInterface { ty: String, optional: bool },
+    InInterface { ty: RustType, optional: bool },
     /// `void *` and other untyped pointers stay raw.
-    Opaque { ty: String },
+    Opaque { ty: RustType },
     /// `&[T]` of `len` elements (empty for no elements; a null pointer with a positive count is
     /// refused with `E_POINTER`).
-    InSlice { ty: String, len: String },
+    InSlice { ty: RustType, len: String },
     /// `void *` + a byte count read by the callee: `&[u8]` (as `InSlice`).
     InBytes { len: String },
     /// UTF-16 text: NUL-terminated, or `len` code units.
     InStr { len: Option<String>, optional: bool },
     /// Written by the callee through `Out<'_, T>`.
-    Out { ty: String },
+    Out { ty: RustType },
     /// `&mut T`, or `Option<&mut T>`.
-    Ref { ty: String, optional: bool },
+    Ref { ty: RustType, optional: bool },
     /// A count that a slice or string of this method consumes: not in the safe signature.
     Length,
     /// An `ObjectID` annotated `live`: lent as `LiveObject<'_>`, valid for the callback only
@@ -54,7 +54,7 @@ pub enum ParamKind {
     /// A `ModuleID`, `AssemblyID`, `ClassID` or `FunctionID` the callback hands over while its
     /// code is loaded: given as a value and lent to the thread for the callback, so that the
     /// wrappers take it even after some collectible code unloaded (corprof's `unloads` module).
-    LentId { ty: String },
+    LentId { ty: RustType },
 }
 
 /// Whether a callback's unloadable IDs are of code already gone when it runs: the runtime
@@ -70,24 +70,83 @@ pub enum ReturnKind {
     HResult,
 }
 
-/// The Rust spelling of a C type in raw (FFI) signatures.
-pub fn rust_type(ty: &CType) -> String {
+/// A Rust type as raw (FFI) signatures spell it, held by its structure: the view turns it into
+/// tokens, and nothing reads a type back from its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RustType {
+    /// `()`: what a `void` function returns.
+    Unit,
+    /// A type by its name: a typedef, record, interface, flag enum or primitive (`ClassID`, `u16`).
+    Named(String),
+    /// `::core::ffi::<name>` (`c_void`, `c_int`, …).
+    CoreFfi(&'static str),
+    /// `*const T` / `*mut T`.
+    Pointer { is_const: bool, pointee: Box<RustType> },
+}
+
+impl RustType {
+    pub fn named(name: impl Into<String>) -> Self {
+        RustType::Named(name.into())
+    }
+
+    /// The name of a type given by name (`ClassID`), for looking it up among the header's
+    /// records; `None` for pointers and the others.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            RustType::Named(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// The spelling the generated code has, for docs and messages.
+impl std::fmt::Display for RustType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RustType::Unit => f.write_str("()"),
+            RustType::Named(n) => f.write_str(n),
+            RustType::CoreFfi(n) => write!(f, "::core::ffi::{n}"),
+            RustType::Pointer { is_const: true, pointee } => write!(f, "*const {pointee}"),
+            RustType::Pointer { is_const: false, pointee } => write!(f, "*mut {pointee}"),
+        }
+    }
+}
+
+/// Tests write expected kinds as the generated code spells their types (`"*mut ULONG"`).
+#[cfg(test)]
+impl From<&str> for RustType {
+    fn from(text: &str) -> Self {
+        if text == "()" {
+            RustType::Unit
+        } else if let Some(rest) = text.strip_prefix("*const ") {
+            RustType::Pointer { is_const: true, pointee: Box::new(rest.into()) }
+        } else if let Some(rest) = text.strip_prefix("*mut ") {
+            RustType::Pointer { is_const: false, pointee: Box::new(rest.into()) }
+        } else if let Some(rest) = text.strip_prefix("::core::ffi::") {
+            RustType::CoreFfi(Box::leak(rest.to_string().into_boxed_str()))
+        } else {
+            RustType::named(text)
+        }
+    }
+}
+
+/// The Rust type of a C type in raw (FFI) signatures.
+pub fn rust_type(ty: &CType) -> RustType {
     match ty {
-        CType::Void => "::core::ffi::c_void".to_string(),
-        CType::Builtin(n) => builtin(n).to_string(),
-        CType::Named(n) | CType::Interface(n) => n.clone(),
+        CType::Void => RustType::CoreFfi("c_void"),
+        CType::Builtin(n) => builtin(n),
+        CType::Named(n) | CType::Interface(n) => RustType::named(n),
         // bindgen spells the typedef itself as `Option<unsafe extern fn(…)>`.
-        CType::FnPtr { typedef, .. } => typedef.clone(),
+        CType::FnPtr { typedef, .. } => RustType::named(typedef),
         CType::Pointer { pointee, is_const } => {
-            let inner = rust_type(pointee);
-            if *is_const { format!("*const {inner}") } else { format!("*mut {inner}") }
+            RustType::Pointer { is_const: *is_const, pointee: Box::new(rust_type(pointee)) }
         }
     }
 }
 
 /// The Rust return type of a raw slot: `void` returns `()` (`c_void` is a type, not "no value").
-pub fn rust_return(ty: &CType) -> String {
-    if *ty == CType::Void { "()".to_string() } else { rust_type(ty) }
+pub fn rust_return(ty: &CType) -> RustType {
+    if *ty == CType::Void { RustType::Unit } else { rust_type(ty) }
 }
 
 /// For `Initialize`/`InitializeForAttach`, the parameter holding the runtime's Info object (the
@@ -101,24 +160,24 @@ pub fn info_object_param(m: &ApiMethod) -> Option<&str> {
     m.params.iter().find(|p| is_interface(&p.ir.ty)).map(|p| p.ir.name.as_str())
 }
 
-fn builtin(c: &str) -> &'static str {
+fn builtin(c: &str) -> RustType {
     match c {
-        "int" => "::core::ffi::c_int",
-        "unsigned int" => "::core::ffi::c_uint",
-        "long" => "::core::ffi::c_long",
-        "unsigned long" => "::core::ffi::c_ulong",
-        "long long" => "::core::ffi::c_longlong",
-        "unsigned long long" => "::core::ffi::c_ulonglong",
-        "short" => "::core::ffi::c_short",
-        "unsigned short" => "::core::ffi::c_ushort",
-        "char" => "::core::ffi::c_char",
-        "signed char" => "::core::ffi::c_schar",
-        "unsigned char" => "::core::ffi::c_uchar",
-        "char16_t" => "u16",
-        "float" => "f32",
-        "double" => "f64",
-        "bool" => "bool",
-        _ => "::core::ffi::c_int",
+        "int" => RustType::CoreFfi("c_int"),
+        "unsigned int" => RustType::CoreFfi("c_uint"),
+        "long" => RustType::CoreFfi("c_long"),
+        "unsigned long" => RustType::CoreFfi("c_ulong"),
+        "long long" => RustType::CoreFfi("c_longlong"),
+        "unsigned long long" => RustType::CoreFfi("c_ulonglong"),
+        "short" => RustType::CoreFfi("c_short"),
+        "unsigned short" => RustType::CoreFfi("c_ushort"),
+        "char" => RustType::CoreFfi("c_char"),
+        "signed char" => RustType::CoreFfi("c_schar"),
+        "unsigned char" => RustType::CoreFfi("c_uchar"),
+        "char16_t" => RustType::named("u16"),
+        "float" => RustType::named("f32"),
+        "double" => RustType::named("f64"),
+        "bool" => RustType::named("bool"),
+        _ => RustType::CoreFfi("c_int"),
     }
 }
 
@@ -150,7 +209,7 @@ pub fn classify_method(iface: &str, m: &ApiMethod) -> Result<(Vec<ParamKind>, Re
                         errors.push(not_an_object(iface, m, p));
                         value_kind(&p.ir.ty)
                     }
-                    (Some(ty), None) => ParamKind::Flags { ty: ty.clone() },
+                    (Some(ty), None) => ParamKind::Flags { ty: RustType::named(ty) },
                     (None, None) => value_kind(&p.ir.ty),
                 },
                 Some(spec) => pointer_kind(iface, m, p, spec, &mut errors),
@@ -304,7 +363,7 @@ mod tests {
             ("double", "f64"),
             ("bool", "bool"),
         ] {
-            assert_eq!(spelled(c), rust, "C `{c}`");
+            assert_eq!(spelled(c).to_string(), rust, "C `{c}`");
         }
     }
 
@@ -590,10 +649,10 @@ mod tests {
 
     #[test]
     fn c_types_map_to_rust_spellings() {
-        assert_eq!(rust_type(&ptr(named("GUID"), true)), "*const GUID");
-        assert_eq!(rust_type(&ptr(ptr(CType::Void, false), false)), "*mut *mut ::core::ffi::c_void");
-        assert_eq!(rust_type(&CType::Builtin("int".into())), "::core::ffi::c_int");
-        assert_eq!(rust_type(&CType::Interface("IUnknown".into())), "IUnknown");
+        assert_eq!(rust_type(&ptr(named("GUID"), true)).to_string(), "*const GUID");
+        assert_eq!(rust_type(&ptr(ptr(CType::Void, false), false)).to_string(), "*mut *mut ::core::ffi::c_void");
+        assert_eq!(rust_type(&CType::Builtin("int".into())).to_string(), "::core::ffi::c_int");
+        assert_eq!(rust_type(&CType::Interface("IUnknown".into())).to_string(), "IUnknown");
     }
 
     #[test]
@@ -635,7 +694,7 @@ mod tests {
                 FnContract::Callback
             ]
         );
-        assert_eq!(rust_type(&fnptr("FunctionEnter3")), "FunctionEnter3", "bindgen's Option<fn> typedef");
+        assert_eq!(rust_type(&fnptr("FunctionEnter3")).to_string(), "FunctionEnter3", "bindgen's Option<fn> typedef");
     }
 
     #[test]

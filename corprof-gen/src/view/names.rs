@@ -112,6 +112,11 @@ pub fn thunk(interface: &str, method: &str) -> String {
     format!("{interface}_{method}__")
 }
 
+/// Whether `name` is a Rust keyword, which an identifier spells raw (`r#type`).
+pub fn is_keyword(name: &str) -> bool {
+    KEYWORDS.contains(&name)
+}
+
 pub fn ident(name: &str) -> String {
     if KEYWORDS.contains(&name) { format!("r#{name}") } else { name.to_string() }
 }
