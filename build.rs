@@ -1,6 +1,6 @@
 //! Generates the bindings from corprof.h (found through CORPROF_INCLUDE_DIR) and annotations/.
 //! The generator also prints what the header declares as cfgs (`corprof_iface = "…"`,
-//! `corprof_method = "…"`; see corprof_gen::capabilities): src/ compiles the parts that call
+//! `corprof_method = "…"`; see corprof-gen/src/capabilities.rs): src/ compiles the parts that call
 //! ICorProfilerInfo12–15 or Info14's EventPipeCreateProvider2 only when the header has them.
 fn main() {
     corprof_gen::build::run();
