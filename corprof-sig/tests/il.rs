@@ -971,7 +971,7 @@ mod wrap {
     /// panic; and what is wrapped verifies again after it is encoded and read back.
     #[test]
     fn hostile_bodies_and_signatures_are_wrapped_or_refused() {
-        let mut rng = Rng(0x5eed_0f_c0ff_ee42);
+        let mut rng = Rng(0x5eed_0fc0_ffee_0042);
         // Valid bodies, each with a signature it verifies under.
         let seeds: Vec<(Vec<u8>, &[u8])> = vec![
             (nested_and_adjacent(), &[0x00, 0x00, 0x01]),         // static void F()
