@@ -26,6 +26,18 @@ pub use crate::wrapper_support::{
     wrap_out, zeroed,
 };
 
+/// Sees `ReJITError` first: a failure of a ReJIT corprof's instrumentation asked for is said in
+/// its decisions. Always `None`: the profiler's `rejit_error` sees every failure.
+#[doc(hidden)]
+pub fn rejit_error(module: usize, method: u32, function: usize, status: i32) -> Option<crate::Result<()>> {
+    let _ = function;
+    #[cfg(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit"))]
+    crate::instrument::rejit_failed(module, method, crate::HResult(status));
+    #[cfg(not(all(corprof_iface = "IMetaDataImport", corprof_iface = "IMetaDataEmit")))]
+    let _ = (module, method, status);
+    None
+}
+
 /// Answers `GetReJITParameters` for the ReJITs corprof's instrumentation asked for (the new body
 /// of a wrapped method, given through `control`): `Some` with the answer for one of those, `None`
 /// for any other method, whose ReJIT is the profiler's own.

@@ -671,6 +671,8 @@ pub struct Instrumentation {
     /// Bodies for the ReJITs asked for, by raw module ID and method token.
     prepared: Mutex<HashMap<(usize, u32), Prepared>>,
     decisions: Mutex<Vec<Decision>>,
+    /// The ReJITs the runtime reported failed, said once each.
+    failed: Mutex<std::collections::HashSet<(usize, u32)>>,
     /// The worker thread's queue of ReJITs to request, and how many are not requested yet.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     pending: AtomicUsize,
@@ -1002,7 +1004,9 @@ impl Instrumentation {
         lock(&self.startup).done.is_some()
     }
 
-    /// What was wrapped and refused so far, in order.
+    /// What was wrapped and refused so far, in order. A method wrapped through ReJIT whose ReJIT
+    /// the runtime later reports failed (`ReJITError`, seen by corprof before the profiler's
+    /// `rejit_error`) has a second decision, `Refused`, with the runtime's reason.
     pub fn decisions(&self) -> Vec<Decision> {
         lock(&self.decisions).clone()
     }
@@ -1252,6 +1256,25 @@ pub(crate) unsafe fn rejit_parameters(
     // SAFETY: the body was made for this method of this module by `wrapped_body` and checked
     // there (see it for what the new code calls); it goes to this method's ReJIT only.
     Some(unsafe { crate::rewrite::set_rejit_body(control, &p.body) }.map_err(HResult::from))
+}
+
+/// A ReJIT the runtime reported failed (`ReJITError`): one corprof asked for is said once in the
+/// decisions, with the runtime's reason; the method keeps the code it had.
+pub(crate) fn rejit_failed(module: usize, method: u32, status: HResult) {
+    let Some(this) = STARTED.get() else { return };
+    let said = {
+        let prepared = lock(&this.prepared);
+        let Some(p) = prepared.get(&(module, method)) else { return };
+        if !lock(&this.failed).insert((module, method)) {
+            return;
+        }
+        Decision::Refused {
+            method: p.name.clone(),
+            target: p.target.clone(),
+            reason: format!("its ReJIT failed: {}", status.describe()),
+        }
+    };
+    this.note(said);
 }
 
 /// `System.Runtime.CompilerServices.CallConvSuppressGCTransition` as a token of `module`: its

@@ -39,6 +39,8 @@ pub struct ApiMethod {
     pub refuse_in: Vec<crate::annotations::Context>,
     /// Its entry in the docs table (annotations/docs/), if any.
     pub docs: Option<crate::annotations::docs::MethodDocs>,
+    /// The `imp` function a callback's thunk calls first (annotation `answered_by:`).
+    pub answered_by: Option<String>,
 }
 
 /// What annotation `wrapper:` decided for a method the profiler calls.
@@ -220,7 +222,8 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
             if safe && docs.is_none() {
                 undocumented.push(format!("{}::{}", iface.name, m.name));
             }
-            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, refuse_in, docs };
+            let answered_by = method_ann.and_then(|ma| ma.answered_by.as_ref()).map(|(f, _)| f.clone());
+            let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, refuse_in, docs, answered_by };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
                 if !consumed.contains(&p.ir.name.as_str()) {
@@ -322,6 +325,7 @@ fn check_interface_entry(header: &Header, ia: &InterfaceAnn, errors: &mut Errors
         let Some(method) = check_method_known(&mut cx, iface, ma) else { continue };
         check_return(&mut cx, iface, method, ma);
         check_wrapper(&mut cx, iface, method, ma);
+        check_answered_by(&mut cx, iface, method, ma);
         for pa in &ma.params {
             let Some(p) = check_param_known(&mut cx, iface, method, pa) else { continue };
             let counts_fit = check_counts(&mut cx, &p);
@@ -485,6 +489,28 @@ fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Metho
     if let Some(problem) = problem {
         cx.errors.push(
             Diagnostic::error(format!("`wrapper:` of {}::{} {problem}", iface.name, method.name))
+                .at(loc.clone())
+                .declared_at(&method.loc),
+        );
+    }
+}
+
+/// `answered_by:` names a function of corprof's `imp` module, and only a callback's thunk can
+/// call one first.
+fn check_answered_by(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
+    let Some((name, loc)) = &ma.answered_by else { return };
+    let identifier = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let problem = if !cx.header.is_callback(iface) {
+        Some("is for a callback, which corprof's thunk can answer before the profiler".to_string())
+    } else if !identifier {
+        Some(format!("names {name:?}, not a function of corprof's `imp` module (a snake_case name)"))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        cx.errors.push(
+            Diagnostic::error(format!("`answered_by:` of {}::{} {problem}", iface.name, method.name))
                 .at(loc.clone())
                 .declared_at(&method.loc),
         );

@@ -187,6 +187,11 @@ pub struct MethodAnn {
     /// which header added it. Where the interface lacks it the entry is skipped with a note
     /// instead of the unknown-method error.
     pub since: Option<(String, Loc)>,
+    /// From the reserved key `answered_by:` of a callback: the function of corprof's `imp`
+    /// module the thunk calls first, with the runtime's arguments as plain integers and untyped
+    /// pointers; what it returns (`Some`) answers the callback without the profiler's method,
+    /// `None` passes the callback on (`GetReJITParameters: { answered_by: rejit_parameters }`).
+    pub answered_by: Option<(String, Loc)>,
     pub loc: Loc,
 }
 
@@ -207,6 +212,10 @@ pub(crate) const AKA_KEY: &str = "aka";
 /// The key of [`MethodAnn::since`]: `since: "<the header that appended the method>"`. Reserved: a
 /// parameter of that name cannot be annotated.
 pub(crate) const SINCE_KEY: &str = "since";
+
+/// The key of [`MethodAnn::answered_by`]: `answered_by: <imp function>`. Reserved: a parameter of
+/// that name cannot be annotated.
+pub(crate) const ANSWERED_BY_KEY: &str = "answered_by";
 
 /// The key of a method's [`WrapperSpec`]. Reserved: a parameter of that name cannot be annotated.
 pub(crate) const WRAPPER_KEY: &str = "wrapper";

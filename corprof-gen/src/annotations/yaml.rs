@@ -4,8 +4,8 @@
 
 use super::outline::{MAX_DEPTH, Outline};
 use super::{
-    AKA_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY, ReturnSpec, SINCE_KEY,
-    WRAPPER_KEY, WrapperSpec,
+    AKA_KEY, ANSWERED_BY_KEY, Annotations, Direction, InterfaceAnn, MethodAnn, ParamAnn, ParamSpec, RETURN_KEY,
+    ReturnSpec, SINCE_KEY, WRAPPER_KEY, WrapperSpec,
 };
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
@@ -61,6 +61,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 aka: Vec::new(),
                 wrapper: None,
                 since: None,
+                answered_by: None,
                 loc: method_loc.clone(),
             };
             for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
@@ -97,6 +98,19 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                             Diagnostic::error(format!("invalid `{SINCE_KEY}` annotation: expected a text"))
                                 .at(loc)
                                 .help("write `since: \"<the header that appended this method to its interface>\"`"),
+                        ),
+                    }
+                    continue;
+                }
+                if param == ANSWERED_BY_KEY {
+                    match spec {
+                        Value::String(name) if !name.trim().is_empty() => {
+                            method_ann.answered_by = Some((name.trim().to_string(), loc));
+                        }
+                        _ => errors.push(
+                            Diagnostic::error(format!("invalid `{ANSWERED_BY_KEY}` annotation: expected a function name"))
+                                .at(loc)
+                                .help("write `answered_by: <the function of corprof's imp module that sees the callback first>`"),
                         ),
                     }
                     continue;

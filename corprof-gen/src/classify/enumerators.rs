@@ -116,6 +116,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
         }
     }
 

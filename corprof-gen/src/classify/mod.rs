@@ -341,6 +341,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
         }
     }
 
@@ -674,6 +675,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         let contracts: Vec<FnContract> = kinds
@@ -712,6 +714,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
         };
         let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
         assert_eq!(
@@ -738,6 +741,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
             params: vec![
                 param("hr", named("HRESULT"), None),
                 param("cIds", named("ULONG"), None),

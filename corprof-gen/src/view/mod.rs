@@ -4,7 +4,7 @@
 //! `format_rust` formats the whole file once.
 
 use crate::classify::call::is_free_threaded;
-use crate::classify::{ParamKind, classify_method, info_object_param, rust_return, rust_type};
+use crate::classify::{ParamKind, RustType, classify_method, info_object_param, rust_return, rust_type};
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use crate::resolve::{Api, ApiInterface, doc_url, numbered};
@@ -175,8 +175,11 @@ pub fn build(api: &Api, root: &str, types: crate::types::Types) -> Result<Bindin
     let zeroables: Vec<ZeroableView> =
         types.zeroable.iter().filter_map(|z| zeroable_view(&root, z).map_err(|d| errors.push(d)).ok()).collect();
     errors.check()?;
-    let (callbacks, (wrappers, exports)) =
-        crate::diag::both(callbacks_view(api, &root), wrappers::wrappers_view(api, &root, &types.pointer_records))?;
+    let id_names: Vec<String> = types.ids.iter().map(|i| i.name.clone()).collect();
+    let (callbacks, (wrappers, exports)) = crate::diag::both(
+        callbacks_view(api, &root, &id_names),
+        wrappers::wrappers_view(api, &root, &types.pointer_records),
+    )?;
     Ok(BindingsView {
         exports,
         wrappers,
@@ -256,7 +259,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> Result<InterfaceView, Diag
     }
 }
 
-fn callbacks_view(api: &Api, root: &TokenStream) -> Result<CallbacksView, Errors> {
+fn callbacks_view(api: &Api, root: &TokenStream, id_names: &[String]) -> Result<CallbacksView, Errors> {
     // Vtable order: root first, then each derived version.
     let chain = api.callback_chain();
     let Some(highest) = chain.last().copied() else {
@@ -343,7 +346,7 @@ fn callbacks_view(api: &Api, root: &TokenStream) -> Result<CallbacksView, Errors
                     })
                     .unwrap_or_default(),
                 tracked_id: tracked_id.unwrap_or_default(),
-                answered_by: answered_first(root, m, &mut t),
+                answered_by: answered_first(root, m, id_names, &mut t),
             };
             if let Some(d) = t.finish() {
                 errors.push(d);
@@ -409,21 +412,26 @@ fn tracked_callback(name: &str) -> Option<&'static str> {
     TRACKED.into_iter().find(|t| *t == name)
 }
 
-/// The `imp` call that answers a callback before the profiler's method, for the callbacks
-/// corprof answers first: `GetReJITParameters(ModuleID, mdMethodDef, ICorProfilerFunctionControl *)`,
-/// whose ReJITs of methods corprof's instrumentation asked for it gives their new body itself
-/// (so that a method's body can only go to that method's ReJIT). Passed as plain integers and an
-/// untyped pointer: a crate generating its own bindings has its own types for them.
-fn answered_first(root: &TokenStream, m: &crate::resolve::ApiMethod, t: &mut Tokens) -> TokenStream {
-    match (m.ir.name.as_str(), m.params.as_slice()) {
-        ("GetReJITParameters", [module, method, control]) => {
-            let module = t.ident("parameter", &module.ir.name);
-            let method = t.ident("parameter", &method.ir.name);
-            let control = t.ident("parameter", &control.ir.name);
-            quote!(#root::imp::rejit_parameters(#module.as_raw() as usize, #method as u32, #control.cast()))
-        }
-        _ => TokenStream::new(),
-    }
+/// The `imp` call that sees a callback before the profiler's method (annotation `answered_by:`),
+/// with the runtime's own arguments as plain values: an ID as its raw integer, a pointer
+/// untyped, any other value as the integer it is (each converted to what the function takes). A
+/// crate generating its own bindings has its own types for them, so none is passed as such.
+fn answered_first(root: &TokenStream, m: &crate::resolve::ApiMethod, ids: &[String], t: &mut Tokens) -> TokenStream {
+    let Some(function) = &m.answered_by else { return TokenStream::new() };
+    let function = t.ident("imp function", function);
+    let args: Vec<TokenStream> = m
+        .params
+        .iter()
+        .map(|p| {
+            let raw = t.ident("parameter", &p.ir.name);
+            match rust_type(&p.ir.ty) {
+                RustType::Pointer { .. } => quote!(#raw.cast()),
+                RustType::Named(n) if ids.contains(&n) => quote!(#raw.as_raw() as _),
+                _ => quote!(#raw as _),
+            }
+        })
+        .collect();
+    quote!(#root::imp::#function(#(#args),*))
 }
 
 /// The safe parameter type and the thunk expression that builds it, or `None` for hidden counts.

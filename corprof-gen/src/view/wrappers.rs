@@ -995,6 +995,7 @@ mod tests {
             suspends: false,
             refuse_in: Vec::new(),
             docs: None,
+            answered_by: None,
         };
         let iface = ApiInterface {
             ir: Interface {
