@@ -25,7 +25,7 @@ pub struct Diagnostic {
     pub folded: Option<Fold>,
 }
 
-/// The kinds of warning a build folds ([`Diagnostic::folded`]).
+/// The kinds of warning a build folds (`Diagnostic::folded`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fold {
     /// A `[size_is]` count that no corprof.idl states (`resolve::unconfirmed`).
@@ -150,7 +150,7 @@ impl Errors {
         self.items.extend(other.items);
     }
 
-    /// The diagnostics without the warnings of a folded kind ([`Diagnostic::folded`]), and how
+    /// The diagnostics without the warnings of a folded kind (`Diagnostic::folded`), and how
     /// many of each kind there were: what a build (and `expand`) prints.
     pub(crate) fn fold(self) -> (Errors, Vec<(Fold, usize)>) {
         let mut folded: Vec<(Fold, usize)> = Vec::new();

@@ -13,8 +13,8 @@
 //! ```
 //!
 //! Takes the annotation folders and gives a [`HeaderList`], every entry with its file:line:col;
-//! [`HeaderList::find`] checks it against the header folders and gives what to parse
-//! ([`EntryHeaders`]), or an error at the line of each required header no folder has.
+//! `HeaderList::find` checks it against the header folders and gives what to parse
+//! (`EntryHeaders`), or an error at the line of each required header no folder has.
 
 use super::yaml;
 use crate::diag::{Diagnostic, Errors};
@@ -59,7 +59,7 @@ pub struct HeaderList {
     pub path: String,
 }
 
-/// What [`HeaderList::find`] found in the header folders.
+/// What `HeaderList::find` found in the header folders.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct EntryHeaders {
     /// The listed headers the folders have, in order (the generated file's first line names them).
