@@ -843,7 +843,9 @@ impl Instrumentation {
     /// Whether a method of `assembly` may end at its task's completion, or why not.
     fn task_end_allowed(&self, assembly: &str, managed_code: bool, loaded: bool) -> Result<(), String> {
         if self.invoker.is_none() {
-            Err(format!("that takes corprof's managed assembly: call managed_invoker with {INVOKER_ASSEMBLY}.dll's path"))
+            Err(format!(
+                "that takes corprof's managed assembly: call managed_invoker with {INVOKER_ASSEMBLY}.dll's path"
+            ))
         } else if managed_code {
             Err("it is managed code of corprof's or of a handler's, which would call itself".into())
         } else if assembly == "System.Private.CoreLib" {
@@ -1602,18 +1604,18 @@ fn wrapped_body(
         end.push(Instruction::token(OpCode::CALL, *call));
     } else {
         match (returns, ret) {
-        (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
-        (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
-            end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
+            (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
+            (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
+                end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
+            }
+            _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
         }
-        _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
-    }
-    match (returns, ret) {
-        (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
-        _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
-    }
-    end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
-    end.push(Instruction::token(OpCode::CALLI, end_token));
+        match (returns, ret) {
+            (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
+            _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
+        }
+        end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
+        end.push(Instruction::token(OpCode::CALLI, end_token));
     }
 
     let call_sig = |t: Token| {

@@ -368,10 +368,16 @@ pub(super) enum TaskReturn {
 
 /// The framework's assemblies a TypeRef to `Task` may name (the reference assemblies', the
 /// facades', CoreLib).
-const TASK_SCOPES: [&str; 5] = ["mscorlib", "System.Runtime", "System.Private.CoreLib", "netstandard", "System.Threading.Tasks"];
+const TASK_SCOPES: [&str; 5] =
+    ["mscorlib", "System.Runtime", "System.Private.CoreLib", "netstandard", "System.Threading.Tasks"];
 
 /// Whether `ret` (a method's return type) is `Task` or `Task<T>` of the framework.
-pub(super) fn task_return(info: &ProfilerInfo, import: &MetaDataImport, module: ModuleID, ret: &Type) -> Option<TaskReturn> {
+pub(super) fn task_return(
+    info: &ProfilerInfo,
+    import: &MetaDataImport,
+    module: ModuleID,
+    ret: &Type,
+) -> Option<TaskReturn> {
     let mut ret = ret;
     while let Type::Modified { ty, .. } = ret {
         ret = ty;
