@@ -1692,6 +1692,44 @@ mod tests {
         assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 1));
     }
 
+    /// Keeps every outcome `end` is given, with its state.
+    struct Ends(Mutex<Vec<(u64, Outcome)>>);
+
+    impl Handler for &'static Ends {
+        fn ends_when_task_completes(&self) -> bool {
+            true
+        }
+        fn end(&self, _: &Method, state: u64, outcome: Outcome) {
+            self.0.lock().unwrap().push((state, outcome));
+        }
+    }
+
+    #[test]
+    fn task_ends_are_read_as_the_managed_side_says() {
+        static SEEN: Ends = Ends(Mutex::new(Vec::new()));
+        let mut i = Instrumentation::new();
+        let definition = i.wrap(Target::method("T", "Async"), &SEEN).unwrap();
+        // A Task<int>: the result is read as an int.
+        let index = method_of(definition, Kind::Int, Vec::new());
+        task_end_entry(index, 1, TASK_COMPLETED, 42, 0.0);
+        task_end_entry(index, 2, TASK_FAULTED, 0, 0.0);
+        task_end_entry(index, 3, TASK_CANCELED, 0, 0.0);
+        task_end_entry(index, 4, TASK_NONE, 9, 0.0);
+        // A code no code of corprof's sends: the handler is not called.
+        task_end_entry(index, 5, 17, 0, 0.0);
+        assert_eq!(
+            *SEEN.0.lock().unwrap(),
+            [
+                (1, Outcome::Returned(Value::Int(42))),
+                (2, Outcome::Threw),
+                (3, Outcome::Threw),
+                (4, Outcome::Returned(Value::Other)),
+            ]
+        );
+        task_end_entry(u32::MAX, 6, TASK_COMPLETED, 0, 0.0);
+        assert_eq!(SEEN.0.lock().unwrap().len(), 4);
+    }
+
     /// Keeps the arguments `begin` is given.
     struct Arguments(Mutex<Vec<Vec<Value>>>);
 
