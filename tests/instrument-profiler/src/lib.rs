@@ -69,8 +69,11 @@ impl Handler for &'static Recorder {
 #[derive(Default)]
 struct TaskRecorder {
     seen: Mutex<BTreeMap<String, Seen>>,
-    /// The states handed out and not ended yet, with their method's name.
-    open: Mutex<BTreeMap<u64, String>>,
+    /// The states handed out and not ended yet, with their method's name and the thread that
+    /// began the call.
+    open: Mutex<BTreeMap<u64, (String, std::thread::ThreadId)>>,
+    /// The methods with a call that ended on another thread than the one that began it.
+    elsewhere: Mutex<std::collections::BTreeSet<String>>,
     /// Told at each end: shutdown waits for the ends still running on other threads.
     ended: std::sync::Condvar,
     next: std::sync::atomic::AtomicU64,
@@ -92,13 +95,17 @@ impl Handler for &'static TaskRecorder {
     fn begin(&self, call: &Call<'_>) -> u64 {
         let state = self.next.fetch_add(1, Ordering::Relaxed) + 1000;
         let name = call.method().name().to_owned();
-        self.open.lock().unwrap().insert(state, name.clone());
+        self.open.lock().unwrap().insert(state, (name.clone(), std::thread::current().id()));
         self.seen.lock().unwrap().entry(name).or_default().calls += 1;
         state
     }
     fn end(&self, method: &Method, state: u64, outcome: Outcome) {
         let mut open = self.open.lock().unwrap();
-        let paired = open.remove(&state).is_some_and(|n| n == method.name());
+        let begun = open.remove(&state);
+        let paired = begun.as_ref().is_some_and(|(n, _)| n == method.name());
+        if begun.is_some_and(|(_, thread)| thread != std::thread::current().id()) {
+            self.elsewhere.lock().unwrap().insert(method.name().to_owned());
+        }
         let mut seen = self.seen.lock().unwrap();
         let s = seen.entry(method.name().to_owned()).or_default();
         s.ends += 1;
@@ -483,6 +490,9 @@ impl CorProfilerCallback for Profiler {
             n.fast.load(Ordering::Relaxed)
         );
         task_recorder().drain(std::time::Duration::from_secs(10));
+        for name in task_recorder().elsewhere.lock().unwrap().iter() {
+            text += &format!("ended on another thread: {name}\n");
+        }
         let tasks = task_recorder().seen.lock().unwrap();
         for (name, s) in recorder().seen.lock().unwrap().iter().chain(tasks.iter()) {
             let last = s.last.map_or("-".to_owned(), |o| format!("{o:?}"));
