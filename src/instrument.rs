@@ -67,6 +67,13 @@
 //! wrapped through ReJIT once it ran; see `docs/guide/instrumentation.md` for the contract and
 //! what is refused.
 //!
+//! # `async` methods
+//! A method returning a task ends, by default, when it returns the task. A handler whose
+//! [`Handler::ends_when_task_completes`] says `true` ends such methods when their task
+//! completes, with its result or [`Outcome::Threw`], through a continuation that
+//! `Corprof.Instrumentation` registers (so it needs [`Instrumentation::managed_invoker`], and the
+//! methods are wrapped once the startup has loaded that assembly); see the trait method.
+//!
 //! # Limits of this version
 //! Handlers see primitive arguments and return values; objects are not passed. A method wrapped
 //! through ReJIT runs unwrapped until its request is made
@@ -338,7 +345,9 @@ impl Call<'_> {
 
 /// What runs around each call of the methods a [`Target`] names.
 ///
-/// Both methods run on the app's thread, inside the call; see the [module](self) for what they
+/// Both methods run on the app's thread, inside the call (but `end` of a task-returning method
+/// whose handler [ends at the task's completion](Self::ends_when_task_completes), on the thread
+/// that completes the task); see the [module](self) for what they
 /// may do. A panic is caught: it is reported on stderr, once, and the handler is not called
 /// again (the methods run on, unwrapped in effect).
 pub trait Handler: Send + Sync + 'static {
@@ -1448,9 +1457,12 @@ fn signature_of(import: &MetaDataImport, token: Token) -> Option<MethodSig> {
 /// local signature, made in this module; `Wrapper::finish` verified the whole body.
 ///
 /// For a method returning a task whose handler [ends at its completion](Handler::ends_when_task_completes),
-/// the end code calls `Corprof.Instrumentation.AsyncEnd` instead (a managed method, with the
-/// address of `task_end_entry`), which `task_end` says may be done here, or why not; the
-/// answer's `bool` says the body names that assembly (and must wait for the startup).
+/// the end code calls `Corprof.Instrumentation.AsyncEnd.EndTask[Of<T>]` instead, by its
+/// MemberRef (the call is checked against that signature), passing the address of
+/// `task_end_entry`, which the managed side calls through a delegate of exactly its signature
+/// (`void (int32, int64, int32, int64, float64)`, cdecl); `task_end` says whether that may be
+/// done here, or why not. The answer's `bool` says the body names that assembly: it goes to the
+/// runtime only through ReJIT, once the startup has made the assembly resolve.
 #[allow(clippy::too_many_arguments)]
 fn wrapped_body(
     info: &ProfilerInfo,
@@ -1584,25 +1596,27 @@ fn wrapped_body(
         }
     }
     begin.extend([Instruction::token(OpCode::CALLI, begin_token), Instruction::stloc(state)]);
-    let mut end = vec![
-        Instruction::ldc_i4(index as i32),
-        Instruction::ldloc(state),
-        Instruction::ldloc(wrapper.exception_local()),
-        Instruction::simple(OpCode::LDNULL),
-        Instruction::simple(OpCode::CGT_UN),
-    ];
     let ret = wrapper.return_local();
+    let mut end = Vec::new();
     if let (Some((call, _)), Some(r)) = (&task_call, ret) {
-        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry)
-        end = vec![
+        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry): a managed call, which
+        // hands the task's completion to the native entry.
+        end.extend([
             Instruction::ldloc(r),
             Instruction::ldloc(wrapper.exception_local()),
             Instruction::ldc_i4(index as i32),
             Instruction::ldloc(state),
-        ];
+        ]);
         end.extend(address(task_end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
         end.push(Instruction::token(OpCode::CALL, *call));
     } else {
+        end.extend([
+            Instruction::ldc_i4(index as i32),
+            Instruction::ldloc(state),
+            Instruction::ldloc(wrapper.exception_local()),
+            Instruction::simple(OpCode::LDNULL),
+            Instruction::simple(OpCode::CGT_UN),
+        ]);
         match (returns, ret) {
             (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
             (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
@@ -1623,8 +1637,7 @@ fn wrapped_body(
             Some(begin_signature.clone())
         } else if t == end_token {
             Some(end_signature.clone())
-        } else if let Some((call, sig)) = task_call.as_ref().filter(|(call, _)| *call == t) {
-            let _ = call;
+        } else if let Some((_, sig)) = task_call.as_ref().filter(|(call, _)| *call == t) {
             Some(sig.clone())
         } else {
             signature_of(import, t)
