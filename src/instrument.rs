@@ -67,6 +67,13 @@
 //! wrapped through ReJIT once it ran; see `docs/guide/instrumentation.md` for the contract and
 //! what is refused.
 //!
+//! # `async` methods
+//! A method returning a task ends, by default, when it returns the task. A handler whose
+//! [`Handler::ends_when_task_completes`] says `true` ends such methods when their task
+//! completes, with its result or [`Outcome::Threw`], through a continuation that
+//! `Corprof.Instrumentation` registers (so it needs [`Instrumentation::managed_invoker`], and the
+//! methods are wrapped once the startup has loaded that assembly); see the trait method.
+//!
 //! # Limits of this version
 //! Handlers see primitive arguments and return values; objects are not passed. A method wrapped
 //! through ReJIT runs unwrapped until its request is made
@@ -338,7 +345,9 @@ impl Call<'_> {
 
 /// What runs around each call of the methods a [`Target`] names.
 ///
-/// Both methods run on the app's thread, inside the call; see the [module](self) for what they
+/// Both methods run on the app's thread, inside the call (but `end` of a task-returning method
+/// whose handler [ends at the task's completion](Self::ends_when_task_completes), on the thread
+/// that completes the task); see the [module](self) for what they
 /// may do. A panic is caught: it is reported on stderr, once, and the handler is not called
 /// again (the methods run on, unwrapped in effect).
 pub trait Handler: Send + Sync + 'static {
@@ -355,6 +364,34 @@ pub trait Handler: Send + Sync + 'static {
     /// it to return; if it waited for a thread that waits for that GC, the app would hang.
     fn may_block(&self) -> bool {
         true
+    }
+    /// Whether [`end`](Self::end) of a method returning a task (`System.Threading.Tasks.Task`
+    /// or `Task<T>`) waits for the task to complete, instead of running when the method returns
+    /// it: asked once, when the handler is registered; other methods end at their return either
+    /// way.
+    ///
+    /// When `true`, such a method's `end` runs once its task completes, on the thread that
+    /// completes it (or at the return, on the caller's, when it completed already): with
+    /// [`Outcome::Returned`] and the result for a task that ran to completion (`Value::Void` for
+    /// `Task`, the value of a primitive `T`, else `Value::Other`; `Value::Other` when the method
+    /// returned no task at all), and [`Outcome::Threw`] for a task that faulted or was cancelled,
+    /// and for a method that threw before returning a task (at once). The `state` from
+    /// [`begin`](Self::begin) reaches it. The app's task is left as it is: its result, its
+    /// exception (never read, so never marked observed), and when and where its own
+    /// continuations run (`end` runs from a continuation of the default scheduler, synchronously
+    /// on the completing thread, never on a `SynchronizationContext`; it delays the app's
+    /// continuations by its own time). A task that never completes never ends.
+    ///
+    /// It takes corprof's managed assembly ([`Instrumentation::managed_invoker`]), which the
+    /// end code calls; the methods are wrapped through ReJIT once the startup has loaded it, so
+    /// calls made before run unwrapped. Refused, with the reason in
+    /// [`Instrumentation::decisions`]: without `managed_invoker`, when the instrumentation
+    /// started after the app's modules loaded (attach), and for methods of
+    /// `System.Private.CoreLib` (whose tasks the end code itself uses). `ValueTask` and
+    /// `ValueTask<T>` end at their return: a `ValueTask` may be backed by a source that allows
+    /// one continuation, the app's.
+    fn ends_when_task_completes(&self) -> bool {
+        false
     }
     /// Called first, before the method's own code; returns a state the matching
     /// [`end`](Self::end) receives (a start time, an index into a table of the handler's).
@@ -377,6 +414,8 @@ struct Definition {
     arguments: bool,
     /// What the handler's `may_block` said.
     may_block: bool,
+    /// What the handler's `ends_when_task_completes` said.
+    task_end: bool,
     /// Set when the handler panicked: it is not called again.
     off: AtomicBool,
     /// A handler in C#: its methods call corprof's managed invoker, not the native entry points.
@@ -515,6 +554,30 @@ fn begin(m: &Method, d: &Definition, args: &[Value]) -> u64 {
 extern "C" fn end_entry(method: u32, state: u64, threw: i32, int: i64, float: f64) {
     let Some((m, d)) = lookup(method) else { return };
     let outcome = if threw != 0 { Outcome::Threw } else { Outcome::Returned(m.returns.value(int, float)) };
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| d.handler.end(m, state, outcome))) {
+        handler_panicked(m, d, payload);
+    }
+}
+
+/// How a task-returning method ended, as `Corprof.Instrumentation.AsyncEnd` says it.
+const TASK_COMPLETED: i32 = 0;
+const TASK_FAULTED: i32 = 1;
+const TASK_CANCELED: i32 = 2;
+const TASK_NONE: i32 = 3;
+
+/// The native entry `Corprof.Instrumentation.AsyncEnd` calls when a task-returning method has
+/// ended: `void (int32 method, int64 state, int32 how, int64 int, float64 float)`, cdecl; `how`
+/// is one of the `TASK_*` above (the method threw before returning a task: faulted), the value
+/// is a completed `Task<T>`'s result as `end_entry` takes it.
+extern "C" fn task_end_entry(method: u32, state: u64, how: i32, int: i64, float: f64) {
+    let Some((m, d)) = lookup(method) else { return };
+    let outcome = match how {
+        TASK_COMPLETED => Outcome::Returned(m.returns.value(int, float)),
+        TASK_FAULTED | TASK_CANCELED => Outcome::Threw,
+        TASK_NONE => Outcome::Returned(Value::Other),
+        // From no code of corprof's.
+        _ => return,
+    };
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| d.handler.end(m, state, outcome))) {
         handler_panicked(m, d, payload);
     }
@@ -711,11 +774,13 @@ impl Instrumentation {
     pub fn wrap(&mut self, target: Target, handler: impl Handler) -> Result<DefinitionId, TooManyDefinitions> {
         let r = registry();
         let (arguments, may_block) = (handler.wants_arguments(), handler.may_block());
+        let task_end = handler.ends_when_task_completes();
         let definition = Definition {
             handler: Box::new(handler),
             target: target.to_string(),
             arguments,
             may_block,
+            task_end,
             off: AtomicBool::new(false),
             managed: None,
         };
@@ -766,6 +831,7 @@ impl Instrumentation {
             target: target.to_string(),
             arguments: false,
             may_block: true,
+            task_end: false,
             off: AtomicBool::new(false),
             managed: Some(managed::Managed { assembly, type_name: handler.type_name, bit: bit as u32 }),
         };
@@ -773,6 +839,36 @@ impl Instrumentation {
         let id = DefinitionId(id);
         self.targets.push((target, id, AtomicBool::new(false)));
         Ok(id)
+    }
+
+    /// Whether the app needs the managed startup: managed handlers, or a handler ending at its
+    /// tasks' completion with corprof's assembly located.
+    fn needs_startup(&self) -> bool {
+        let task_end = |d: DefinitionId| {
+            registry().definitions.get(d.0 as usize).and_then(OnceLock::get).is_some_and(|d| d.task_end)
+        };
+        !self.managed_handlers.is_empty()
+            || (self.invoker.is_some() && self.targets.iter().any(|(_, d, _)| task_end(*d)))
+    }
+
+    /// Whether a method of `assembly` may end at its task's completion, or why not.
+    fn task_end_allowed(&self, assembly: &str, managed_code: bool, loaded: bool) -> Result<(), String> {
+        if self.invoker.is_none() {
+            Err(format!(
+                "that takes corprof's managed assembly: call managed_invoker with {INVOKER_ASSEMBLY}.dll's path"
+            ))
+        } else if managed_code {
+            Err("it is managed code of corprof's or of a handler's, which would call itself".into())
+        } else if assembly == "System.Private.CoreLib" {
+            Err("System.Private.CoreLib's tasks are what that end code itself uses".into())
+        } else if loaded {
+            Err(format!(
+                "{INVOKER_ASSEMBLY} is loaded by the startup of the app, which ran before start: call start from \
+                 initialize"
+            ))
+        } else {
+            Ok(())
+        }
     }
 
     /// What `Startup.Start` reads: one line per managed handler, `handler`, its bit, its
@@ -819,12 +915,13 @@ impl Instrumentation {
         let prepared = lock(&self.prepared).remove(&(module.as_raw(), method));
         self.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(p) = prepared {
-            let (path, _, type_name) = &self.managed_handlers[bit as usize];
-            self.note(Decision::Refused {
-                method: p.name,
-                target: p.target,
-                reason: format!("its managed handler {type_name} was not loaded from {} (see stderr)", path.display()),
-            });
+            let reason = match self.managed_handlers.get(bit as usize) {
+                Some((path, _, type_name)) => {
+                    format!("its managed handler {type_name} was not loaded from {} (see stderr)", path.display())
+                }
+                None => format!("{INVOKER_ASSEMBLY} could not be made to resolve in the app (see stderr)"),
+            };
+            self.note(Decision::Refused { method: p.name, target: p.target, reason });
         }
     }
 
@@ -1041,7 +1138,7 @@ impl Instrumentation {
         // never wrapped for a managed handler (whose calls would come back to it).
         let managed_code =
             assembly == INVOKER_ASSEMBLY || self.managed_handlers.iter().any(|(_, name, _)| *name == assembly);
-        if !self.managed_handlers.is_empty() && !loaded && !managed_code {
+        if self.needs_startup() && !loaded && !managed_code {
             let plain = !m.module_flags.intersects(
                 COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN
                     | COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_DYNAMIC
@@ -1102,6 +1199,8 @@ impl Instrumentation {
                 };
                 let name = format!("{type_name}::{method_name}");
                 let managed = managed_of(*definition);
+                // The startup bit a body waits for before its ReJIT is requested: its managed
+                // handler's, or the one saying corprof's assembly resolves.
                 let body = first.and_then(|()| match managed {
                     Some(_) if managed_code => {
                         Err("it is managed code of corprof's or of a handler's, which would call itself".into())
@@ -1109,15 +1208,17 @@ impl Instrumentation {
                     Some(_) if loaded => Err("a managed handler's assemblies are loaded by the startup of the app, \
                                               which ran before start: call start from initialize"
                         .into()),
-                    Some(m) => managed::managed_body(info, import, module, method, m),
+                    Some(m) => managed::managed_body(info, import, module, method, m).map(|b| (b, Some(m.bit))),
                     None => {
                         let no_transition = self.no_transition.load(Ordering::Relaxed);
-                        wrapped_body(info, import, module, method, *definition, &name, no_transition)
+                        let task_end = self.task_end_allowed(&assembly, managed_code, loaded);
+                        wrapped_body(info, import, module, method, *definition, &name, no_transition, &task_end)
+                            .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
                     }
                 });
                 let decision = match body {
                     Err(reason) => Decision::Refused { method: name, target: target.to_string(), reason },
-                    Ok(body) if managed.is_none() && !precompiled && !loaded => {
+                    Ok((body, None)) if !precompiled && !loaded => {
                         // SAFETY: `wrapped_body` made it for this method of this module, and
                         // checked it (see there for what the new code calls).
                         match unsafe { info.set_il_body(module, method, &body) } {
@@ -1137,22 +1238,23 @@ impl Instrumentation {
                             + " is wrapped through ReJIT, which is off (COR_PRF_ENABLE_REJIT could not be set: \
                                call start from initialize)",
                     },
-                    Ok(body) => {
-                        let prepared = Prepared { body, name, target: target.to_string(), managed: managed.is_some() };
+                    Ok((body, gate)) => {
+                        let prepared = Prepared { body, name, target: target.to_string(), managed: gate.is_some() };
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
                         self.pending.fetch_add(1, Ordering::AcqRel);
-                        match managed {
-                            // Requested once the startup has loaded the handlers.
-                            Some(m) => {
+                        match gate {
+                            // Requested once the startup has loaded the handlers (or corprof's
+                            // assembly).
+                            Some(bit) => {
                                 let done = {
                                     let mut startup = lock(&self.startup);
                                     if startup.done.is_none() {
-                                        startup.waiting.push((module, method, m.bit));
+                                        startup.waiting.push((module, method, bit));
                                     }
                                     startup.done
                                 };
                                 if let Some(found) = done {
-                                    self.release(module, method, m.bit, found);
+                                    self.release(module, method, bit, found);
                                 }
                             }
                             None => {
@@ -1376,6 +1478,15 @@ fn signature_of(import: &MetaDataImport, token: Token) -> Option<MethodSig> {
 /// its slot and passes the slots' address and their count, which `begin_arguments_entry`
 /// checks against the method's before it reads; the locals token names the wrapper's
 /// local signature, made in this module; `Wrapper::finish` verified the whole body.
+///
+/// For a method returning a task whose handler [ends at its completion](Handler::ends_when_task_completes),
+/// the end code calls `Corprof.Instrumentation.AsyncEnd.EndTask[Of<T>]` instead, by its
+/// MemberRef (the call is checked against that signature), passing the address of
+/// `task_end_entry`, which the managed side calls through a delegate of exactly its signature
+/// (`void (int32, int64, int32, int64, float64)`, cdecl); `task_end` says whether that may be
+/// done here, or why not. The answer's `bool` says the body names that assembly: it goes to the
+/// runtime only through ReJIT, once the startup has made the assembly resolve.
+#[allow(clippy::too_many_arguments)]
 fn wrapped_body(
     info: &ProfilerInfo,
     import: &MetaDataImport,
@@ -1384,7 +1495,8 @@ fn wrapped_body(
     definition: DefinitionId,
     name: &str,
     no_transition: bool,
-) -> Result<MethodBody, String> {
+    task_end: &Result<(), String>,
+) -> Result<(MethodBody, bool), String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
     if props.code_rva == 0 || props.impl_flags & 0x3 != 0 || props.attr & 0x2000 != 0 {
@@ -1411,6 +1523,12 @@ fn wrapped_body(
         emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))
     };
     let d = registry().definitions.get(definition.0 as usize).and_then(OnceLock::get);
+    let task = if d.is_some_and(|d| d.task_end) { managed::task_return(info, import, module, &sig.ret) } else { None };
+    if task.is_some()
+        && let Err(why) = task_end
+    {
+        return Err(format!("it returns a task, and its handler ends at the task's completion: {why}"));
+    }
     let arguments = d.is_some_and(|d| d.arguments);
     let mut begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
     let mut end_signature = end_sig();
@@ -1434,7 +1552,15 @@ fn wrapped_body(
 
     let mut wrapper = Wrapper::new(&body, &sig, locals.as_deref()).map_err(|e| e.to_string())?;
     let state = wrapper.add_local(Type::U8).map_err(|e| e.to_string())?;
-    let returns = Kind::of(&sig.ret);
+    let returns = match &task {
+        None => Kind::of(&sig.ret),
+        Some(managed::TaskReturn::Task) => Kind::Void,
+        Some(managed::TaskReturn::Of(result)) => Kind::of(result),
+    };
+    let task_call = match &task {
+        Some(t) => Some(managed::task_end_call(info, &emit, module, t)?),
+        None => None,
+    };
     let this = sig.call_conv.has_this() && !sig.call_conv.explicit_this();
     let args: Vec<Kind> =
         std::iter::repeat_n(Kind::Other, usize::from(this)).chain(sig.params.iter().map(Kind::of)).collect();
@@ -1493,33 +1619,49 @@ fn wrapped_body(
         }
     }
     begin.extend([Instruction::token(OpCode::CALLI, begin_token), Instruction::stloc(state)]);
-    let mut end = vec![
-        Instruction::ldc_i4(index as i32),
-        Instruction::ldloc(state),
-        Instruction::ldloc(wrapper.exception_local()),
-        Instruction::simple(OpCode::LDNULL),
-        Instruction::simple(OpCode::CGT_UN),
-    ];
     let ret = wrapper.return_local();
-    match (returns, ret) {
-        (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
-        (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
-            end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
+    let mut end = Vec::new();
+    if let (Some((call, _)), Some(r)) = (&task_call, ret) {
+        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry): a managed call, which
+        // hands the task's completion to the native entry.
+        end.extend([
+            Instruction::ldloc(r),
+            Instruction::ldloc(wrapper.exception_local()),
+            Instruction::ldc_i4(index as i32),
+            Instruction::ldloc(state),
+        ]);
+        end.extend(address(task_end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
+        end.push(Instruction::token(OpCode::CALL, *call));
+    } else {
+        end.extend([
+            Instruction::ldc_i4(index as i32),
+            Instruction::ldloc(state),
+            Instruction::ldloc(wrapper.exception_local()),
+            Instruction::simple(OpCode::LDNULL),
+            Instruction::simple(OpCode::CGT_UN),
+        ]);
+        match (returns, ret) {
+            (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
+            (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
+                end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
+            }
+            _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
         }
-        _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
+        match (returns, ret) {
+            (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
+            _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
+        }
+        end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
+        end.push(Instruction::token(OpCode::CALLI, end_token));
     }
-    match (returns, ret) {
-        (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
-        _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
-    }
-    end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
-    end.push(Instruction::token(OpCode::CALLI, end_token));
 
     let call_sig = |t: Token| {
         if t == begin_token {
             Some(begin_signature.clone())
         } else if t == end_token {
             Some(end_signature.clone())
+        } else if let Some((_, sig)) = task_call.as_ref().filter(|(call, _)| *call == t) {
+            Some(sig.clone())
         } else {
             signature_of(import, t)
         }
@@ -1532,7 +1674,7 @@ fn wrapped_body(
         emit.get_token_from_sig(wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?;
     // The new code calls into this library for the process's life.
     crate::info_gate::pin_library();
-    Ok(wrapped.into_body(Token(locals_token)))
+    Ok((wrapped.into_body(Token(locals_token)), task_call.is_some()))
 }
 
 #[cfg(test)]
@@ -1584,6 +1726,44 @@ mod tests {
         assert_eq!(begin_entry(index), 7);
         end_entry(index, 7, 0, -2, 0.0);
         assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 1));
+    }
+
+    /// Keeps every outcome `end` is given, with its state.
+    struct Ends(Mutex<Vec<(u64, Outcome)>>);
+
+    impl Handler for &'static Ends {
+        fn ends_when_task_completes(&self) -> bool {
+            true
+        }
+        fn end(&self, _: &Method, state: u64, outcome: Outcome) {
+            self.0.lock().unwrap().push((state, outcome));
+        }
+    }
+
+    #[test]
+    fn task_ends_are_read_as_the_managed_side_says() {
+        static SEEN: Ends = Ends(Mutex::new(Vec::new()));
+        let mut i = Instrumentation::new();
+        let definition = i.wrap(Target::method("T", "Async"), &SEEN).unwrap();
+        // A Task<int>: the result is read as an int.
+        let index = method_of(definition, Kind::Int, Vec::new());
+        task_end_entry(index, 1, TASK_COMPLETED, 42, 0.0);
+        task_end_entry(index, 2, TASK_FAULTED, 0, 0.0);
+        task_end_entry(index, 3, TASK_CANCELED, 0, 0.0);
+        task_end_entry(index, 4, TASK_NONE, 9, 0.0);
+        // A code no code of corprof's sends: the handler is not called.
+        task_end_entry(index, 5, 17, 0, 0.0);
+        assert_eq!(
+            *SEEN.0.lock().unwrap(),
+            [
+                (1, Outcome::Returned(Value::Int(42))),
+                (2, Outcome::Threw),
+                (3, Outcome::Threw),
+                (4, Outcome::Returned(Value::Other)),
+            ]
+        );
+        task_end_entry(u32::MAX, 6, TASK_COMPLETED, 0, 0.0);
+        assert_eq!(SEEN.0.lock().unwrap().len(), 4);
     }
 
     /// Keeps the arguments `begin` is given.

@@ -20,10 +20,17 @@ namespace Corprof.Instrumentation
         private static long found;
 
         /// <summary>
+        /// The bit of the answer saying that this assembly resolves for the app's code: the code
+        /// wrapped for a Rust handler that ends at its task's completion names it.
+        /// </summary>
+        public const long Resolvable = 1L << 63;
+
+        /// <summary>
         /// Loads the handlers <paramref name="config"/> lists (lines of tab-separated fields:
-        /// <c>handler, bit, assembly path, type full name, definition names</c>) and answers a
-        /// mask with the bit of each handler type found. Never throws; a second call answers
-        /// the first one's mask.
+        /// <c>handler, bit, assembly path, type full name, definition names</c>, bits 0 to 62) and
+        /// answers a mask with the bit of each handler type found, and <see cref="Resolvable"/>
+        /// once the assembly resolution is watched. Never throws; a second call answers the first
+        /// one's mask.
         /// </summary>
         public static long Start(string config)
         {
@@ -55,10 +62,11 @@ namespace Corprof.Instrumentation
                     Log.Line("corprof: managed handlers: cannot watch assembly resolution: " + e.GetType().FullName + ": " + e.Message);
                     return 0;
                 }
+                found |= Resolvable;
                 foreach (var h in handlers)
                 {
                     int bit;
-                    if (!int.TryParse(h[1], out bit) || bit < 0 || bit > 63)
+                    if (!int.TryParse(h[1], out bit) || bit < 0 || bit > 62)
                     {
                         continue;
                     }

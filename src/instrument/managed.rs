@@ -22,8 +22,14 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// How many handler types (`ManagedHandler`s with distinct assembly and type) a process can
-/// register.
-pub const MAX_MANAGED_HANDLERS: usize = 64;
+/// register (each is a bit of what `Startup.Start` answers; the last bit says the assembly
+/// resolves).
+pub const MAX_MANAGED_HANDLERS: usize = 63;
+
+/// The bit of `Startup.Start`'s answer saying that `Corprof.Instrumentation` resolves for the
+/// app's code (the startup watches assembly resolution): what the methods ending at their task's
+/// completion wait for.
+pub(super) const RESOLVABLE_BIT: u32 = 63;
 
 /// The largest assembly file [`Instrumentation::wrap_managed`] takes.
 pub const MAX_ASSEMBLY_BYTES: u64 = 64 << 20;
@@ -349,6 +355,108 @@ fn is_value_type(import: &MetaDataImport, td: mdTypeDef) -> bool {
         type_name_of(import, Token(props.extends)).map(|(n, _)| n).as_deref(),
         Some("System.ValueType" | "System.Enum")
     ) && type_name_of(import, Token(td)).is_some_and(|(n, _)| n != "System.Enum")
+}
+
+/// What a method returns, when it is a task whose completion a handler can wait for.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum TaskReturn {
+    /// `System.Threading.Tasks.Task`.
+    Task,
+    /// `System.Threading.Tasks.Task<T>`, with `T` as the module writes it.
+    Of(Type),
+}
+
+/// The framework's assemblies a TypeRef to `Task` may name (the reference assemblies', the
+/// facades', CoreLib).
+const TASK_SCOPES: [&str; 5] =
+    ["mscorlib", "System.Runtime", "System.Private.CoreLib", "netstandard", "System.Threading.Tasks"];
+
+/// Whether `ret` (a method's return type) is `Task` or `Task<T>` of the framework.
+pub(super) fn task_return(
+    info: &ProfilerInfo,
+    import: &MetaDataImport,
+    module: ModuleID,
+    ret: &Type,
+) -> Option<TaskReturn> {
+    let mut ret = ret;
+    while let Type::Modified { ty, .. } = ret {
+        ret = ty;
+    }
+    let (token, wanted, of) = match ret {
+        Type::Class(t) => (*t, "System.Threading.Tasks.Task", None),
+        Type::GenericInst { value_type: false, generic, args } if args.len() == 1 => {
+            (*generic, "System.Threading.Tasks.Task`1", Some(args[0].clone()))
+        }
+        _ => return None,
+    };
+    let (name, scope) = type_name_of(import, token)?;
+    if name != wanted {
+        return None;
+    }
+    let framework = match scope {
+        // A TypeDef: only CoreLib defines the framework's Task.
+        None => info
+            .get_module_info2(module)
+            .ok()
+            .and_then(|m| info.get_assembly_info(m.assembly_id).ok())
+            .is_some_and(|a| a.name == "System.Private.CoreLib"),
+        Some(scope) => task_scope(info, module, scope),
+    };
+    framework.then(|| of.map_or(TaskReturn::Task, TaskReturn::Of))
+}
+
+/// Whether `scope` is an AssemblyRef of the module to one of [`TASK_SCOPES`].
+#[cfg(corprof_iface = "IMetaDataAssemblyEmit")]
+fn task_scope(info: &ProfilerInfo, module: ModuleID, scope: Token) -> bool {
+    // The AssemblyRef table (0x23).
+    scope.table() == 0x23
+        && info
+            .get_module_metadata::<crate::MetaDataAssemblyImport>(module, CorOpenFlags::ofRead)
+            .ok()
+            .and_then(|import| import.get_assembly_ref_props(scope.0).ok())
+            .is_some_and(|p| TASK_SCOPES.contains(&p.name.as_str()))
+}
+
+#[cfg(not(corprof_iface = "IMetaDataAssemblyEmit"))]
+fn task_scope(_: &ProfilerInfo, _: ModuleID, _: Token) -> bool {
+    false
+}
+
+/// The call ending a task-returning method: `Corprof.Instrumentation.AsyncEnd.EndTask(object
+/// task, object exception, int32 method, int64 state, native int entry)`, or `EndTaskOf<T>` with
+/// the same parameters for a `Task<T>`; its token in the module and its signature.
+pub(super) fn task_end_call(
+    info: &ProfilerInfo,
+    emit: &MetaDataEmit,
+    module: ModuleID,
+    task: &TaskReturn,
+) -> Result<(Token, MethodSig), String> {
+    let scope = assembly_ref(info, module, INVOKER_ASSEMBLY, (0, 0, 0, 0), &[])?;
+    let async_end = type_ref(emit, scope, "Corprof.Instrumentation.AsyncEnd")?;
+    let params = vec![Type::Object, Type::Object, Type::I4, Type::I8, Type::I];
+    match task {
+        TaskReturn::Task => {
+            let sig = MethodSig {
+                call_conv: CallConv(CallConv::DEFAULT),
+                generic_params: 0,
+                ret: Type::Void,
+                params,
+                sentinel: None,
+            };
+            Ok((member_ref(emit, async_end, "EndTask", &sig)?, sig))
+        }
+        TaskReturn::Of(result) => {
+            let sig = MethodSig {
+                call_conv: CallConv(CallConv::GENERIC),
+                generic_params: 1,
+                ret: Type::Void,
+                params,
+                sentinel: None,
+            };
+            let generic = member_ref(emit, async_end, "EndTaskOf", &sig)?;
+            Ok((method_spec(emit, generic, vec![result.clone()])?, sig))
+        }
+    }
 }
 
 /// The tokens of corprof's assembly in one module.

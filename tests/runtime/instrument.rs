@@ -386,3 +386,152 @@ fn methods_are_wrapped_with_csharp_handlers_coreclr_3() {
     let _runtime = runtime_lock();
     managed_handlers("3", "methods_are_wrapped_with_csharp_handlers_coreclr_3");
 }
+
+/// A Rust handler that ends at its tasks' completion (`Handler::ends_when_task_completes`)
+/// around the InstrumentAsync app's methods: each task-returning method ends when its task
+/// completes — after an `await Task.Delay` or `Task.Yield`, with its `Task<int>`/`Task<double>`
+/// result, or faulted or cancelled (`Threw`); at once when it completed at once, threw before
+/// returning a task, or returned none; when the app completes it, for a task still pending at the
+/// return; and when it completes with the caller blocked under a SynchronizationContext that runs
+/// nothing — with the state `begin` handed out, and the app's output as unwrapped. Without
+/// `managed_invoker`, those methods are refused with the reason and the others wrapped.
+fn task_ends(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "InstrumentAsync", &[]);
+    assert_eq!(plain.code, Some(0), "{}", plain.describe());
+
+    let invoker = repo_root().join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let invoker = invoker.to_str().expect("a UTF-8 path");
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let ready = TempFile::new(&format!("{test}-ready"));
+    let run = run_profiled(
+        runtime,
+        "InstrumentAsync",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[
+            ("CORPROF_INSTRUMENT_OUT", out.path()),
+            ("INSTRUMENT_READY", ready.path()),
+            ("INSTRUMENT_TASKS", "1"),
+            ("INSTRUMENT_INVOKER", invoker),
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let (elsewhere, lines): (Vec<&str>, Vec<&str>) =
+        text.lines().filter(|l| !l.starts_with("never blocking")).partition(|l| l.starts_with("ended on another"));
+    let (decisions, seen): (Vec<&str>, Vec<&str>) = lines.into_iter().partition(|l| l.contains("wrapped "));
+    // `end` runs on the thread that completes the task: the thread pool's for a task completing
+    // after an await while the caller blocks (AfterDelay, Elsewhere); the caller's for one
+    // complete at the return, or completed by the caller itself (Later). Where the others end
+    // depends on which pool thread resumes them.
+    let elsewhere: Vec<&str> =
+        elsewhere.iter().filter_map(|l| l.strip_prefix("ended on another thread: InstrumentAsyncApp.Work::")).collect();
+    for m in ["AfterDelay", "Elsewhere"] {
+        assert!(elsewhere.contains(&m), "{m} on CoreCLR {runtime}:\n{text}");
+    }
+    for m in ["AtOnce", "Cancelled", "Later", "NoTask", "Plain", "ThrowsFirst"] {
+        assert!(!elsewhere.contains(&m), "{m} on CoreCLR {runtime}:\n{text}");
+    }
+    let methods = [
+        "AfterDelay",
+        "AfterYield",
+        "AtOnce",
+        "Cancelled",
+        "Elsewhere",
+        "Faults",
+        "Half",
+        "Later",
+        "NoTask",
+        "Plain",
+        "Text",
+        "ThrowsFirst",
+    ];
+    let mut decisions = decisions;
+    decisions.sort();
+    let expected: Vec<String> = methods
+        .iter()
+        .map(|m| format!("wrapped InstrumentAsyncApp.Work::{m} (target InstrumentAsyncApp.Work::_)"))
+        .collect();
+    assert_eq!(decisions, expected, "CoreCLR {runtime}:\n{text}");
+    let ends = |m: &str, threw: u32, last: &str| {
+        format!("InstrumentAsyncApp.Work::{m} calls=1 ends=1 threw={threw} unpaired=0 last={last} first_args=-")
+    };
+    assert_eq!(
+        seen,
+        [
+            // After `await Task.Delay`: the result, known at the task's completion only.
+            ends("AfterDelay", 0, "Returned(Int(42))"),
+            // After `await Task.Yield`, a `Task`.
+            ends("AfterYield", 0, "Returned(Void)"),
+            // Completed at once (no await).
+            ends("AtOnce", 0, "Returned(Int(42))"),
+            // Cancelled: as the awaiting caller sees it, an exception.
+            ends("Cancelled", 1, "Threw"),
+            // Completed on another thread while the caller blocked under a context that runs
+            // nothing.
+            ends("Elsewhere", 0, "Returned(Int(42))"),
+            // Faulted after an await (at the return it was a task like any other).
+            ends("Faults", 1, "Threw"),
+            ends("Half", 0, "Returned(Float(2.5))"),
+            // Pending at the return, completed by the app afterwards.
+            ends("Later", 0, "Returned(Int(5))"),
+            // No task returned: ends at once.
+            ends("NoTask", 0, "Returned(Other)"),
+            // Not a task: ends at the return, as without the opt-in.
+            ends("Plain", 0, "Returned(Int(2))"),
+            ends("Text", 0, "Returned(Other)"),
+            // Threw before returning a task: ends at once.
+            ends("ThrowsFirst", 1, "Threw"),
+        ],
+        "CoreCLR {runtime}:\n{text}"
+    );
+
+    // Without corprof's managed assembly: the task-returning methods are refused, with the
+    // reason; the others wrapped; the app unchanged.
+    let out = TempFile::new(&format!("{test}-no-invoker"));
+    let ready = TempFile::new(&format!("{test}-no-invoker-ready"));
+    let run = run_profiled(
+        runtime,
+        "InstrumentAsync",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[("CORPROF_INSTRUMENT_OUT", out.path()), ("INSTRUMENT_READY", ready.path()), ("INSTRUMENT_TASKS", "1")],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let mut decisions: Vec<&str> = text.lines().filter(|l| l.contains("wrapped ")).collect();
+    decisions.sort();
+    let mut expected: Vec<String> = methods
+        .iter()
+        .map(|m| match *m {
+            "Plain" => format!("wrapped InstrumentAsyncApp.Work::{m} (target InstrumentAsyncApp.Work::_)"),
+            _ => format!(
+                "not wrapped InstrumentAsyncApp.Work::{m} (target InstrumentAsyncApp.Work::_): it returns a task, and \
+                 its handler ends at the task's completion: that takes corprof's managed assembly: call \
+                 managed_invoker with Corprof.Instrumentation.dll's path"
+            ),
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(decisions, expected, "CoreCLR {runtime}:\n{text}");
+    assert!(
+        text.lines().any(|l| l
+            == "InstrumentAsyncApp.Work::Plain calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(2)) first_args=-"),
+        "CoreCLR {runtime}:\n{text}"
+    );
+}
+
+#[test]
+fn task_returning_methods_end_when_their_tasks_complete_coreclr_8() {
+    let _runtime = runtime_lock();
+    task_ends("8", "task_returning_methods_end_when_their_tasks_complete_coreclr_8");
+}
+
+#[test]
+fn task_returning_methods_end_when_their_tasks_complete_coreclr_3() {
+    let _runtime = runtime_lock();
+    task_ends("3", "task_returning_methods_end_when_their_tasks_complete_coreclr_3");
+}

@@ -63,6 +63,65 @@ impl Handler for &'static Recorder {
     }
 }
 
+/// Ends the InstrumentAsync app's task-returning methods when their tasks complete: per method,
+/// the calls, the ends, those that threw, the ends whose state was not one `begin` handed out
+/// for that method (or came twice), and the last outcome.
+#[derive(Default)]
+struct TaskRecorder {
+    seen: Mutex<BTreeMap<String, Seen>>,
+    /// The states handed out and not ended yet, with their method's name and the thread that
+    /// began the call.
+    open: Mutex<BTreeMap<u64, (String, std::thread::ThreadId)>>,
+    /// The methods with a call that ended on another thread than the one that began it.
+    elsewhere: Mutex<std::collections::BTreeSet<String>>,
+    /// Told at each end: shutdown waits for the ends still running on other threads.
+    ended: std::sync::Condvar,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl TaskRecorder {
+    /// Waits until every call begun has ended (a task completed on another thread may still be
+    /// in its `end` when the app returns from Main), for at most `limit`.
+    fn drain(&self, limit: std::time::Duration) {
+        let open = self.open.lock().unwrap();
+        let _ = self.ended.wait_timeout_while(open, limit, |open| !open.is_empty());
+    }
+}
+
+impl Handler for &'static TaskRecorder {
+    fn ends_when_task_completes(&self) -> bool {
+        true
+    }
+    fn begin(&self, call: &Call<'_>) -> u64 {
+        let state = self.next.fetch_add(1, Ordering::Relaxed) + 1000;
+        let name = call.method().name().to_owned();
+        self.open.lock().unwrap().insert(state, (name.clone(), std::thread::current().id()));
+        self.seen.lock().unwrap().entry(name).or_default().calls += 1;
+        state
+    }
+    fn end(&self, method: &Method, state: u64, outcome: Outcome) {
+        let mut open = self.open.lock().unwrap();
+        let begun = open.remove(&state);
+        let paired = begun.as_ref().is_some_and(|(n, _)| n == method.name());
+        if begun.is_some_and(|(_, thread)| thread != std::thread::current().id()) {
+            self.elsewhere.lock().unwrap().insert(method.name().to_owned());
+        }
+        let mut seen = self.seen.lock().unwrap();
+        let s = seen.entry(method.name().to_owned()).or_default();
+        s.ends += 1;
+        s.threw += u64::from(outcome == Outcome::Threw);
+        s.unpaired += u64::from(!paired);
+        s.last = Some(outcome);
+        drop((seen, open));
+        self.ended.notify_all();
+    }
+}
+
+fn task_recorder() -> &'static TaskRecorder {
+    static RECORDER: OnceLock<TaskRecorder> = OnceLock::new();
+    RECORDER.get_or_init(TaskRecorder::default)
+}
+
 /// Does nothing: what the wrapping itself costs.
 struct Empty;
 
@@ -194,6 +253,33 @@ impl Profiler {
 }
 
 impl Profiler {
+    /// The InstrumentAsync app's methods (`InstrumentAsyncApp.Work::_`), wrapped with
+    /// [`TaskRecorder`]; corprof's own assembly is at `INSTRUMENT_INVOKER`, when set (without
+    /// it, the task-returning methods are refused).
+    fn tasks(&self, info: &ProfilerInfo, mut wrapping: Instrumentation) -> Result<()> {
+        let invoker = std::env::var_os("INSTRUMENT_INVOKER");
+        if let Some(invoker) = &invoker {
+            wrapping.managed_invoker(invoker).map_err(|_| HResult::E_FAIL)?;
+        }
+        wrapping.wrap(Target::method("InstrumentAsyncApp.Work", "_"), task_recorder()).map_err(|_| HResult::E_FAIL)?;
+        let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
+        let _ = self.wrapping.set(started);
+        if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
+            let _ = OUT.set(out.into());
+        }
+        if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
+            let ready: std::path::PathBuf = ready.into();
+            let startup = invoker.is_some();
+            std::thread::spawn(move || {
+                while (startup && !started.managed_startup_ran()) || started.pending_rejit_requests() > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                let _ = std::fs::write(ready, "");
+            });
+        }
+        Ok(())
+    }
+
     /// The InstrumentManaged app's methods, wrapped with the handlers in C# of the assembly at
     /// `handlers` (tests/apps/InstrumentManaged/handlers); corprof's own assembly is at
     /// `INSTRUMENT_INVOKER`. What `wrap_managed` refuses is written to the output as `error: …`.
@@ -296,6 +382,9 @@ impl CorProfilerCallback for Profiler {
         let mut wrapping = Instrumentation::new();
         if let Some(handlers) = std::env::var_os("INSTRUMENT_HANDLERS") {
             return self.managed(&info, &mut wrapping, handlers.into());
+        }
+        if std::env::var_os("INSTRUMENT_TASKS").is_some() {
+            return self.tasks(&info, wrapping);
         }
         if let Some(bench) = std::env::var_os("CORPROF_INSTRUMENT_BENCH") {
             // scripts/bench-instrument: one small method, empty handlers (`args`: taking its
@@ -400,7 +489,12 @@ impl CorProfilerCallback for Profiler {
             n.ends.load(Ordering::Relaxed),
             n.fast.load(Ordering::Relaxed)
         );
-        for (name, s) in recorder().seen.lock().unwrap().iter() {
+        task_recorder().drain(std::time::Duration::from_secs(10));
+        for name in task_recorder().elsewhere.lock().unwrap().iter() {
+            text += &format!("ended on another thread: {name}\n");
+        }
+        let tasks = task_recorder().seen.lock().unwrap();
+        for (name, s) in recorder().seen.lock().unwrap().iter().chain(tasks.iter()) {
             let last = s.last.map_or("-".to_owned(), |o| format!("{o:?}"));
             let first = s.first.as_ref().map_or("-".to_owned(), |a| format!("{a:?}"));
             text += &format!(
