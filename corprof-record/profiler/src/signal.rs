@@ -241,7 +241,7 @@ unsafe fn walk(ip: usize, sp: usize, fp: usize, (lo, hi): (usize, usize), out: &
     }
     let mut fp = fp;
     let mut floor = sp;
-    while len < out.len() && fp >= floor && fp <= hi - 16 && fp % 8 == 0 {
+    while len < out.len() && fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8) {
         // SAFETY: `fp` and `fp + 8` are aligned words within [sp, hi), checked above.
         let (next, ret) =
             unsafe { (std::ptr::read_volatile(fp as *const usize), std::ptr::read_volatile((fp + 8) as *const usize)) };
@@ -467,9 +467,8 @@ impl Registry {
     /// Copies every ring's new records out, and frees the slots of retired threads.
     fn drain(&mut self) -> Vec<Drained> {
         let mut drained = Vec::new();
-        for index in 0..self.owners.len() {
+        for (index, slot) in SLOTS.iter().enumerate().take(self.owners.len()) {
             let Some(owner) = &self.owners[index] else { continue };
-            let slot = &SLOTS[index];
             if owner.retiring {
                 // No handler works in the slot from here on; what it wrote is read below.
                 release(slot);
