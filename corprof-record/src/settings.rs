@@ -19,6 +19,10 @@ pub const OUT: &str = "CORPROF_RECORD_OUT";
 pub const INTERVAL_MS: &str = "CORPROF_RECORD_INTERVAL_MS";
 /// cpu: `wall` (every thread each sample) or `cpu` (weighted by each thread's CPU time).
 pub const CLOCK: &str = "CORPROF_RECORD_CLOCK";
+/// cpu: `signal` (each thread interrupted alone by a signal of its own timer, its frames read in
+/// the handler; Linux x86-64, from the app's start) or `suspend` (the runtime suspended each tick
+/// and every thread walked). Unset: `signal` where it works, else `suspend`.
+pub const SAMPLER: &str = "CORPROF_RECORD_SAMPLER";
 /// alloc: `sampled` (about one sample per 100 KB, weighted) or `exact`.
 pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";
 /// calls: only methods whose `Namespace.Type::Method` name contains this text are hooked (at
@@ -55,8 +59,8 @@ pub const CPU_WALK: &str = "CORPROF_RECORD_CPU_WALK";
 pub const HEAP_TIMING: &str = "CORPROF_RECORD_HEAP_TIMING";
 
 /// Every setting, the only `CORPROF_RECORD_*` names the profiler accepts.
-pub const ALL: [&str; 12] =
-    [MODE, OUT, INTERVAL_MS, CLOCK, ALLOC, FILTER, METHODS, AT_MS, SIGNAL, DURATION_MS, CPU_WALK, HEAP_TIMING];
+pub const ALL: [&str; 13] =
+    [MODE, OUT, INTERVAL_MS, CLOCK, SAMPLER, ALLOC, FILTER, METHODS, AT_MS, SIGNAL, DURATION_MS, CPU_WALK, HEAP_TIMING];
 
 /// The prefix of every setting's name.
 pub const PREFIX: &str = "CORPROF_RECORD_";
@@ -96,6 +100,7 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
         AT_MS => number(key, value, AT_MS_RANGE).map(drop),
         DURATION_MS => number(key, value, DURATION_MS_RANGE).map(drop),
         CLOCK => one_of(&["wall", "cpu"], "wall or cpu"),
+        SAMPLER => one_of(&["signal", "suspend"], "signal or suspend"),
         ALLOC => one_of(&["sampled", "exact"], "sampled or exact"),
         FILTER if value.len() > MAX_FILTER_BYTES => {
             Err(format!("{key} is {} bytes long: a filter has at most {MAX_FILTER_BYTES}", value.len()))
@@ -204,6 +209,8 @@ mod tests {
         assert!(check(METHODS, &patterns(257)).unwrap_err().contains("257 patterns: at most 256"));
         assert!(check(METHODS, &format!("A::{}", "B".repeat(MAX_METHODS_BYTES))).unwrap_err().contains("bytes long"));
         assert!(check(SIGNAL, "yes").is_err() && check(CPU_WALK, "0").is_ok());
+        assert!(check(SAMPLER, "signal").is_ok() && check(SAMPLER, "suspend").is_ok());
+        assert_eq!(check(SAMPLER, "perf").unwrap_err(), "CORPROF_RECORD_SAMPLER=\"perf\" is not signal or suspend");
         assert!(check("CORPROF_RECORD_INTERVAL", "5").unwrap_err().contains("is not a setting"));
     }
 

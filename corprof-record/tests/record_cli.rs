@@ -191,8 +191,11 @@ fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], t
             heavy_ms / light_ms
         }
     };
-    // The command's line on what recording cost: every sample came from a tick, and the pause
-    // quantiles are in order.
+    // The command says which sampler it used, and what recording cost: every sample came from a
+    // tick (or a signal), and the pause quantiles are in order.
+    let said =
+        if options.contains(&"signal") { "samples by the signal sampler" } else { "ticks of the suspension sampler" };
+    assert!(run.stderr.contains(said), "CoreCLR {runtime} {options:?}: not {said:?}: {}", run.stderr);
     let (ticks, p50, p99, longest) = pauses(&run.stderr);
     assert!(ticks >= heavy.max(light) && p50 > 0.0 && p50 <= p99 && p99 <= longest, "{}", run.stderr);
     assert!(
@@ -203,17 +206,20 @@ fn check_ratio(runtime: &str, test: &str, options: &[&str], app_args: &[&str], t
     );
 }
 
+const WALL_OPTIONS: [&str; 4] = ["--sampler", "suspend", "--interval-ms", "5"];
+const WALL_APP: [&str; 4] = ["0", "2000", "go", "time"];
+
 #[test]
 fn wall_clock_samples_follow_wall_time_8() {
-    check_ratio("8", "wall8", &["--interval-ms", "5"], &["0", "2000", "go", "time"], Truth::Two);
+    check_ratio("8", "wall8", &WALL_OPTIONS, &WALL_APP, Truth::Two);
 }
 
 #[test]
 fn wall_clock_samples_follow_wall_time_3() {
-    check_ratio("3", "wall3", &["--interval-ms", "5"], &["0", "2000", "go", "time"], Truth::Two);
+    check_ratio("3", "wall3", &WALL_OPTIONS, &WALL_APP, Truth::Two);
 }
 
-const CPU_OPTIONS: [&str; 4] = ["--clock", "cpu", "--interval-ms", "5"];
+const CPU_OPTIONS: [&str; 6] = ["--sampler", "suspend", "--clock", "cpu", "--interval-ms", "5"];
 const CPU_APP: [&str; 4] = ["0", "1500", "go", "work"];
 
 #[test]
@@ -224,6 +230,123 @@ fn cpu_clock_samples_follow_cpu_time_8() {
 #[test]
 fn cpu_clock_samples_follow_cpu_time_3() {
     check_ratio("3", "cpu3", &CPU_OPTIONS, &CPU_APP, Truth::MeasuredCpu { interval_ms: 5 });
+}
+
+// The signal sampler: the same app, the same bounds.
+const SIGNAL_WALL_OPTIONS: [&str; 4] = ["--sampler", "signal", "--interval-ms", "5"];
+const SIGNAL_CPU_OPTIONS: [&str; 6] = ["--sampler", "signal", "--clock", "cpu", "--interval-ms", "5"];
+
+#[test]
+fn signal_sampler_wall_clock_follows_wall_time_8() {
+    check_ratio("8", "sigwall8", &SIGNAL_WALL_OPTIONS, &WALL_APP, Truth::Two);
+}
+
+#[test]
+fn signal_sampler_wall_clock_follows_wall_time_3() {
+    check_ratio("3", "sigwall3", &SIGNAL_WALL_OPTIONS, &WALL_APP, Truth::Two);
+}
+
+#[test]
+fn signal_sampler_cpu_clock_follows_cpu_time_8() {
+    check_ratio("8", "sigcpu8", &SIGNAL_CPU_OPTIONS, &CPU_APP, Truth::MeasuredCpu { interval_ms: 5 });
+}
+
+#[test]
+fn signal_sampler_cpu_clock_follows_cpu_time_3() {
+    check_ratio("3", "sigcpu3", &SIGNAL_CPU_OPTIONS, &CPU_APP, Truth::MeasuredCpu { interval_ms: 5 });
+}
+
+/// The RecordStress app (null dereferences and divisions by zero the runtime's own SIGSEGV and
+/// SIGFPE handlers turn into exceptions, forced GCs that suspend every thread by the runtime's
+/// activation signal, sleeps, monitor waits, short threads) under 1 kHz signal sampling: the
+/// same output as unprofiled, exit status 0, every thread sampled.
+fn signal_sampler_leaves_the_runtimes_signals_working(runtime: &str) {
+    let dll = test_app("RecordStress");
+    let dotnet = dotnet(runtime);
+    let mut plain = Command::new(&dotnet);
+    clean(&mut plain);
+    let plain = plain.arg(&dll).arg("1000").output().unwrap();
+    assert!(plain.status.success(), "CoreCLR {runtime} unprofiled: {}", String::from_utf8_lossy(&plain.stderr));
+    let expected = String::from_utf8(plain.stdout).unwrap();
+    assert!(
+        expected.contains("Faults nulls=1000 divides=1000") && expected.contains("RecordStress done"),
+        "{expected}"
+    );
+    for clock in ["wall", "cpu"] {
+        let out = out_path(&format!("stress{runtime}{clock}"));
+        let run = record(&[
+            "record",
+            "--sampler",
+            "signal",
+            "--clock",
+            clock,
+            "--interval-ms",
+            "1",
+            "--format",
+            "folded",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            dotnet.to_str().unwrap(),
+            dll.to_str().unwrap(),
+            "1000",
+        ]);
+        assert_eq!(run.code, Some(0), "CoreCLR {runtime} --clock {clock}: {}", run.stderr);
+        assert_eq!(run.stdout, expected, "CoreCLR {runtime} --clock {clock}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("samples by the signal sampler") && run.stderr.contains(" 0 not sampled"),
+            "CoreCLR {runtime} --clock {clock}: {}",
+            run.stderr
+        );
+        let stacks = read_folded(&out);
+        let _ = std::fs::remove_file(&out);
+        for thread in ["Faults", "Garbage"] {
+            let root = format!("[thread {thread}]");
+            assert!(stacks.keys().any(|s| s.starts_with(&root)), "CoreCLR {runtime} --clock {clock}: no {root}");
+        }
+    }
+}
+
+#[test]
+fn signal_sampler_leaves_the_runtimes_signals_working_8() {
+    signal_sampler_leaves_the_runtimes_signals_working("8");
+}
+
+#[test]
+fn signal_sampler_leaves_the_runtimes_signals_working_3() {
+    signal_sampler_leaves_the_runtimes_signals_working("3");
+}
+
+/// Without --sampler: the signal sampler for the cpu clock, the suspension sampler for the wall
+/// clock; each says so. --sampler signal cannot attach, and is only for the cpu mode.
+#[test]
+fn the_command_says_which_sampler_it_used_8() {
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    for (clock, said) in [("cpu", "samples by the signal sampler"), ("wall", "ticks of the suspension sampler")] {
+        let out = out_path(&format!("default-{clock}"));
+        let run = record(&[
+            "record",
+            "--clock",
+            clock,
+            "--format",
+            "folded",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            dotnet.to_str().unwrap(),
+            dll.to_str().unwrap(),
+            "0",
+            "300",
+        ]);
+        let _ = std::fs::remove_file(&out);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert!(run.stderr.contains("corprof: cpu: ") && run.stderr.contains(said), "{clock}: {}", run.stderr);
+    }
+    let run = record(&["record", "--sampler", "signal", "--pid", "1", "--duration", "1"]);
+    assert_one_line_error(&run, "--sampler signal samples threads from their start");
+    assert_eq!(run.code, Some(2));
+    let run = record(&["record", "--mode", "alloc", "--sampler", "signal", "--", "x"]);
+    assert_one_line_error(&run, "--sampler is for --mode cpu");
 }
 
 #[test]

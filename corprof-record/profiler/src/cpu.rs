@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// code that keeps making new methods).
 const MAX_CACHED_NAMES: usize = 100_000;
 /// More distinct stacks than this and new ones are counted under `[thread …];[truncated]`.
-const MAX_STACKS: usize = 200_000;
+pub(crate) const MAX_STACKS: usize = 200_000;
 /// Frames kept per stack (the outermost ones are dropped beyond it).
 const MAX_DEPTH: usize = 512;
 
@@ -35,7 +35,7 @@ const MAX_DEPTH: usize = 512;
 /// Shutdown, at an attach's end, or when the recording is dropped), whatever the interval —
 /// a plain sleep would hold Shutdown, and so the app's exit, for up to an interval.
 #[derive(Default)]
-struct Stop {
+pub(crate) struct Stop {
     stopped: Mutex<bool>,
     raised: Condvar,
 }
@@ -45,17 +45,17 @@ impl Stop {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn raise(&self) {
+    pub(crate) fn raise(&self) {
         *self.lock() = true;
         self.raised.notify_all();
     }
 
-    fn is_raised(&self) -> bool {
+    pub(crate) fn is_raised(&self) -> bool {
         *self.lock()
     }
 
     /// Waits until `deadline` or the stop, whichever comes first; `true` if stopped.
-    fn wait_until(&self, deadline: Instant) -> bool {
+    pub(crate) fn wait_until(&self, deadline: Instant) -> bool {
         let mut stopped = self.lock();
         while !*stopped {
             let now = Instant::now();
@@ -236,14 +236,14 @@ impl Sampler {
 }
 
 /// `Namespace.Type::Method` names of functions, through corprof's cached [`FunctionNames`].
-struct Names(FunctionNames);
+pub(crate) struct Names(FunctionNames);
 
 impl Names {
-    fn new(info: &ProfilerInfo) -> Self {
+    pub(crate) fn new(info: &ProfilerInfo) -> Self {
         Names(FunctionNames::with_capacity(info.clone(), MAX_CACHED_NAMES))
     }
 
-    fn name(&mut self, function: FunctionID) -> String {
+    pub(crate) fn name(&mut self, function: FunctionID) -> String {
         match self.0.get(function) {
             Ok(name) => name.short.to_string(),
             Err(e) => format!("[unknown function: {}]", e.describe()),
@@ -284,7 +284,17 @@ impl CpuClocks {
 }
 
 /// The CPU time `tid` (a thread of this process) has used, from its per-thread CPU clock.
-fn thread_cpu_ns(tid: u32) -> Option<u64> {
+pub(crate) fn thread_cpu_ns(tid: u32) -> Option<u64> {
+    let clock = thread_cpu_clock(tid)?;
+    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `time` is a valid, writable timespec; an unknown clock makes the call fail with
+    // EINVAL (a thread that has ended), which is answered as None.
+    let rc = unsafe { libc::clock_gettime(clock, &mut time) };
+    (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
+}
+
+/// The clock ID of `tid`'s CPU clock (a thread of this process), `None` for an ID no thread has.
+pub(crate) fn thread_cpu_clock(tid: u32) -> Option<libc::clockid_t> {
     // Beyond 2^28 the shift below would overflow into another clock's ID (Linux TIDs stay
     // below 2^22).
     if tid == 0 || tid >= 1 << 28 {
@@ -294,12 +304,7 @@ fn thread_cpu_ns(tid: u32) -> Option<u64> {
     // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)): the bitwise NOT of the TID shifted left by 3,
     // with CPUCLOCK_PERTHREAD_MASK (4) and CPUCLOCK_SCHED (2). It is what glibc's
     // pthread_getcpuclockid builds, reachable here from the OS thread ID alone.
-    let clock: libc::clockid_t = ((!(tid as libc::clockid_t)) << 3) | 4 | 2;
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `time` is a valid, writable timespec; an unknown clock makes the call fail with
-    // EINVAL (a thread that has ended), which is answered as None.
-    let rc = unsafe { libc::clock_gettime(clock, &mut time) };
-    (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
+    Some(((!(tid as libc::clockid_t)) << 3) | 4 | 2)
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ pub mod heap;
 mod methods;
 mod modes;
 pub mod pauses;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod signal;
 
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ThreadID};
@@ -48,6 +50,8 @@ pub struct Settings {
     /// cpu: milliseconds between samples.
     pub interval_ms: u64,
     pub clock: Clock,
+    /// cpu: the sampler asked for (`None`: the default, [`Sampler::default_for`]).
+    pub sampler: Option<Sampler>,
     /// attach: how long to record before detaching.
     pub duration_ms: Option<u64>,
     /// Every pair as given, for the modes' own settings (`ALLOC`, `FILTER`, `AT_MS`).
@@ -71,6 +75,32 @@ pub enum Clock {
     Wall,
     /// Each thread counts by the CPU time it used since the last tick, in ticks.
     Cpu,
+}
+
+/// cpu: how samples are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampler {
+    /// Each thread interrupted alone by a signal from its own timer, its frames read in the
+    /// handler.
+    Signal,
+    /// The runtime suspended each tick, every managed thread walked, resumed.
+    Suspend,
+}
+
+impl Sampler {
+    /// The sampler used when none is asked for: the signal sampler on Linux x86-64 for the cpu
+    /// clock when the profiler starts with the app, else the suspension sampler. The signal
+    /// sampler samples each thread from its start (threads that ran before an attach would be
+    /// missed), and with the wall clock it would interrupt blocked threads whose frames it cannot
+    /// yet read through the C library they wait in (they show as `[native]`), where a suspension
+    /// shows their managed frames.
+    pub fn default_for(attached: bool, clock: Clock) -> Sampler {
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) && !attached && clock == Clock::Cpu {
+            Sampler::Signal
+        } else {
+            Sampler::Suspend
+        }
+    }
 }
 
 impl Settings {
@@ -102,8 +132,14 @@ impl Settings {
             Some("cpu") => Clock::Cpu,
             Some(other) => return Err(format!("{}={other:?} is not wall or cpu", settings::CLOCK)),
         };
+        let sampler = match get(settings::SAMPLER) {
+            None => None,
+            Some("signal") => Some(Sampler::Signal),
+            Some("suspend") => Some(Sampler::Suspend),
+            Some(other) => return Err(format!("{}={other:?} is not signal or suspend", settings::SAMPLER)),
+        };
         let duration_ms = number(settings::DURATION_MS, settings::DURATION_MS_RANGE)?;
-        Ok(Settings { mode, out, interval_ms, clock, duration_ms, pairs })
+        Ok(Settings { mode, out, interval_ms, clock, sampler, duration_ms, pairs })
     }
 }
 
@@ -167,11 +203,38 @@ pub trait Recording: CorProfilerCallback + Send + Sync {
 /// Starts the mode the settings name.
 fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     match ctx.settings.mode {
-        Mode::Cpu => cpu::start(ctx),
+        Mode::Cpu => start_cpu(ctx),
         Mode::Alloc => modes::alloc(ctx),
         Mode::Heap => modes::heap(ctx),
         Mode::Calls => modes::calls(ctx),
         Mode::Methods => methods::start(ctx),
+    }
+}
+
+/// Starts the cpu mode with the sampler asked for, or the default one.
+fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
+    // CPU_WALK=0 is a baseline of the suspension sampler's.
+    let walk_off = ctx.settings.pairs.get(settings::CPU_WALK).is_some_and(|v| v == "0");
+    let default = if walk_off { Sampler::Suspend } else { Sampler::default_for(ctx.attached, ctx.settings.clock) };
+    match ctx.settings.sampler.unwrap_or(default) {
+        Sampler::Suspend => cpu::start(ctx),
+        Sampler::Signal if ctx.attached => Err(format!(
+            "{}=signal: the signal sampler samples threads from their start, which an attach has missed; attach \
+             with the suspension sampler (suspend)",
+            settings::SAMPLER
+        )),
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        Sampler::Signal => match signal::start(ctx) {
+            Ok(started) => Ok(started),
+            // Not asked for by name: the suspension sampler serves instead (its line says so).
+            Err(why) if ctx.settings.sampler.is_none() => {
+                eprintln!("corprof: the signal sampler cannot start ({why}); sampling by suspension");
+                cpu::start(ctx)
+            }
+            Err(why) => Err(why),
+        },
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+        Sampler::Signal => Err(format!("{}=signal: the signal sampler works on Linux x86-64 only", settings::SAMPLER)),
     }
 }
 
@@ -361,9 +424,16 @@ impl CorProfilerCallback for Recorder {
         Ok(())
     }
 
+    fn thread_assigned_to_os_thread(&self, thread_id: ThreadID, os_thread: corprof::types::DWORD) -> Result<()> {
+        self.threads.assigned_to_os_thread(thread_id, os_thread);
+        self.result.recording.get().map_or(Ok(()), |r| r.thread_assigned_to_os_thread(thread_id, os_thread))
+    }
+
     fn thread_destroyed(&self, thread_id: ThreadID) -> Result<()> {
+        // The recording first: it may want the thread's name, which the table then forgets.
+        let forwarded = self.result.recording.get().map_or(Ok(()), |r| r.thread_destroyed(thread_id));
         self.threads.destroyed(thread_id);
-        Ok(())
+        forwarded
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -503,6 +573,10 @@ mod tests {
     fn settings_have_defaults_and_refuse_bad_values() {
         let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
+        assert_eq!(s.sampler, None);
+        assert_eq!(Sampler::default_for(false, Clock::Cpu), Sampler::Signal);
+        assert_eq!(Sampler::default_for(false, Clock::Wall), Sampler::Suspend);
+        assert_eq!(Sampler::default_for(true, Clock::Cpu), Sampler::Suspend);
         let s = Settings::from_pairs(pairs(&[
             (settings::OUT, "/tmp/x"),
             (settings::MODE, "heap"),
@@ -521,6 +595,9 @@ mod tests {
             assert!(e.contains("is out of range: give a whole number of milliseconds from 1 to 60000"), "{e}");
         }
         assert!(bad(settings::CLOCK, "sun").contains("not wall or cpu"));
+        assert!(bad(settings::SAMPLER, "perf").contains("not signal or suspend"));
+        let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (settings::SAMPLER, "suspend")])).unwrap();
+        assert_eq!(s.sampler, Some(Sampler::Suspend));
         assert!(bad(settings::ALLOC, "some").contains("not sampled or exact"));
         assert!(bad(settings::DURATION_MS, "0").contains("out of range"));
         assert!(bad("CORPROF_RECORD_INTERVAL", "5").contains("is not a setting of corprof record"));

@@ -49,15 +49,29 @@ impl Pauses {
         Some(self.longest)
     }
 
-    /// `N ticks; the app paused per tick p50 X ms, p99 Y ms, longest Z ms`.
-    pub fn summary(&self) -> String {
+    /// How many pauses were counted.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// `p50 X ms, p99 Y ms, longest Z ms` (`-` for each without pauses).
+    pub fn quantiles(&self) -> String {
         let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
         format!(
-            "{} ticks; the app paused per tick (suspend to resume) p50 {} ms, p99 {} ms, longest {} ms",
-            self.total,
+            "p50 {} ms, p99 {} ms, longest {} ms",
             ms(self.quantile(0.50)),
             ms(self.quantile(0.99)),
             ms((self.total > 0).then_some(self.longest)),
+        )
+    }
+
+    /// `N ticks of the suspension sampler; the app paused per tick (suspend to resume) p50 X ms,
+    /// p99 Y ms, longest Z ms`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} ticks of the suspension sampler; the app paused per tick (suspend to resume) {}",
+            self.total,
+            self.quantiles()
         )
     }
 }
@@ -70,7 +84,11 @@ mod tests {
     fn quantiles_are_nearest_ranks() {
         let mut p = Pauses::default();
         assert_eq!(p.quantile(0.5), None);
-        assert!(p.summary().starts_with("0 ticks;") && p.summary().contains("p50 - ms"), "{}", p.summary());
+        assert!(
+            p.summary().starts_with("0 ticks of the suspension sampler;") && p.summary().contains("p50 - ms"),
+            "{}",
+            p.summary()
+        );
         // 1..=100 µs once each: p50 is the 50th, p99 the 99th, p100 the last.
         for us in (1..=100).rev() {
             p.add(Duration::from_micros(us));
@@ -81,7 +99,7 @@ mod tests {
         assert_eq!(p.quantile(0.0), Some(Duration::from_micros(1)));
         assert_eq!(
             p.summary(),
-            "100 ticks; the app paused per tick (suspend to resume) p50 0.050 ms, p99 0.099 ms, longest 0.100 ms"
+            "100 ticks of the suspension sampler; the app paused per tick (suspend to resume) p50 0.050 ms, p99 0.099 ms, longest 0.100 ms"
         );
     }
 

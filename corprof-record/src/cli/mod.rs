@@ -60,6 +60,12 @@ pub struct RecordArgs {
     /// cpu: `wall` counts every thread at each sample, `cpu` weights each by the CPU time it used.
     #[arg(long, value_enum, default_value_t = Clock::Wall)]
     pub clock: Clock,
+    /// cpu: `signal` interrupts each thread alone (a timer per thread, its frames read in a
+    /// signal handler; the default with --clock cpu at launch, Linux x86-64), `suspend` stops the
+    /// whole runtime each tick and walks every thread (the default with --clock wall and on
+    /// attach).
+    #[arg(long, value_enum)]
+    pub sampler: Option<Sampler>,
     /// alloc: `sampled` (about one allocation per 100 KB, weighted so totals are unbiased) or
     /// `exact` (every allocation).
     #[arg(long, value_enum, default_value_t = Alloc::Sampled)]
@@ -136,6 +142,21 @@ impl Alloc {
         match self {
             Alloc::Sampled => "sampled",
             Alloc::Exact => "exact",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampler {
+    Signal,
+    Suspend,
+}
+
+impl Sampler {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sampler::Signal => "signal",
+            Sampler::Suspend => "suspend",
         }
     }
 }

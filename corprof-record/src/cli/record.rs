@@ -7,7 +7,7 @@
 //! up to a size.
 
 use super::output::{check_for_heap, check_for_methods, check_for_profile, write_heap, write_methods, write_profile};
-use super::{Alloc, Error, Mode, RecordArgs};
+use super::{Alloc, Error, Mode, RecordArgs, Sampler};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
 use corprof_record::latency::MethodsReport;
@@ -43,6 +43,12 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
                 return Err(Error::usage(
                     "the calls mode records from the app's start only (the runtime allows enter/leave hooks only \
                      from startup); attach (--pid) works with --mode cpu, alloc or heap",
+                ));
+            }
+            (Mode::Cpu, _) if args.sampler == Some(Sampler::Signal) => {
+                return Err(Error::usage(
+                    "--sampler signal samples threads from their start, which an attach has missed; attach (--pid) \
+                     with --sampler suspend (its default)",
                 ));
             }
             (Mode::Alloc, Alloc::Exact) => {
@@ -82,6 +88,12 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
         (settings::CLOCK, args.clock.name().to_string()),
         (settings::ALLOC, args.alloc.name().to_string()),
     ];
+    if let Some(sampler) = args.sampler {
+        if args.mode != Mode::Cpu {
+            return Err(Error::usage("--sampler is for --mode cpu"));
+        }
+        settings.push((settings::SAMPLER, sampler.name().to_string()));
+    }
     if let Some(filter) = &args.filter {
         settings.push((settings::FILTER, filter.clone()));
     }

@@ -1,0 +1,841 @@
+//! The cpu mode's signal sampler: each managed thread is interrupted alone, by a timer of its
+//! own, and its frames are read in a signal handler; no other thread stops.
+//!
+//! Every managed thread, once the runtime says which OS thread it runs on
+//! (ThreadAssignedToOSThread, which the runtime calls on that thread), gets a slot in a fixed
+//! table ([`SLOTS`]) and a POSIX timer that sends [`signal`] to that thread alone
+//! (`SIGEV_THREAD_ID`): on the thread's own CPU clock with `--clock cpu` (it fires only while the
+//! thread runs, once per interval of its CPU time), on the monotonic clock with `--clock wall`.
+//! A timer holds the thread itself, not its number: a signal can never reach another thread that
+//! reused the number after the first ended.
+//!
+//! The handler ([`on_signal`]) reads the interrupted RIP, RSP and RBP from the ucontext and walks
+//! the RBP chain (the JIT's x64 methods keep RBP frames; libcoreclr is built with frame pointers
+//! too) into the thread's ring of fixed-size records. It allocates nothing, takes no lock and
+//! calls nothing of the runtime's; every word it reads lies between the interrupted RSP and the
+//! top of the thread's stack (taken on the thread itself, before its first sample), on the
+//! thread's own stack, so a broken chain ends the walk instead of faulting. A full ring drops the
+//! sample and counts it.
+//!
+//! The sampler thread drains the rings every [`DRAIN_EVERY`], resolves each address through
+//! `GetFunctionFromIP` (a return address as the call before it) and adds the stack to the same
+//! [`Profile`] as the suspension sampler builds: `[thread <name>]` first, then the frames
+//! outermost first, a run of native frames as one `[native]`.
+
+use crate::Clock;
+use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock};
+use crate::frames::{self, Frame};
+use crate::pauses::Pauses;
+use crate::{Context, Recording, Started, write_atomically};
+use corprof::threads::ThreadNames;
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, DWORD, ThreadID};
+use corprof::{CorProfilerCallback, ProfilerInfo};
+use corprof_record::profile::{Profile, Unit};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The signal is `SIGRTMIN + SIGNAL_OFFSET`. CoreCLR takes SIGRTMIN itself (activation
+/// injection: `INJECT_ACTIVATION_SIGNAL`) and glibc the two below it; nothing in either runtime
+/// catches SIGRTMIN+6 (40 on glibc), and the sampler refuses to start if something already does.
+pub(crate) const SIGNAL_OFFSET: libc::c_int = 6;
+/// The most threads sampled at once; a thread beyond it is not sampled (and counted).
+const MAX_SLOTS: usize = 1024;
+/// Samples a thread's ring holds between two drains: at 1 kHz, three times what a drain every
+/// [`DRAIN_EVERY`] needs.
+const RING: usize = 32;
+/// Frames kept per sample (the innermost ones: the walk starts there).
+const MAX_FRAMES: usize = 256;
+/// How often the sampler thread empties the rings.
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+/// How often the sampler looks for threads that ended without a ThreadDestroyed yet.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+/// How often the address cache starts over (code can be unloaded and its addresses reused).
+const FORGET_ADDRESSES_EVERY: Duration = Duration::from_secs(1);
+/// How long stopping waits for a handler still running (it runs for microseconds).
+const HANDLER_GRACE: Duration = Duration::from_secs(2);
+
+/// One sample as the handler writes it.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Record {
+    /// Frames in `ips`: the interrupted address, then the return addresses, innermost first.
+    len: usize,
+    /// The samples it stands for: 1, plus the timer's expiries missed while it was pending.
+    weight: u32,
+    /// Nanoseconds from the handler's start to its end.
+    handler_ns: u64,
+    ips: [usize; MAX_FRAMES],
+}
+
+impl Record {
+    const EMPTY: Record = Record { len: 0, weight: 0, handler_ns: 0, ips: [0; MAX_FRAMES] };
+}
+
+/// One sampled thread's state, shared by its handler and the sampler thread.
+struct Slot {
+    /// Odd while a thread owns the slot; each owner has its own number, which its timer's signal
+    /// carries, so a signal queued for an earlier owner is recognised and ignored.
+    generation: AtomicU64,
+    /// Set while a handler works in the slot (releasing the slot waits for it to clear).
+    busy: AtomicBool,
+    /// The owner's OS thread ID (checked against `gettid()` in the handler).
+    tid: AtomicI32,
+    /// The owner's stack: the lowest address and one past the highest.
+    stack_lo: AtomicUsize,
+    stack_hi: AtomicUsize,
+    /// [`RING`] records, allocated outside any handler; null before the first owner.
+    ring: AtomicPtr<Record>,
+    /// Records written (by the handler) and read (by the sampler thread), counted from 0.
+    head: AtomicUsize,
+    tail: AtomicUsize,
+}
+
+impl Slot {
+    const fn new() -> Slot {
+        Slot {
+            generation: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
+            tid: AtomicI32::new(0),
+            stack_lo: AtomicUsize::new(0),
+            stack_hi: AtomicUsize::new(0),
+            ring: AtomicPtr::new(std::ptr::null_mut()),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The slots, static so the handler reaches them by index without a pointer that could dangle.
+static SLOTS: [Slot; MAX_SLOTS] = [const { Slot::new() }; MAX_SLOTS];
+/// Handlers running now, in any thread (stopping waits for none before the library may go).
+static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+/// Samples dropped because their thread's ring was full.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Whether a signal sampler runs in this process (there is one table).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// The sampler's signal number.
+pub(crate) fn signal() -> libc::c_int {
+    libc::SIGRTMIN() + SIGNAL_OFFSET
+}
+
+/// The value a timer's signal carries: the slot and its owner's generation.
+fn token(index: usize, generation: u64) -> usize {
+    (generation as usize) << 16 | index
+}
+
+/// The signal handler. Async-signal-safe: atomics, `gettid`, `clock_gettime` and reads of the
+/// interrupted thread's own stack within its bounds.
+extern "C" fn on_signal(_signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: `__errno_location` gives this thread's errno, valid for the thread's life; the
+    // handler puts back what it found, so the interrupted code never sees it change.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: the kernel hands a SA_SIGINFO handler a valid siginfo and ucontext for this
+    // delivery (null checked inside anyway).
+    unsafe { sample(info, context) };
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// The handler's work: find the slot the signal names, check it is this thread's, record.
+///
+/// # Safety
+/// `info` and `context` are what the kernel passed a SA_SIGINFO handler on this thread.
+unsafe fn sample(info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    if info.is_null() || context.is_null() {
+        return;
+    }
+    // SAFETY: `info` is the kernel's siginfo for this delivery.
+    let info = unsafe { &*info };
+    // Only the sampler's own timers: anything else sending this signal (kill, sigqueue) carries
+    // a value the sampler did not make.
+    if info.si_code != libc::SI_TIMER {
+        return;
+    }
+    // SAFETY: a timer's siginfo carries its sigevent value and its overrun count.
+    let (value, overrun) = unsafe { (info.si_value().sival_ptr as usize, info.si_overrun()) };
+    let Some(slot) = SLOTS.get(value & 0xffff) else { return };
+    if slot.busy.swap(true, Ordering::SeqCst) {
+        return; // a stale signal of an earlier owner, racing the current one's
+    }
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let me = unsafe { libc::gettid() };
+    if slot.generation.load(Ordering::SeqCst) == (value >> 16) as u64 && slot.tid.load(Ordering::SeqCst) == me {
+        // SAFETY: the slot is this thread's (generation and thread checked), so its stack bounds
+        // are this thread's stack; `context` is this delivery's ucontext.
+        unsafe { record(slot, context.cast(), overrun) };
+    }
+    slot.busy.store(false, Ordering::SeqCst);
+}
+
+/// Monotonic nanoseconds (vDSO clock_gettime: async-signal-safe).
+fn now_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Writes one sample of the interrupted thread into its slot's ring, or counts it dropped.
+///
+/// # Safety
+/// Runs on the slot's own thread, in the handler, with `context` the ucontext of this delivery.
+unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c_int) {
+    let started = now_ns();
+    let head = slot.head.load(Ordering::Relaxed);
+    let tail = slot.tail.load(Ordering::Acquire);
+    let ring = slot.ring.load(Ordering::Acquire);
+    if ring.is_null() || head.wrapping_sub(tail) >= RING {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // SAFETY: the kernel's ucontext for this delivery.
+    let uc = unsafe { &*context };
+    let regs = &uc.uc_mcontext.gregs;
+    let (ip, sp, fp) = (
+        regs[libc::REG_RIP as usize] as usize,
+        regs[libc::REG_RSP as usize] as usize,
+        regs[libc::REG_RBP as usize] as usize,
+    );
+    // SAFETY: `head - tail < RING`, so the record at `head % RING` is one the sampler thread
+    // has read already (or never written) and will not read until `head` moves past it; the
+    // ring holds RING records and lives until every handler has stopped.
+    let out = unsafe { &mut *ring.add(head % RING) };
+    // The kernel says whether the interrupted RSP is on the alternate signal stack (the runtime
+    // runs its fault handler there): then only the address is kept, the stack being another.
+    let on_alternate = uc.uc_stack.ss_flags & libc::SS_ONSTACK != 0;
+    let (lo, hi) = (slot.stack_lo.load(Ordering::Relaxed), slot.stack_hi.load(Ordering::Relaxed));
+    let len = if on_alternate {
+        out.ips[0] = ip;
+        1
+    } else {
+        // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
+        // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
+        unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips) }
+    };
+    out.len = len;
+    out.weight = 1 + overrun.max(0) as u32;
+    out.handler_ns = now_ns().saturating_sub(started);
+    slot.head.store(head.wrapping_add(1), Ordering::Release);
+}
+
+/// Walks the RBP chain of a thread stopped at `ip` with `sp` and `fp`, into `out`: the address,
+/// then each frame's return address, innermost first; gives how many it wrote. Reads only
+/// aligned words in `[sp, hi)`, and only if `sp` lies in `[lo, hi)`; each frame must lie above
+/// the one before, so a broken or looping chain ends the walk.
+///
+/// # Safety
+/// If `sp` lies in `[lo, hi)`, every byte of `[sp, hi)` must be readable for the call.
+unsafe fn walk(ip: usize, sp: usize, fp: usize, (lo, hi): (usize, usize), out: &mut [usize]) -> usize {
+    let Some(first) = out.first_mut() else { return 0 };
+    *first = ip;
+    let mut len = 1;
+    if !(lo <= sp && sp < hi && hi >= 16) {
+        return len;
+    }
+    let mut fp = fp;
+    let mut floor = sp;
+    while len < out.len() && fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8) {
+        // SAFETY: `fp` and `fp + 8` are aligned words within [sp, hi), checked above.
+        let (next, ret) =
+            unsafe { (std::ptr::read_volatile(fp as *const usize), std::ptr::read_volatile((fp + 8) as *const usize)) };
+        if ret == 0 {
+            break;
+        }
+        out[len] = ret;
+        len += 1;
+        if next <= fp {
+            break;
+        }
+        floor = fp + 16;
+        fp = next;
+    }
+    len
+}
+
+/// Installs the handler; refuses if anything else handles the signal already.
+fn install() -> Result<(), String> {
+    let sig = signal();
+    // SAFETY: a zeroed sigaction is a valid out-parameter; sigaction only reads the signal's
+    // current action into it.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `old` is a valid, writable sigaction; a null new action changes nothing.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+        return Err(format!("cannot read the action of signal {sig}: {}", std::io::Error::last_os_error()));
+    }
+    if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
+        return Err(format!(
+            "signal SIGRTMIN+{SIGNAL_OFFSET} ({sig}) has a handler already: the signal sampler cannot use it"
+        ));
+    }
+    // SAFETY: as above, a zeroed sigaction filled in below.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_signal as *const () as usize;
+    // SA_RESTART: a system call the signal interrupts is restarted where the kernel can; the
+    // handler itself is short and chains to nothing.
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    // SAFETY: `sa_mask` is a valid sigset_t in `action`.
+    unsafe {
+        // Other asynchronous signals (the runtime's activation signal among them) wait until the
+        // handler returns; faults are left unblocked so they are never silently held.
+        libc::sigfillset(&mut action.sa_mask);
+        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP] {
+            libc::sigdelset(&mut action.sa_mask, fault);
+        }
+    }
+    // SAFETY: `action` is a complete sigaction whose handler is async-signal-safe.
+    if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
+        return Err(format!("cannot install the handler of signal {sig}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Ignores the signal again (a pending one is discarded) and waits for running handlers to end,
+/// so the library may be unloaded after.
+fn uninstall() {
+    // SAFETY: a zeroed sigaction with SIG_IGN is a complete action.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = libc::SIG_IGN;
+    // SAFETY: `action` is complete; the old action is not asked for.
+    unsafe { libc::sigaction(signal(), &action, std::ptr::null_mut()) };
+    let deadline = Instant::now() + HANDLER_GRACE;
+    while IN_HANDLER.load(Ordering::SeqCst) != 0 && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+}
+
+/// This thread's stack, `[lo, hi)`, from its own pthread attributes.
+fn own_stack() -> Option<(usize, usize)> {
+    // SAFETY: a zeroed pthread_attr_t is filled by pthread_getattr_np before any read, and
+    // destroyed after; `pthread_self()` is the calling thread, alive for the call.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        (rc == 0 && !addr.is_null() && size > 0).then(|| (addr as usize, addr as usize + size))
+    }
+}
+
+/// A sampled thread, as the sampler thread knows it.
+struct Owner {
+    tid: i32,
+    thread: Option<ThreadID>,
+    /// The kernel timer (a `timer_t`), deleted when the thread is let go.
+    timer: usize,
+    /// ThreadDestroyed came: drained once more, then the slot is freed.
+    retiring: bool,
+    /// The thread's name when it was destroyed (its last samples are named after).
+    last_name: Option<Arc<str>>,
+}
+
+/// The sampled threads. The handler never touches it; callbacks and the sampler thread do,
+/// under its mutex.
+struct Registry {
+    clock: Clock,
+    interval: Duration,
+    owners: Vec<Option<Owner>>,
+    by_tid: HashMap<i32, usize>,
+    by_thread: HashMap<ThreadID, usize>,
+    /// Threads not sampled: no stack bounds (not called on the thread), no slot or no timer.
+    unsampled: u64,
+    /// Threads sampled at some point.
+    sampled: u64,
+    stopped: bool,
+}
+
+/// Samples copied out of a ring: the thread and its records.
+struct Drained {
+    tid: i32,
+    thread: Option<ThreadID>,
+    /// The name of a thread destroyed since (the thread table has forgotten it).
+    last_name: Option<Arc<str>>,
+    records: Vec<Record>,
+}
+
+impl Registry {
+    /// Starts sampling OS thread `tid` (the calling thread), optionally known as `thread`.
+    fn add(&mut self, tid: i32, thread: Option<ThreadID>) {
+        if self.stopped {
+            return;
+        }
+        if let Some(&index) = self.by_tid.get(&tid) {
+            if let (Some(thread), Some(owner)) = (thread, self.owners[index].as_mut()) {
+                owner.thread = Some(thread);
+                self.by_thread.insert(thread, index);
+            }
+            return;
+        }
+        // SAFETY: gettid takes no arguments.
+        let (Some((lo, hi)), true) = (own_stack(), unsafe { libc::gettid() } == tid) else {
+            self.unsampled += 1;
+            return;
+        };
+        let Some(index) = self.owners.iter().position(Option::is_none) else {
+            self.unsampled += 1;
+            return;
+        };
+        let slot = &SLOTS[index];
+        if slot.ring.load(Ordering::Acquire).is_null() {
+            let ring: Box<[Record]> = vec![Record::EMPTY; RING].into_boxed_slice();
+            slot.ring.store(Box::into_raw(ring).cast(), Ordering::Release);
+        }
+        // The slot is free: no handler works in it (released with its busy flag clear).
+        slot.head.store(0, Ordering::SeqCst);
+        slot.tail.store(0, Ordering::SeqCst);
+        slot.tid.store(tid, Ordering::SeqCst);
+        slot.stack_lo.store(lo, Ordering::SeqCst);
+        slot.stack_hi.store(hi, Ordering::SeqCst);
+        let generation = (slot.generation.load(Ordering::SeqCst) + 1) | 1;
+        slot.generation.store(generation, Ordering::SeqCst);
+        let Some(timer) = self.timer(tid, token(index, generation & 0xffff_ffff_ffff)) else {
+            release(slot);
+            self.unsampled += 1;
+            return;
+        };
+        self.owners[index] = Some(Owner { tid, thread, timer, retiring: false, last_name: None });
+        self.by_tid.insert(tid, index);
+        if let Some(thread) = thread {
+            self.by_thread.insert(thread, index);
+        }
+        self.sampled += 1;
+    }
+
+    /// A timer sending the signal, carrying `value`, to thread `tid` every interval of its clock.
+    fn timer(&self, tid: i32, value: usize) -> Option<usize> {
+        let clock = match self.clock {
+            Clock::Cpu => thread_cpu_clock(tid as u32)?,
+            Clock::Wall => libc::CLOCK_MONOTONIC,
+        };
+        // SAFETY: a zeroed sigevent is valid; the fields that matter are set below.
+        let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = signal();
+        event.sigev_notify_thread_id = tid;
+        event.sigev_value = libc::sigval { sival_ptr: value as *mut libc::c_void };
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: `event` and `timer` are valid; the kernel checks the clock and the thread
+        // (which must be of this process).
+        if unsafe { libc::timer_create(clock, &mut event, &mut timer) } != 0 {
+            return None;
+        }
+        let every = libc::timespec {
+            tv_sec: self.interval.as_secs() as libc::time_t,
+            tv_nsec: self.interval.subsec_nanos() as libc::c_long,
+        };
+        let spec = libc::itimerspec { it_interval: every, it_value: every };
+        // SAFETY: `timer` was just made; `spec` is a valid itimerspec.
+        if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+            // SAFETY: `timer` was just made and is deleted once.
+            unsafe { libc::timer_delete(timer) };
+            return None;
+        }
+        Some(timer as usize)
+    }
+
+    /// ThreadDestroyed: stops `thread`'s timer; its slot is freed after a last drain, its
+    /// samples named `name`.
+    fn retire(&mut self, thread: ThreadID, name: Option<Arc<str>>) {
+        if let Some(index) = self.by_thread.remove(&thread) {
+            self.retire_slot(index);
+            if let Some(owner) = self.owners[index].as_mut() {
+                owner.last_name = name;
+            }
+        }
+    }
+
+    fn retire_slot(&mut self, index: usize) {
+        if let Some(owner) = self.owners[index].as_mut()
+            && !owner.retiring
+        {
+            owner.retiring = true;
+            // SAFETY: the timer was made by `timer` and is deleted once (retiring is set).
+            unsafe { libc::timer_delete(owner.timer as libc::timer_t) };
+        }
+    }
+
+    /// Copies every ring's new records out, and frees the slots of retired threads.
+    fn drain(&mut self) -> Vec<Drained> {
+        let mut drained = Vec::new();
+        for (index, slot) in SLOTS.iter().enumerate().take(self.owners.len()) {
+            let Some(owner) = &self.owners[index] else { continue };
+            if owner.retiring {
+                // No handler works in the slot from here on; what it wrote is read below.
+                release(slot);
+            }
+            let records = take(slot);
+            if !records.is_empty() {
+                drained.push(Drained {
+                    tid: owner.tid,
+                    thread: owner.thread,
+                    last_name: owner.last_name.clone(),
+                    records,
+                });
+            }
+            if owner.retiring {
+                self.by_tid.remove(&owner.tid);
+                if let Some(thread) = owner.thread {
+                    self.by_thread.remove(&thread);
+                }
+                self.owners[index] = None;
+            }
+        }
+        drained
+    }
+
+    /// Retires the threads that have ended (no ThreadDestroyed needed).
+    fn reap(&mut self) {
+        let gone: Vec<usize> = self
+            .owners
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| o.as_ref().filter(|o| !o.retiring).map(|o| (i, o.tid)))
+            .filter(|(_, tid)| !Path::new(&format!("/proc/self/task/{tid}")).exists())
+            .map(|(i, _)| i)
+            .collect();
+        for index in gone {
+            self.retire_slot(index);
+        }
+    }
+
+    /// Stops every timer (no new sample is made after).
+    fn stop(&mut self) {
+        self.stopped = true;
+        for index in 0..self.owners.len() {
+            self.retire_slot(index);
+        }
+    }
+}
+
+/// Ends the slot's current ownership: a handler that enters after sees another generation and
+/// leaves; one already inside is waited for.
+fn release(slot: &Slot) {
+    let generation = slot.generation.load(Ordering::SeqCst);
+    if generation % 2 == 1 {
+        slot.generation.store(generation + 1, Ordering::SeqCst);
+    }
+    let deadline = Instant::now() + HANDLER_GRACE;
+    while slot.busy.load(Ordering::SeqCst) && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+}
+
+/// The records written since the last take.
+fn take(slot: &Slot) -> Vec<Record> {
+    let ring = slot.ring.load(Ordering::Acquire);
+    let head = slot.head.load(Ordering::Acquire);
+    let mut tail = slot.tail.load(Ordering::Relaxed);
+    let mut out = Vec::with_capacity(head.wrapping_sub(tail));
+    while tail != head && !ring.is_null() {
+        // SAFETY: records in [tail, head) are complete (head was stored with Release after the
+        // write) and the handler does not write them again until tail moves past.
+        out.push(unsafe { *ring.add(tail % RING) });
+        tail = tail.wrapping_add(1);
+    }
+    slot.tail.store(tail, Ordering::Release);
+    out
+}
+
+/// Starts the signal sampler: the handler, the calling thread if it is the app's main thread,
+/// and the sampler thread.
+pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
+    if ACTIVE.swap(true, Ordering::SeqCst) {
+        return Err("a signal sampler runs in this process already".to_string());
+    }
+    if let Err(e) = install() {
+        ACTIVE.store(false, Ordering::SeqCst);
+        return Err(e);
+    }
+    let registry = Arc::new(Mutex::new(Registry {
+        clock: ctx.settings.clock,
+        interval: Duration::from_millis(ctx.settings.interval_ms),
+        owners: (0..MAX_SLOTS).map(|_| None).collect(),
+        by_tid: HashMap::new(),
+        by_thread: HashMap::new(),
+        unsampled: 0,
+        sampled: 0,
+        stopped: false,
+    }));
+    // At launch the runtime initializes the profiler on the app's main thread, whose managed
+    // thread may have been announced before: it is taken here, on itself.
+    // SAFETY: gettid and getpid take no arguments.
+    if unsafe { libc::gettid() == libc::getpid() } {
+        lock(&registry).add(std::process::id() as i32, None);
+    }
+    let stop = Arc::new(Stop::default());
+    let drainer = Drainer {
+        info: ctx.info.clone(),
+        threads: Arc::clone(&ctx.threads),
+        registry: Arc::clone(&registry),
+        stop: Arc::clone(&stop),
+    };
+    let thread = std::thread::Builder::new()
+        .name("corprof-signal-sampler".to_string())
+        .spawn(move || drainer.run())
+        .map_err(|e| format!("cannot start the sampler thread: {e}"));
+    let thread = match thread {
+        Ok(thread) => thread,
+        Err(e) => {
+            lock(&registry).stop();
+            uninstall();
+            ACTIVE.store(false, Ordering::SeqCst);
+            return Err(e);
+        }
+    };
+    Ok(Started {
+        recording: Box::new(SignalCpu {
+            threads: Arc::clone(&ctx.threads),
+            registry,
+            stop,
+            clock: ctx.settings.clock,
+            thread: Mutex::new(Some(thread)),
+        }),
+        events: COR_PRF_MONITOR::NONE,
+        events_high: COR_PRF_HIGH_MONITOR(0),
+    })
+}
+
+fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
+    // Every change to the registry is complete before a panic could happen, so a poisoned
+    // lock's data is still good.
+    registry.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The running signal sampler.
+struct SignalCpu {
+    threads: Arc<ThreadNames>,
+    registry: Arc<Mutex<Registry>>,
+    stop: Arc<Stop>,
+    clock: Clock,
+    thread: Mutex<Option<JoinHandle<(Profile, Pauses)>>>,
+}
+
+impl SignalCpu {
+    /// Stops the timers and the handler, then the sampler thread (which drains the rest), and
+    /// takes what it recorded (`None` if it stopped already or panicked).
+    fn stop(&self) -> Option<(Profile, Pauses)> {
+        let thread = self.thread.lock().ok()?.take()?;
+        lock(&self.registry).stop();
+        uninstall();
+        self.stop.raise();
+        let result = thread.join().ok();
+        ACTIVE.store(false, Ordering::SeqCst);
+        result
+    }
+}
+
+impl CorProfilerCallback for SignalCpu {
+    fn thread_assigned_to_os_thread(&self, thread: ThreadID, os_thread: DWORD) -> corprof::Result<()> {
+        #[allow(clippy::unnecessary_cast)]
+        lock(&self.registry).add(os_thread as i32, Some(thread));
+        Ok(())
+    }
+
+    fn thread_destroyed(&self, thread: ThreadID) -> corprof::Result<()> {
+        // Called before the thread table forgets the thread.
+        lock(&self.registry).retire(thread, self.threads.name(thread));
+        Ok(())
+    }
+}
+
+impl Recording for SignalCpu {
+    fn finish(&self, out: &Path) -> std::io::Result<()> {
+        let (profile, pauses) = self.stop().ok_or_else(|| std::io::Error::other("the sampler thread failed"))?;
+        let (sampled, unsampled) = {
+            let registry = lock(&self.registry);
+            (registry.sampled, registry.unsampled)
+        };
+        let clock = match self.clock {
+            Clock::Cpu => "its CPU-time clock",
+            Clock::Wall => "the monotonic clock",
+        };
+        let line = format!(
+            "cpu: {} samples by the signal sampler (SIGRTMIN+{SIGNAL_OFFSET}, a timer on {clock} per thread); the \
+             sampled thread paused per sample (signal handler) {}; no other thread stopped; {} threads sampled, {} \
+             not sampled, {} samples dropped (ring full)\n",
+            pauses.count(),
+            pauses.quantiles(),
+            sampled,
+            unsampled,
+            DROPPED.load(Ordering::Relaxed),
+        );
+        let mut stats = out.as_os_str().to_owned();
+        stats.push(corprof_record::settings::STATS_SUFFIX);
+        // Before the profile, whose appearance tells the command the recording is complete.
+        write_atomically(Path::new(&stats), line.as_bytes())?;
+        write_atomically(out, profile.to_text().as_bytes())
+    }
+}
+
+impl Drop for SignalCpu {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// The sampler thread: drains the rings and builds the profile.
+struct Drainer {
+    info: ProfilerInfo,
+    threads: Arc<ThreadNames>,
+    registry: Arc<Mutex<Registry>>,
+    stop: Arc<Stop>,
+}
+
+impl Drainer {
+    fn run(self) -> (Profile, Pauses) {
+        let mut thread_ready = false;
+        let mut profile = Profile::new(Unit::Samples);
+        let mut pauses = Pauses::default();
+        let mut names = Names::new(&self.info);
+        let mut functions: HashMap<usize, Frame> = HashMap::new();
+        let mut forgot = Instant::now();
+        let mut reaped = Instant::now();
+        loop {
+            let stopped = self.stop.wait_until(Instant::now() + DRAIN_EVERY);
+            if !thread_ready {
+                thread_ready = self.info.initialize_current_thread().is_ok();
+            }
+            if reaped.elapsed() >= REAP_EVERY {
+                lock(&self.registry).reap();
+                reaped = Instant::now();
+            }
+            // Copied under the lock, resolved after it: the runtime is never called with it held.
+            let drained = lock(&self.registry).drain();
+            if forgot.elapsed() >= FORGET_ADDRESSES_EVERY {
+                functions.clear();
+                forgot = Instant::now();
+            }
+            for batch in drained {
+                let name =
+                    batch.last_name.clone().or_else(|| batch.thread.and_then(|thread| self.threads.name(thread)));
+                let root = match name {
+                    Some(name) => format!("[thread {name}]"),
+                    None => format!("[thread {}]", batch.tid),
+                };
+                for record in &batch.records {
+                    pauses.add(Duration::from_micros(record.handler_ns.div_ceil(1000)));
+                    let mut stack: Vec<Frame> = Vec::with_capacity(record.len);
+                    for (i, &ip) in record.ips[..record.len.min(MAX_FRAMES)].iter().enumerate() {
+                        // A return address is the instruction after the call: look up the call.
+                        let at = if i == 0 { ip } else { ip.wrapping_sub(1) };
+                        let frame = *functions.entry(at).or_insert_with(|| self.function(at));
+                        frames::push(&mut stack, frame);
+                    }
+                    let path: Vec<String> =
+                        std::iter::once(root.clone()).chain(frames::folded(&stack, |f| names.name(f))).collect();
+                    let path = if profile.stacks.len() >= MAX_STACKS && !profile.stacks.contains_key(&path) {
+                        vec![root.clone(), "[truncated]".to_string()]
+                    } else {
+                        path
+                    };
+                    profile.add(&path, u64::from(record.weight), 0);
+                }
+            }
+            if stopped {
+                // One last drain after the stop, for what the handlers wrote before it.
+                if self.stop.is_raised() && lock(&self.registry).owners.iter().all(Option::is_none) {
+                    break;
+                }
+            }
+        }
+        (profile, pauses)
+    }
+
+    /// The managed function at `ip`, `None` for native code (or code the runtime does not name).
+    fn function(&self, ip: usize) -> Frame {
+        // SAFETY: the runtime only looks the address up in its code ranges; it does not read
+        // memory at it.
+        unsafe { self.info.get_function_from_ip(ip as *const corprof::types::BYTE) }.ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake stack of 64 words; `frame(i, next, ret)` writes a frame record at word `i`.
+    struct Stack([usize; 64]);
+
+    impl Stack {
+        fn at(&self, i: usize) -> usize {
+            &self.0[i] as *const usize as usize
+        }
+        fn frame(&mut self, i: usize, next: usize, ret: usize) {
+            self.0[i] = next;
+            self.0[i + 1] = ret;
+        }
+        fn walk(&self, sp_word: usize, fp: usize, bounds: (usize, usize)) -> Vec<usize> {
+            let mut out = [0usize; 8];
+            // SAFETY: every bound the tests give lies within this stack's 64 words.
+            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out) };
+            out[..len].to_vec()
+        }
+        fn bounds(&self) -> (usize, usize) {
+            (self.at(0), self.at(63) + 8)
+        }
+    }
+
+    #[test]
+    fn a_chain_is_walked_innermost_first_to_its_end() {
+        let mut s = Stack([0; 64]);
+        s.frame(10, s.at(20), 0xa);
+        s.frame(20, s.at(30), 0xb);
+        s.frame(30, 0, 0xc); // the outermost frame: its next is null
+        assert_eq!(s.walk(4, s.at(10), s.bounds()), [0x1000, 0xa, 0xb, 0xc]);
+    }
+
+    #[test]
+    fn a_broken_chain_ends_the_walk_instead_of_reading_outside_the_stack() {
+        let mut s = Stack([0; 64]);
+        let b = s.bounds();
+        // Pointing below the interrupted RSP, beyond the stack's top, unaligned, or back down:
+        // each ends the walk with what came before.
+        s.frame(10, s.at(2), 0xa);
+        assert_eq!(s.walk(4, s.at(10), b), [0x1000, 0xa], "down the stack");
+        s.frame(10, usize::MAX - 7, 0xa);
+        assert_eq!(s.walk(4, s.at(10), b), [0x1000, 0xa], "far beyond the top");
+        assert_eq!(s.walk(4, s.at(62) + 8, b), [0x1000], "a record that would cross the top");
+        assert_eq!(s.walk(4, s.at(10) + 3, b), [0x1000], "unaligned");
+        s.frame(10, s.at(10), 0xa);
+        assert_eq!(s.walk(4, s.at(10), b), [0x1000, 0xa], "a frame pointing at itself");
+        assert_eq!(s.walk(4, s.at(3), b), [0x1000], "a frame pointer below RSP");
+        assert_eq!(s.walk(4, 0, b), [0x1000], "null");
+    }
+
+    #[test]
+    fn an_rsp_off_the_stack_walks_nothing() {
+        let mut s = Stack([0; 64]);
+        s.frame(10, 0, 0xa);
+        let (lo, hi) = s.bounds();
+        // The thread runs on another stack (an alternate signal stack): no word is read.
+        assert_eq!(s.walk(4, s.at(10), (lo + 8 * 8, hi)), [0x1000]);
+        assert_eq!(s.walk(4, s.at(10), (lo, lo + 8 * 4)), [0x1000]);
+        assert_eq!(s.walk(4, s.at(10), (0, 0)), [0x1000]);
+    }
+
+    #[test]
+    fn the_walk_stops_at_the_records_size() {
+        let mut s = Stack([0; 64]);
+        for i in 0..10 {
+            s.frame(10 + 4 * i, s.at(14 + 4 * i), 0x10 + i);
+        }
+        assert_eq!(s.walk(4, s.at(10), s.bounds()).len(), 8);
+    }
+
+    #[test]
+    fn a_token_names_its_slot_and_generation() {
+        assert_eq!(token(5, 3) & 0xffff, 5);
+        assert_eq!(token(5, 3) >> 16, 3);
+        assert_eq!(token(MAX_SLOTS - 1, 1 << 40) >> 16, 1 << 40);
+    }
+}
