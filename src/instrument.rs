@@ -1134,6 +1134,7 @@ impl Instrumentation {
         let Ok(m) = info.get_module_info2(module) else { return };
         let assembly = info.get_assembly_info(m.assembly_id).map(|a| a.name).unwrap_or_default();
         let precompiled = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN);
+        let collectible = m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE);
         // The assemblies of corprof's and the handlers' managed code: never given the startup,
         // never wrapped for a managed handler (whose calls would come back to it).
         let managed_code =
@@ -1230,6 +1231,16 @@ impl Instrumentation {
                             },
                         }
                     }
+                    // The runtime versions no code of a collectible context: a ReJIT of it is
+                    // taken and does nothing (CoreCLR 8.0.4 and 3.1.23, no ReJITError).
+                    Ok(_) if collectible => Decision::Refused {
+                        method: name,
+                        target: target.to_string(),
+                        reason: "its module is in a collectible context, whose code the runtime does not ReJIT \
+                                 (only such a module's methods compiled after start, and not for a managed \
+                                 handler or an end at a task's completion, can be wrapped)"
+                            .to_owned(),
+                    },
                     Ok(_) if !self.rejit.load(Ordering::Relaxed) => Decision::Refused {
                         method: name,
                         target: target.to_string(),

@@ -249,10 +249,11 @@ impl ProfilerInfo {
     /// GC may not be triggered), `E_NOINTERFACE` before CoreCLR 3.0.
     ///
     /// **Refused by corprof** (the runtime would take the call and crash):
-    /// - a method of precompiled (ReadyToRun) code (its module has `COR_PRF_MODULE_NGEN`: the
-    ///   framework's assemblies) on a runtime before .NET 8, with `COR_E_NOTSUPPORTED`: CoreCLR
-    ///   3.1.23 crashed reading its precompiled inlining data (the runtime's fixes: .NET 7,
-    ///   dotnet/runtime#69634, and 8, #88924). Request those methods with `request_rejit` there.
+    /// - on a runtime before .NET 8, with `COR_E_NOTSUPPORTED`: CoreCLR 3.1.23 crashed walking
+    ///   the inliners (`ReJitManager::UpdateJitInlinerActiveILVersions`) of a method of
+    ///   precompiled (ReadyToRun) code, of a module given a new module initializer, and of a
+    ///   collectible context (the runtime's fixes to that walk: .NET 7, dotnet/runtime#69634, and
+    ///   8, #88924). Request the methods with `request_rejit` there (inliners keep their copy).
     /// - inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`:
     ///   the call may trigger a GC, and the hook's thread runs managed code with no frame.
     /// - on the thread that holds a [`Suspension`](crate::suspend::Suspension), with
@@ -277,14 +278,12 @@ impl ProfilerInfo {
         if method_ids.len() != module_ids.len() {
             return Err(HResult::E_INVALIDARG);
         }
-        let before_8 = self.get_runtime_information().is_ok_and(|r| r.major_version < 8);
-        if before_8 {
-            for module in module_ids {
-                let flags = self.get_module_info2(*module)?.module_flags;
-                if flags.contains(crate::types::COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_NGEN) {
-                    return Err(HResult::COR_E_NOTSUPPORTED);
-                }
-            }
+        // Before .NET 8 the runtime's walk of the inliners crashed in every case corprof gave it
+        // beyond a plain JIT module: precompiled code, a module given a new module initializer,
+        // the methods of a collectible context (CoreCLR 3.1.23, in
+        // ReJitManager::UpdateJitInlinerActiveILVersions).
+        if self.get_runtime_information().map_or(true, |r| r.major_version < 8) {
+            return Err(HResult::COR_E_NOTSUPPORTED);
         }
         let count = u32::try_from(module_ids.len()).map_err(|_| HResult::E_INVALIDARG)?;
         // SAFETY: `raw` is borrowed from this wrapper's object, whose gate is held; the arrays hold

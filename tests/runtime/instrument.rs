@@ -535,3 +535,66 @@ fn task_returning_methods_end_when_their_tasks_complete_coreclr_3() {
     let _runtime = runtime_lock();
     task_ends("3", "task_returning_methods_end_when_their_tasks_complete_coreclr_3");
 }
+
+/// Methods whose signatures a wrapper can get wrong (InstrumentHostile: a pointer, a
+/// TypedReference, a byref return, twelve arguments of every primitive, a struct by value, a
+/// throw), wrapped through ReJIT after they ran, in the app and in its copy in a collectible
+/// context: the app's output is unchanged; the app's own methods are wrapped and seen with their
+/// arguments and values (what is not a primitive as `Other`); the copy's are refused with the
+/// reason — the runtime takes a ReJIT of collectible code and does nothing with it — and asking
+/// for its inliners, which crashed CoreCLR 3.1.23 (exit 139), is never done before .NET 8. The
+/// copy is unloaded with the instrumentation running.
+fn hostile_methods(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "InstrumentHostile", &[]);
+    assert_eq!(plain.code, Some(0), "{}", plain.describe());
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let ready = TempFile::new(&format!("{test}-ready"));
+    let run = run_profiled(
+        runtime,
+        "InstrumentHostile",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[("CORPROF_INSTRUMENT_OUT", out.path()), ("INSTRUMENT_HOSTILE", "1"), ("INSTRUMENT_READY", ready.path())],
+    );
+    assert_eq!((run.code, &run.stdout), (Some(0), &plain.stdout), "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let methods = ["Deref", "Typed", "Field", "Twelve", "Make", "Thrower", ".cctor"];
+    for m in methods {
+        let wrapped = format!("wrapped InstrumentHostile.Hostile::{m} (target InstrumentHostile.Hostile::_)");
+        let refused = format!(
+            "not wrapped InstrumentHostile.Hostile::{m} (target InstrumentHostile.Hostile::_): its module is in a \
+             collectible context, whose code the runtime does not ReJIT"
+        );
+        // One of each: the app's module, then its collectible copy.
+        assert_eq!(text.lines().filter(|l| *l == wrapped).count(), 1, "{m} on CoreCLR {runtime}:\n{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with(&refused)).count(), 1, "{m} on CoreCLR {runtime}:\n{text}");
+    }
+    let seen: Vec<&str> = text.lines().filter(|l| l.starts_with("InstrumentHostile.Hostile::")).collect();
+    assert_eq!(
+        seen,
+        [
+            "InstrumentHostile.Hostile::Deref calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(42)) first_args=[Other]",
+            "InstrumentHostile.Hostile::Field calls=2 ends=2 threw=0 unpaired=0 last=Returned(Other) first_args=[]",
+            "InstrumentHostile.Hostile::Make calls=1 ends=1 threw=0 unpaired=0 last=Returned(Other) first_args=[Int(5)]",
+            "InstrumentHostile.Hostile::Thrower calls=1 ends=1 threw=1 unpaired=0 last=Threw first_args=[Int(3)]",
+            "InstrumentHostile.Hostile::Twelve calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(139)) first_args=[Int(1), \
+             Int(2), Int(3), UInt(4), Float(5.5), Float(6.5), Char(97), Bool(true), UInt(9), UInt(10), Int(-11), UInt(12)]",
+            "InstrumentHostile.Hostile::Typed calls=1 ends=1 threw=0 unpaired=0 last=Returned(Int(42)) first_args=[Other]",
+        ],
+        "CoreCLR {runtime}:\n{text}"
+    );
+    assert!(!text.contains("rejit error"), "CoreCLR {runtime}:\n{text}");
+}
+
+#[test]
+fn hostile_methods_are_wrapped_or_refused_coreclr_8() {
+    let _runtime = runtime_lock();
+    hostile_methods("8", "hostile_methods_are_wrapped_or_refused_coreclr_8");
+}
+
+#[test]
+fn hostile_methods_are_wrapped_or_refused_coreclr_3() {
+    let _runtime = runtime_lock();
+    hostile_methods("3", "hostile_methods_are_wrapped_or_refused_coreclr_3");
+}

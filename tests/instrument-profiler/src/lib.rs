@@ -339,6 +339,35 @@ impl Profiler {
     }
 }
 
+/// How many times a module named `InstrumentHostile.dll` has loaded (INSTRUMENT_HOSTILE).
+static HOSTILE_LOADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Profiler {
+    /// INSTRUMENT_HOSTILE: at the second load of the InstrumentHostile app's module (its copy in
+    /// a collectible context), wrap every method of `InstrumentHostile.Hostile` in both copies,
+    /// through ReJIT, and write INSTRUMENT_READY once the requests are made.
+    fn hostile(&self, module: ModuleID) -> Result<()> {
+        let Some(info) = INFO.get() else { return Ok(()) };
+        if !info.get_module_info(module).is_ok_and(|m| m.name.ends_with("InstrumentHostile.dll")) {
+            return Ok(());
+        }
+        if HOSTILE_LOADS.fetch_add(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        let mut wrapping = Instrumentation::new();
+        wrapping.wrap(Target::method("InstrumentHostile.Hostile", "_"), recorder()).map_err(|_| HResult::E_FAIL)?;
+        let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
+        let _ = self.wrapping.set(started);
+        if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
+            let _ = OUT.set(out.into());
+        }
+        if let Some(ready) = std::env::var_os("INSTRUMENT_READY") {
+            tell_when_requested(started, ready.into(), false);
+        }
+        Ok(())
+    }
+}
+
 /// What `wrap_managed` refused, for the output.
 static ERRORS: OnceLock<String> = OnceLock::new();
 
@@ -356,7 +385,21 @@ fn tell_when_requested(started: &'static Instrumentation, ready: std::path::Path
 /// Where to write at shutdown: `CORPROF_INSTRUMENT_OUT`, or the attach data's.
 static OUT: OnceLock<std::path::PathBuf> = OnceLock::new();
 
+/// The ReJIT failures the runtime reported to the profiler (after corprof saw them first).
+static REJIT_ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 impl CorProfilerCallback for Profiler {
+    fn rejit_error(
+        &self,
+        _module: ModuleID,
+        _method: corprof::types::mdMethodDef,
+        _function: corprof::types::FunctionID,
+        status: HResult,
+    ) -> Result<()> {
+        REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).push(status.describe());
+        Ok(())
+    }
+
     fn initialize_for_attach(&self, unknown: &IUnknown, client_data: &[u8]) -> Result<()> {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::NONE)?;
@@ -372,7 +415,7 @@ impl CorProfilerCallback for Profiler {
         let info = ProfilerInfo::from_unknown(unknown)?;
         info.set_event_mask(COR_PRF_MONITOR::MODULE_LOADS)?;
         let _ = INFO.set(info.clone());
-        if std::env::var_os("INSTRUMENT_LATE").is_some() {
+        if std::env::var_os("INSTRUMENT_LATE").is_some() || std::env::var_os("INSTRUMENT_HOSTILE").is_some() {
             // Started late: see module_load_finished.
             if let Some(out) = std::env::var_os("CORPROF_INSTRUMENT_OUT") {
                 let _ = OUT.set(out.into());
@@ -451,6 +494,9 @@ impl CorProfilerCallback for Profiler {
     }
 
     fn module_load_finished(&self, module: ModuleID, _status: HResult) -> Result<()> {
+        if std::env::var_os("INSTRUMENT_HOSTILE").is_some() {
+            return self.hostile(module);
+        }
         if INFO.get().is_some_and(|i| i.get_module_info(module).is_ok_and(|m| m.name.ends_with("Instrument.dll"))) {
             APP_LOADED.store(true, Ordering::Release);
             if std::env::var_os("INSTRUMENT_LATE").is_some()
@@ -481,6 +527,9 @@ impl CorProfilerCallback for Profiler {
             for target in wrapping.unmatched() {
                 text += &format!("unmatched {target}\n");
             }
+        }
+        for status in REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            text += &format!("rejit error seen by the profiler: {status}\n");
         }
         let n = never_blocking();
         text += &format!(
