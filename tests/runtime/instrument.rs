@@ -183,6 +183,21 @@ fn method_timer(runtime: &'static str, test: &str) {
         "CoreCLR {runtime}:\n{text}"
     );
 
+    // An output that is a FIFO nobody reads: refused at once (a plain write would wait for a
+    // reader forever, holding the app's exit).
+    let fifo = std::env::temp_dir().join(format!("corprof-{test}-{}.fifo", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()), "mkfifo");
+    let fifo_str = fifo.to_str().expect("a UTF-8 path");
+    let env = [("METHOD_TIMER_METHODS", methods), ("METHOD_TIMER_OUT", fifo_str)];
+    let to_fifo = run_profiled(runtime, "Instrument", TIMER_CLSID, &lib, &env);
+    let still_fifo = std::fs::symlink_metadata(&fifo).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_fifo()
+    });
+    let _ = std::fs::remove_file(&fifo);
+    assert_eq!((to_fifo.code, still_fifo), (Some(0), true), "{}", to_fifo.describe());
+
     let bad = run_profiled(runtime, "Instrument", TIMER_CLSID, &lib, &[("METHOD_TIMER_METHODS", "Shop.Cart")]);
     assert_eq!(bad.code, Some(0), "{}", bad.describe());
     assert!(

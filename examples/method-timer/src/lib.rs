@@ -75,13 +75,25 @@ impl CorProfilerCallback for MethodTimer {
             })
             .collect();
         match std::env::var_os("METHOD_TIMER_OUT") {
-            Some(path) => std::fs::write(path, lines).map_err(|_| HResult::E_FAIL),
+            Some(path) => write_regular(path.as_ref(), &lines).map_err(|_| HResult::E_FAIL),
             None => {
                 eprint!("{lines}");
                 Ok(())
             }
         }
     }
+}
+
+/// Writes only a new or regular file, checked once opened (without waiting: a FIFO would block).
+fn write_regular(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).custom_flags(0o4000).open(path)?; // O_NONBLOCK
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    file.set_len(0)?;
+    file.write_all(text.as_bytes())
 }
 
 corprof::export_profiler!(MethodTimer, CLSID);
