@@ -613,3 +613,37 @@ fn hostile_methods_are_wrapped_or_refused_coreclr_3() {
     let _runtime = runtime_lock();
     hostile_methods("3", "hostile_methods_are_wrapped_or_refused_coreclr_3");
 }
+
+/// The wrapping taken back from the Shutdown callback (the worker's RequestRevert meets a runtime
+/// that is ending): every method wrapped through ReJIT is reverted, the request is made before
+/// the callback returns, and the app exits as it does unwrapped.
+fn revert_during_shutdown(runtime: &'static str, test: &str) {
+    let plain = run_app(runtime, "Instrument", &[]);
+    let lib = profiler_lib("instrument_profiler");
+    let out = TempFile::new(test);
+    let run = run_profiled(
+        runtime,
+        "Instrument",
+        INSTRUMENT_CLSID,
+        &lib,
+        &[("CORPROF_INSTRUMENT_OUT", out.path()), ("INSTRUMENT_LATE", "1"), ("INSTRUMENT_REVERT_AT_SHUTDOWN", "1")],
+    );
+    assert_eq!((run.code, &run.stdout), (Some(0), &plain.stdout), "{}", run.describe());
+    let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
+    let wrapped = text.lines().filter(|l| l.starts_with("wrapped ")).count();
+    let reverted = text.lines().filter(|l| l.starts_with("reverted ")).count();
+    assert!(wrapped == 6 && reverted == wrapped, "CoreCLR {runtime}:\n{text}");
+    assert!(text.contains("pending after the revert at shutdown: 0\n"), "CoreCLR {runtime}:\n{text}");
+}
+
+#[test]
+fn revert_during_shutdown_coreclr_8() {
+    let _runtime = runtime_lock();
+    revert_during_shutdown("8", "revert_during_shutdown_coreclr_8");
+}
+
+#[test]
+fn revert_during_shutdown_coreclr_3() {
+    let _runtime = runtime_lock();
+    revert_during_shutdown("3", "revert_during_shutdown_coreclr_3");
+}

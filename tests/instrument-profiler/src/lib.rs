@@ -520,6 +520,18 @@ impl CorProfilerCallback for Profiler {
     fn shutdown(&self) -> Result<()> {
         let Some(path) = OUT.get() else { return Ok(()) };
         let mut text = ERRORS.get().cloned().unwrap_or_default();
+        if let (Some(wrapping), true) =
+            (self.wrapping.get(), std::env::var_os("INSTRUMENT_REVERT_AT_SHUTDOWN").is_some())
+        {
+            // Taken back while the runtime shuts down: the worker's RequestRevert meets a runtime
+            // that is ending. Waited for a bounded time: the app's exit must not hang on it.
+            wrapping.revert();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while wrapping.pending_rejit_requests() > 0 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            text += &format!("pending after the revert at shutdown: {}\n", wrapping.pending_rejit_requests());
+        }
         if let Some(wrapping) = self.wrapping.get() {
             for decision in wrapping.decisions() {
                 text += &format!("{decision}\n");
