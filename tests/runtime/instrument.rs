@@ -28,7 +28,8 @@ fn wrapped(runtime: &'static str, test: &str) {
     );
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
-    // Each handler that panics (in begin, in end) is reported once, and the app runs on.
+    // Each handler that panics (in begin, in end: with a payload that panics again when dropped)
+    // is reported once, and the app runs on.
     let reports: Vec<&str> = run.stderr.lines().filter(|l| l.contains("instrument handler")).collect();
     assert_eq!(
         reports,
@@ -36,11 +37,12 @@ fn wrapped(runtime: &'static str, test: &str) {
             "corprof: instrument handler for InstrumentApp.Program::Main (in InstrumentApp.Program::Main) panicked: \
              a handler that panics; it is not called again",
             "corprof: instrument handler for InstrumentApp.Box`1::.ctor (in InstrumentApp.Box`1::.ctor) panicked: \
-             a handler that panics at the end; it is not called again",
+             (non-string panic payload); it is not called again",
         ],
         "{}",
         run.describe()
     );
+    assert!(run.stderr.contains("DropBomb: the payload panicked while being dropped"), "{}", run.describe());
 
     let text = out.read().unwrap_or_else(|| panic!("no instrument-profiler output: {}", run.describe()));
     let fast = if runtime == "8" { 3 } else { 0 };

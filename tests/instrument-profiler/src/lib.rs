@@ -204,12 +204,22 @@ impl Handler for Panicky {
     }
 }
 
-/// Panics in `end`, after `begin` ran: the call's result still reaches the app.
+/// Panics in `end`, after `begin` ran, with a payload whose `Drop` panics again: the call's
+/// result still reaches the app, and the second panic goes no further than the first.
 struct PanickyEnd;
+
+/// A panic payload that panics when dropped.
+struct DropBomb;
+
+impl Drop for DropBomb {
+    fn drop(&mut self) {
+        panic!("DropBomb: the payload panicked while being dropped");
+    }
+}
 
 impl Handler for PanickyEnd {
     fn end(&self, _: &Method, _: u64, _: Outcome) {
-        panic!("a handler that panics at the end");
+        std::panic::panic_any(DropBomb);
     }
 }
 
