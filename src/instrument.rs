@@ -1390,6 +1390,20 @@ pub(crate) fn rejit_failed(module: usize, method: u32, status: HResult) {
     this.note(said);
 }
 
+/// The bytes of `body`'s locals signature (`None`: no locals), copied out of the metadata.
+fn locals_of(import: &MetaDataImport, body: &MethodBody) -> Result<Option<Vec<u8>>, String> {
+    let Some(t) = body.local_var_sig() else { return Ok(None) };
+    let p = import.get_sig_from_token(t.0).map_err(|e| format!("its locals: {e}"))?;
+    // SAFETY: GetSigFromToken succeeded: `sig_size` bytes of metadata, copied at once.
+    Ok(Some(unsafe { copy_blob(p.sig, p.sig_size) }))
+}
+
+/// `module`'s metadata opened for writing.
+fn writable(info: &ProfilerInfo, module: ModuleID) -> Result<MetaDataEmit, String> {
+    info.get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)
+        .map_err(|e| format!("the module's metadata cannot be written: {e}"))
+}
+
 /// `System.Runtime.CompilerServices.CallConvSuppressGCTransition` as a token of `module`: its
 /// TypeDef in CoreLib, else a TypeRef through an AssemblyRef to `System.Runtime` (which forwards
 /// it to CoreLib; made once, or found: the module's metadata has no duplicates).
@@ -1518,17 +1532,8 @@ fn wrapped_body(
     let sig_bytes = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
     let sig = MethodSig::decode(&sig_bytes).map_err(|e| format!("its signature: {e}"))?;
     let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
-    let locals = match body.local_var_sig() {
-        Some(t) => {
-            let p = import.get_sig_from_token(t.0).map_err(|e| format!("its locals: {e}"))?;
-            // SAFETY: GetSigFromToken succeeded: `sig_size` bytes of metadata, copied at once.
-            Some(unsafe { copy_blob(p.sig, p.sig_size) })
-        }
-        None => None,
-    };
-    let emit = info
-        .get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)
-        .map_err(|e| format!("the module's metadata cannot be written: {e}"))?;
+    let locals = locals_of(import, &body)?;
+    let emit = writable(info, module)?;
     let sig_token = |s: &MethodSig| -> Result<Token, String> {
         let bytes = s.encode().map_err(|e| e.to_string())?;
         emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))

@@ -545,17 +545,8 @@ pub(super) fn managed_body(
     let target = if instance || !value_type { declaring.clone() } else { Type::Object };
 
     let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
-    let locals = match body.local_var_sig() {
-        Some(t) => {
-            let p = import.get_sig_from_token(t.0).map_err(|e| format!("its locals: {e}"))?;
-            // SAFETY: GetSigFromToken succeeded: `sig_size` bytes of metadata, copied at once.
-            Some(unsafe { copy_blob(p.sig, p.sig_size) })
-        }
-        None => None,
-    };
-    let emit = info
-        .get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)
-        .map_err(|e| format!("the module's metadata cannot be written: {e}"))?;
+    let locals = locals_of(import, &body)?;
+    let emit = writable(info, module)?;
     let tokens = invoker(info, &emit, module)?;
     let handler_scope = assembly_ref(info, module, &handler.assembly, (0, 0, 0, 0), &[])?;
     let handler_type = type_ref(&emit, handler_scope, &handler.type_name)?;
@@ -665,9 +656,7 @@ pub(super) fn inject_startup(
     invoker_path: &str,
     config: &str,
 ) -> Result<(), String> {
-    let emit = info
-        .get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)
-        .map_err(|e| format!("the module's metadata cannot be written: {e}"))?;
+    let emit = writable(info, module)?;
     let corlib = assembly_ref(info, module, "mscorlib", (4, 0, 0, 0), &MSCORLIB_TOKEN)?;
     let named = |name: &str| type_ref(&emit, corlib, name);
     let (assembly, ty, method_base, object, int64) = (
@@ -742,14 +731,7 @@ pub(super) fn inject_startup(
     let (cctor, body, locals) = match cctor {
         Some(m) => {
             let body = info.il_body(module, m).map_err(|e| format!("its module initializer: {e}"))?;
-            let locals = match body.local_var_sig() {
-                Some(t) => {
-                    let p = import.get_sig_from_token(t.0).map_err(|e| format!("its locals: {e}"))?;
-                    // SAFETY: GetSigFromToken succeeded: `sig_size` bytes of metadata, copied at once.
-                    Some(unsafe { copy_blob(p.sig, p.sig_size) })
-                }
-                None => None,
-            };
+            let locals = locals_of(import, &body)?;
             (m, body, locals)
         }
         None => {

@@ -86,9 +86,9 @@ impl CorProfilerCallback for MethodTimer {
 
 /// Writes only a new or regular file, checked once opened (without waiting: a FIFO would block).
 fn write_regular(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).custom_flags(0o4000).open(path)?; // O_NONBLOCK
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let mut options = std::fs::OpenOptions::new();
+    let mut file = options.write(true).create(true).truncate(false).custom_flags(0o4000).open(path)?; // O_NONBLOCK
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
