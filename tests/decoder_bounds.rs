@@ -1,5 +1,5 @@
 //! The EventPipe decoders' memory is bounded by the bytes they are given: hostile metadata and
-//! payloads (those of issue 18 and a few more) parse, decode or print under 64 MiB at peak, and
+//! payloads (those found by fuzzing and a few more) parse, decode or print under 64 MiB at peak, and
 //! within what each decoder's documentation promises per input byte. (corprof-sig's
 //! tests/decoder_bounds.rs does the same for signatures.)
 //!
@@ -17,7 +17,7 @@ fn long_name() -> String {
     "N".repeat(30_000)
 }
 
-/// Issue 18: arrays of objects whose one field (named with 30,000 characters) is an empty object
+/// Found by fuzzing: arrays of objects whose one field (named with 30,000 characters) is an empty object
 /// cost no payload bytes per element; the decoder copied the name per value (602 bytes → 13 GB).
 #[test]
 fn a_long_field_name_is_shared_and_empty_elements_are_budgeted() {

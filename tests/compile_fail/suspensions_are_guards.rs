@@ -1,4 +1,4 @@
-//! Issue 18, break 10: a suspension that is not resumed hangs the app. The runtime is resumed only
+//! A suspension that is not resumed hangs the app. The runtime is resumed only
 //! by dropping the guard `suspend_runtime` returns, and only on the thread that suspended it (the
 //! runtime's thread store lock belongs to that thread), so the guard cannot be sent away or shared
 //! with another thread.

@@ -1,4 +1,4 @@
-//! `ProfilerInfo` can never reach a freed runtime object (issue 18, item 3), in CoreCLR 8.0.4
+//! `ProfilerInfo` can never reach a freed runtime object (the Info gate), in CoreCLR 8.0.4
 //! and 3.1.23. The profiler is tests/gate-profiler (the harness builds it);
 //! its threads hold `ProfilerInfo` clones past a failed `Initialize`, a detach and `Shutdown`,
 //! where the runtime frees its Info object (and unloads the library after the first two). Each

@@ -1,4 +1,4 @@
-//! The differential oracle (issue 19): the Rust callback logger (examples/callback-logger, built
+//! The differential oracle: the Rust callback logger (examples/callback-logger, built
 //! on corprof's generated thunks) and a C logger generated from the header by
 //! tests/oracle/gen_logger.py (independent of corprof-gen) run in ONE CoreCLR 8.0.4 process on
 //! tests/oracle/apps/OracleApp, each writing `<tid> <CallbackName> <args…>` per call; the two

@@ -65,7 +65,7 @@ fn stack_walks_on_coreclr_3() {
     stacks("3", "stack_walks_on_coreclr_3", 1232);
 }
 
-/// A panic in a walk's closure while the profiler holds the runtime suspended (issue 18, break 10):
+/// A panic in a walk's closure while the profiler holds the runtime suspended (a suspension left held):
 /// the panic ends the walking thread, the guard resumes the runtime as it unwinds, and the app runs
 /// to its end. Before the guard, the thread died holding the suspension and the app hung for good
 /// (the harness kills an app after RUN_TIMEOUT and fails the test).
