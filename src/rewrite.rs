@@ -249,11 +249,14 @@ impl ProfilerInfo {
     /// GC may not be triggered), `E_NOINTERFACE` before CoreCLR 3.0.
     ///
     /// **Refused by corprof** (the runtime would take the call and crash):
-    /// - on a runtime before .NET 8, with `COR_E_NOTSUPPORTED`: CoreCLR 3.1.23 crashed walking
-    ///   the inliners (`ReJitManager::UpdateJitInlinerActiveILVersions`) of a method of
-    ///   precompiled (ReadyToRun) code, of a module given a new module initializer, and of a
-    ///   collectible context (the runtime's fixes to that walk: .NET 7, dotnet/runtime#69634, and
-    ///   8, #88924). Request the methods with `request_rejit` there (inliners keep their copy).
+    /// - on a runtime before .NET 8, a method of precompiled (ReadyToRun) code (its module has
+    ///   `COR_PRF_MODULE_NGEN`: the framework's assemblies) or of a collectible context
+    ///   (`COR_PRF_MODULE_COLLECTIBLE`), with `COR_E_NOTSUPPORTED`: CoreCLR 3.1.23 crashed walking
+    ///   their inliners (`ReJitManager::UpdateJitInlinerActiveILVersions`; the runtime's fixes to
+    ///   that walk: .NET 7, dotnet/runtime#69634, and 8, #88924). It crashed there too for a
+    ///   method of a module corprof's instrumentation had given a new module initializer, which
+    ///   this call cannot tell: before .NET 8, ask for the inliners only of plain JIT code you
+    ///   know, and request the others with `request_rejit` (inliners keep their copy).
     /// - inside a fast-mode hook (`HookMode::Fast`), with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`:
     ///   the call may trigger a GC, and the hook's thread runs managed code with no frame.
     /// - on the thread that holds a [`Suspension`](crate::suspend::Suspension), with
@@ -278,12 +281,17 @@ impl ProfilerInfo {
         if method_ids.len() != module_ids.len() {
             return Err(HResult::E_INVALIDARG);
         }
-        // Before .NET 8 the runtime's walk of the inliners crashed in every case corprof gave it
-        // beyond a plain JIT module: precompiled code, a module given a new module initializer,
-        // the methods of a collectible context (CoreCLR 3.1.23, in
-        // ReJitManager::UpdateJitInlinerActiveILVersions).
+        // Before .NET 8 the runtime's walk of the inliners (ReJitManager::
+        // UpdateJitInlinerActiveILVersions) crashed CoreCLR 3.1.23 for a method of precompiled
+        // code and for one of a collectible context: both refused there.
         if self.get_runtime_information().map_or(true, |r| r.major_version < 8) {
-            return Err(HResult::COR_E_NOTSUPPORTED);
+            use crate::types::COR_PRF_MODULE_FLAGS as F;
+            for module in module_ids {
+                let flags = self.get_module_info2(*module)?.module_flags;
+                if flags.contains(F::COR_PRF_MODULE_NGEN) || flags.contains(F::COR_PRF_MODULE_COLLECTIBLE) {
+                    return Err(HResult::COR_E_NOTSUPPORTED);
+                }
+            }
         }
         let count = u32::try_from(module_ids.len()).map_err(|_| HResult::E_INVALIDARG)?;
         // SAFETY: `raw` is borrowed from this wrapper's object, whose gate is held; the arrays hold
