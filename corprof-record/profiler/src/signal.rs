@@ -293,7 +293,40 @@ fn install() -> Result<(), String> {
     if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
         return Err(format!("cannot install the handler of signal {sig}: {}", std::io::Error::last_os_error()));
     }
+    hold_off_alternate_stacks(sig);
     Ok(())
+}
+
+/// Adds `sig` to the mask of every handler that runs on the alternate signal stack
+/// (`SA_ONSTACK`: CoreCLR's SIGSEGV handler, which makes NullReferenceException). That stack is
+/// small (16 KiB in CoreCLR 8, a guard page included) and the runtime's handler uses most of
+/// it; the kernel puts a signal that comes meanwhile on the same stack, and when the sampler's
+/// frame (the registers and the vector state, over 3 KiB with AVX-512) no longer fits, it kills
+/// the thread's handler with SIGSEGV and the app with it. Masked there, the sample waits until
+/// the handler leaves the alternate stack (CoreCLR restores the interrupted code's mask once
+/// it is back on the thread's own stack) or returns.
+fn hold_off_alternate_stacks(sig: libc::c_int) {
+    for other in 1..=libc::SIGRTMAX() {
+        if other == sig || other == libc::SIGKILL || other == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action changes nothing.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(other, std::ptr::null(), &mut action) } != 0 {
+            continue;
+        }
+        let handled = action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN;
+        // SAFETY: `sa_mask` is a valid sigset_t read back from the kernel.
+        let masked = unsafe { libc::sigismember(&action.sa_mask, sig) } == 1;
+        if handled && action.sa_flags & libc::SA_ONSTACK != 0 && !masked {
+            // SAFETY: `action` is the signal's own action, complete, with one more signal
+            // masked; its handler, flags and the rest are as the owner set them.
+            unsafe {
+                libc::sigaddset(&mut action.sa_mask, sig);
+                libc::sigaction(other, &action, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// Ignores the signal again (a pending one is discarded) and waits for running handlers to end,
