@@ -1062,3 +1062,213 @@ fn methods_attach_wraps_times_and_unwraps_8() {
 fn methods_attach_wraps_times_and_unwraps_3() {
     methods_attach("3");
 }
+
+/// The SignalAttacks app's output without the lines that measure (`measured …`), which vary.
+fn steady(stdout: &str) -> String {
+    stdout.lines().filter(|l| !l.starts_with("measured ")).map(|l| format!("{l}\n")).collect()
+}
+
+/// Runs SignalAttacks `args` unprofiled, then under `--sampler signal --clock <clock>
+/// --interval-ms 1`: the same output (but for what it measures), exit status 0, every thread
+/// sampled. Gives the profiled run and its stacks.
+fn attack(runtime: &str, clock: &str, args: &[&str]) -> (Output, BTreeMap<String, u64>) {
+    let dll = test_app("SignalAttacks");
+    let dotnet = dotnet(runtime);
+    let mut plain = Command::new(&dotnet);
+    clean(&mut plain);
+    let plain = plain.arg(&dll).args(args).output().unwrap();
+    let expected = String::from_utf8(plain.stdout).unwrap();
+    assert!(plain.status.success(), "CoreCLR {runtime} {args:?} unprofiled: {expected}");
+    assert!(expected.contains(&format!("SignalAttacks {} done", args[0])), "{expected}");
+    let out = out_path(&format!("attack-{runtime}-{clock}-{}", args[0]));
+    let mut command = vec!["record", "--sampler", "signal", "--clock", clock, "--interval-ms", "1"];
+    command.extend(["--format", "folded", "-o", out.to_str().unwrap(), "--"]);
+    command.extend([dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
+    command.extend(args);
+    let run = record(&command);
+    let said = format!("CoreCLR {runtime} --clock {clock} {args:?}");
+    assert_eq!(run.code, Some(0), "{said}: {}{}", run.stdout, run.stderr);
+    assert_eq!(steady(&run.stdout), steady(&expected), "{said}: {}", run.stderr);
+    assert!(
+        run.stderr.contains("samples by the signal sampler") && run.stderr.contains(" 0 not sampled"),
+        "{said}: {}",
+        run.stderr
+    );
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    (run, stacks)
+}
+
+/// The threads (roots `[thread <prefix>…]`) with samples, and the samples under them.
+fn threads_sampled(stacks: &BTreeMap<String, u64>, prefix: &str) -> (usize, u64) {
+    let root = format!("[thread {prefix}");
+    let mut threads = std::collections::BTreeSet::new();
+    let mut samples = 0;
+    for (stack, value) in stacks {
+        if stack.starts_with(&root) {
+            threads.insert(stack.split(';').next().unwrap().to_string());
+            samples += value;
+        }
+    }
+    (threads.len(), samples)
+}
+
+/// The `N samples dropped` of the `corprof: cpu: …` line.
+fn dropped(stderr: &str) -> u64 {
+    let line = stderr.lines().find(|l| l.starts_with("corprof: cpu: ")).unwrap_or_else(|| panic!("{stderr}"));
+    let before = &line[..line.find(" samples dropped").unwrap_or_else(|| panic!("{line}"))];
+    before.rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{line}"))
+}
+
+/// 2000 threads that live about a millisecond each, 8 at a time, every one interrupted every
+/// millisecond of wall time: many end with their signal pending, their slots are handed to the
+/// threads after them (more than the 1024 slots in all), and none of it reaches the app.
+fn threads_ending_with_signals_pending(runtime: &str) {
+    let (run, stacks) = attack(runtime, "wall", &["exits", "2000"]);
+    assert!(run.stderr.contains(" 2002 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
+    let (threads, samples) = threads_sampled(&stacks, "Exit-");
+    assert!(threads >= 1 && samples >= 1, "CoreCLR {runtime}: {threads} Exit threads, {samples} samples");
+}
+
+#[test]
+fn signal_sampler_threads_ending_with_signals_pending_8() {
+    threads_ending_with_signals_pending("8");
+}
+
+#[test]
+fn signal_sampler_threads_ending_with_signals_pending_3() {
+    threads_ending_with_signals_pending("3");
+}
+
+/// Samples landing inside the runtime's own signal handlers: 4 threads doing nothing but
+/// NullReferenceException (SIGSEGV, handled on the runtime's alternate stack) and
+/// DivideByZeroException (SIGFPE), 2 threads in loops with no call that each forced GC must
+/// interrupt with the runtime's activation signal (SIGRTMIN), at 1 kHz on either clock.
+fn inside_the_runtimes_signal_handlers(runtime: &str) {
+    for clock in ["wall", "cpu"] {
+        let (_, stacks) = attack(runtime, clock, &["faults", "2000"]);
+        for thread in ["Fault-0", "Fault-1", "Fault-2", "Fault-3", "Loop-0", "Loop-1", "Collector"] {
+            let (threads, samples) = threads_sampled(&stacks, &format!("{thread}]"));
+            assert!(threads == 1 && samples > 0, "CoreCLR {runtime} --clock {clock}: {thread} not sampled");
+        }
+    }
+}
+
+#[test]
+#[ignore = "fails: the Fault threads are barely sampled once the SIGSEGV handler's mask holds the sampling signal; unmasking at ExceptionThrown is not enough yet"]
+fn signal_sampler_inside_the_runtimes_signal_handlers_8() {
+    inside_the_runtimes_signal_handlers("8");
+}
+
+#[test]
+#[ignore = "fails: the Fault threads are barely sampled once the SIGSEGV handler's mask holds the sampling signal; unmasking at ExceptionThrown is not enough yet"]
+fn signal_sampler_inside_the_runtimes_signal_handlers_3() {
+    inside_the_runtimes_signal_handlers("3");
+}
+
+/// Stacks that grow while sampled: recursion 20000–30000 deep on the main thread (whose stack
+/// the kernel extends as it goes) and 1500 deep on a thread of a 256 KiB stack, down and up
+/// again; the walks go as deep as a record holds (256 frames).
+fn growing_and_small_stacks(runtime: &str) {
+    for clock in ["wall", "cpu"] {
+        let (_, stacks) = attack(runtime, clock, &["deep", "1000"]);
+        let deepest = |root: &dyn Fn(&str) -> bool| {
+            stacks
+                .keys()
+                .filter(|s| root(s.split(';').next().unwrap()))
+                .map(|s| s.split(';').filter(|f| *f == "SignalAttacksApp.Program::Recurse").count())
+                .max()
+                .unwrap_or(0)
+        };
+        let main = deepest(&|r| r.trim_start_matches("[thread ").trim_end_matches(']').parse::<u32>().is_ok());
+        let small = deepest(&|r| r == "[thread SmallStack]");
+        assert!(main >= 100 && small >= 100, "CoreCLR {runtime} --clock {clock}: Recurse frames {main}, {small}");
+    }
+}
+
+#[test]
+fn signal_sampler_on_growing_and_small_stacks_8() {
+    growing_and_small_stacks("8");
+}
+
+#[test]
+fn signal_sampler_on_growing_and_small_stacks_3() {
+    growing_and_small_stacks("3");
+}
+
+/// 200 threads working at once, each with its 1 kHz timer: all sampled, few samples dropped.
+fn many_threads_at_1khz(runtime: &str) {
+    for clock in ["wall", "cpu"] {
+        let (run, stacks) = attack(runtime, clock, &["many", "200"]);
+        assert!(run.stderr.contains(" 202 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
+        let (threads, samples) = threads_sampled(&stacks, "Many-");
+        let lost = dropped(&run.stderr);
+        assert!(threads >= 100, "CoreCLR {runtime} --clock {clock}: {threads} of 200 threads in the profile");
+        assert!(lost * 20 <= samples, "CoreCLR {runtime} --clock {clock}: {lost} dropped, {samples} kept");
+    }
+}
+
+#[test]
+#[ignore = "fails with --clock wall: about 55 of 200 threads in the profile, cause not found yet"]
+fn signal_sampler_at_1khz_on_200_threads_8() {
+    many_threads_at_1khz("8");
+}
+
+#[test]
+#[ignore = "fails with --clock wall: about 55 of 200 threads in the profile, cause not found yet"]
+fn signal_sampler_at_1khz_on_200_threads_3() {
+    many_threads_at_1khz("3");
+}
+
+/// The app's end with samples in flight (a launch-mode recording has no detach: it ends at the
+/// runtime's Shutdown): 4 background threads still spinning and faulting when Main returns.
+fn shutdown_with_samples_in_flight(runtime: &str) {
+    for clock in ["wall", "cpu"] {
+        let (_, stacks) = attack(runtime, clock, &["ending", "300"]);
+        let (threads, _) = threads_sampled(&stacks, "Ending-");
+        assert_eq!(threads, 4, "CoreCLR {runtime} --clock {clock}: {stacks:?}");
+    }
+}
+
+#[test]
+#[ignore = "fails: the Ending threads fault, and so are barely sampled (as the runtime's-signal-handlers test)"]
+fn signal_sampler_shutdown_with_samples_in_flight_8() {
+    shutdown_with_samples_in_flight("8");
+}
+
+#[test]
+#[ignore = "fails: the Ending threads fault, and so are barely sampled (as the runtime's-signal-handlers test)"]
+fn signal_sampler_shutdown_with_samples_in_flight_3() {
+    shutdown_with_samples_in_flight("3");
+}
+
+/// 400 threads each spinning 1 ms of its CPU time, 4 at a time: the cpu clock's samples
+/// (1 ms each) stand for at least 90% of the CPU time the threads measured themselves, though
+/// the kernel fires CPU timers only at its scheduler tick and most threads end before one.
+fn short_threads_cpu_coverage(runtime: &str) {
+    let (run, stacks) = attack(runtime, "cpu", &["short", "400"]);
+    let measured: f64 = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("measured cpu-ms "))
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .parse()
+        .unwrap();
+    let (threads, samples) = threads_sampled(&stacks, "Short-");
+    let seen = samples as f64 / measured;
+    assert!(
+        (0.9..=1.25).contains(&seen),
+        "CoreCLR {runtime}: {samples} samples of 1 ms in {threads} threads for {measured} ms of CPU ({:.0}%)",
+        seen * 100.0
+    );
+}
+
+#[test]
+fn signal_sampler_short_threads_cpu_coverage_8() {
+    short_threads_cpu_coverage("8");
+}
+
+#[test]
+fn signal_sampler_short_threads_cpu_coverage_3() {
+    short_threads_cpu_coverage("3");
+}

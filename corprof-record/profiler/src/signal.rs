@@ -23,7 +23,7 @@
 //! outermost first, a run of native frames as one `[native]`.
 
 use crate::Clock;
-use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock};
+use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock, thread_cpu_ns};
 use crate::frames::{self, Frame};
 use crate::pauses::Pauses;
 use crate::{Context, Recording, Started, write_atomically};
@@ -293,7 +293,41 @@ fn install() -> Result<(), String> {
     if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
         return Err(format!("cannot install the handler of signal {sig}: {}", std::io::Error::last_os_error()));
     }
+    hold_off_alternate_stacks(sig);
     Ok(())
+}
+
+/// Adds `sig` to the mask of every handler that runs on the alternate signal stack
+/// (`SA_ONSTACK`: CoreCLR's SIGSEGV handler, which makes NullReferenceException). That stack is
+/// small (16 KiB in CoreCLR 8, a guard page included) and the runtime's handler uses most of
+/// it; the kernel puts a signal that comes meanwhile on the same stack, and when the sampler's
+/// frame (the registers and the vector state, over 3 KiB with AVX-512) no longer fits, it kills
+/// the thread's handler with SIGSEGV and the app with it. Masked there, the sample waits until
+/// the handler leaves the alternate stack (CoreCLR restores the interrupted code's mask once
+/// it is back on the thread's own stack) or returns.
+fn hold_off_alternate_stacks(sig: libc::c_int) {
+    for other in 1..=libc::SIGRTMAX() {
+        if other == sig || other == libc::SIGKILL || other == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action changes nothing.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: `action` is valid and writable; only the current action is read into it.
+        if unsafe { libc::sigaction(other, std::ptr::null(), &mut action) } != 0 {
+            continue;
+        }
+        let handled = action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN;
+        // SAFETY: `sa_mask` is a valid sigset_t read back from the kernel.
+        let masked = unsafe { libc::sigismember(&action.sa_mask, sig) } == 1;
+        if handled && action.sa_flags & libc::SA_ONSTACK != 0 && !masked {
+            // SAFETY: `action` is the signal's own action, complete, with one more signal
+            // masked; its handler, flags and the rest are as the owner set them.
+            unsafe {
+                libc::sigaddset(&mut action.sa_mask, sig);
+                libc::sigaction(other, &action, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// Ignores the signal again (a pending one is discarded) and waits for running handlers to end,
@@ -337,6 +371,13 @@ struct Owner {
     retiring: bool,
     /// The thread's name when it was destroyed (its last samples are named after).
     last_name: Option<Arc<str>>,
+    /// cpu clock: the thread's CPU time not counted from (0: from its start; the main thread,
+    /// taken at Initialize, from then).
+    cpu_from: u64,
+    /// Samples drained so far (each standing for an interval of the thread's CPU time).
+    counted: u64,
+    /// Samples added at the thread's end for the CPU time no expiry stood for.
+    extra: u64,
 }
 
 /// The sampled threads. The handler never touches it; callbacks and the sampler thread do,
@@ -352,6 +393,8 @@ struct Registry {
     /// Threads sampled at some point.
     sampled: u64,
     stopped: bool,
+    /// cpu clock: ended threads' CPU time not yet counted, in nanoseconds below one interval.
+    carry_ns: u64,
 }
 
 /// Samples copied out of a ring: the thread and its records.
@@ -370,11 +413,20 @@ impl Registry {
             return;
         }
         if let Some(&index) = self.by_tid.get(&tid) {
-            if let (Some(thread), Some(owner)) = (thread, self.owners[index].as_mut()) {
-                owner.thread = Some(thread);
-                self.by_thread.insert(thread, index);
+            // The same thread named again (the main thread, taken at Initialize), or a new one
+            // with an ended thread's number whose slot is not let go yet: that one is retired
+            // and the new thread gets its own slot.
+            let same = self.owners[index]
+                .as_ref()
+                .is_some_and(|o| !o.retiring && (o.thread.is_none() || thread.is_none() || o.thread == thread));
+            if same {
+                if let (Some(thread), Some(owner)) = (thread, self.owners[index].as_mut()) {
+                    owner.thread = Some(thread);
+                    self.by_thread.insert(thread, index);
+                }
+                return;
             }
-            return;
+            self.retire_slot(index);
         }
         // SAFETY: gettid takes no arguments.
         let (Some((lo, hi)), true) = (own_stack(), unsafe { libc::gettid() } == tid) else {
@@ -403,7 +455,12 @@ impl Registry {
             self.unsampled += 1;
             return;
         };
-        self.owners[index] = Some(Owner { tid, thread, timer, retiring: false, last_name: None });
+        // A thread announced by the runtime is counted from its start: the CPU time it used in
+        // the runtime before its timer began is its own. The main thread, taken at Initialize,
+        // from then (before it, the runtime started up).
+        let cpu_from = if thread.is_some() { 0 } else { thread_cpu_ns(tid as u32).unwrap_or(0) };
+        self.owners[index] =
+            Some(Owner { tid, thread, timer, retiring: false, last_name: None, cpu_from, counted: 0, extra: 0 });
         self.by_tid.insert(tid, index);
         if let Some(thread) = thread {
             self.by_thread.insert(thread, index);
@@ -444,14 +501,43 @@ impl Registry {
     }
 
     /// ThreadDestroyed: stops `thread`'s timer; its slot is freed after a last drain, its
-    /// samples named `name`.
+    /// samples named `name`. Called on the thread itself (as the runtime does for a thread that
+    /// ends), with the cpu clock, the CPU time of the thread that no timer expiry stood for is
+    /// counted: a thread that ran less than an interval, or ended between two expiries, would
+    /// otherwise leave its time unseen (the kernel checks CPU timers at its scheduler tick, so a
+    /// short thread may never see its timer fire at all).
     fn retire(&mut self, thread: ThreadID, name: Option<Arc<str>>) {
-        if let Some(index) = self.by_thread.remove(&thread) {
-            self.retire_slot(index);
-            if let Some(owner) = self.owners[index].as_mut() {
-                owner.last_name = name;
-            }
+        let Some(index) = self.by_thread.remove(&thread) else { return };
+        self.retire_slot(index);
+        let interval = self.interval.as_nanos().max(1) as u64;
+        let cpu = self.clock == Clock::Cpu;
+        let Some(owner) = self.owners[index].as_mut() else { return };
+        owner.last_name = name;
+        // SAFETY: gettid takes no arguments.
+        if !cpu || unsafe { libc::gettid() } != owner.tid {
+            return;
         }
+        // The timer is deleted and any signal it had pending was delivered as the deletion
+        // returned (on this thread): the ring does not move now, and the drainer waits for the
+        // registry's lock, held here.
+        let slot = &SLOTS[index];
+        let (ring, head, tail) =
+            (slot.ring.load(Ordering::Acquire), slot.head.load(Ordering::Acquire), slot.tail.load(Ordering::Acquire));
+        let mut pending = 0u64;
+        let mut at = tail;
+        while at != head && !ring.is_null() {
+            // SAFETY: records in [tail, head) are complete and nothing writes them now (above).
+            pending += u64::from(unsafe { (*ring.add(at % RING)).weight });
+            at = at.wrapping_add(1);
+        }
+        let Some(now) = thread_cpu_ns(owner.tid as u32) else { return };
+        let counted_ns = (owner.counted + pending).saturating_mul(interval);
+        let unseen = now.saturating_sub(owner.cpu_from).saturating_sub(counted_ns);
+        // Carried from thread to thread, so the time of many short threads adds up to whole
+        // samples instead of each one's part being rounded away.
+        let carry = self.carry_ns + unseen;
+        owner.extra = carry / interval;
+        self.carry_ns = carry % interval;
     }
 
     fn retire_slot(&mut self, index: usize) {
@@ -473,7 +559,19 @@ impl Registry {
                 // No handler works in the slot from here on; what it wrote is read below.
                 release(slot);
             }
-            let records = take(slot);
+            let mut records = take(slot);
+            if let Some(owner) = self.owners[index].as_mut() {
+                owner.counted += records.iter().map(|r| u64::from(r.weight)).sum::<u64>();
+            }
+            let Some(owner) = &self.owners[index] else { continue };
+            if owner.retiring && owner.extra > 0 {
+                // The thread's last samples stand for its uncounted time too: its last stack is
+                // the best guess of where that time went (none: the thread alone).
+                match records.last_mut() {
+                    Some(last) => last.weight += owner.extra as u32,
+                    None => records.push(last_record(slot, owner.extra as u32)),
+                }
+            }
             if !records.is_empty() {
                 drained.push(Drained {
                     tid: owner.tid,
@@ -483,8 +581,14 @@ impl Registry {
                 });
             }
             if owner.retiring {
-                self.by_tid.remove(&owner.tid);
-                if let Some(thread) = owner.thread {
+                // Only if they still name this slot: a new thread may have the ended one's
+                // number, or its ThreadID (the runtime reuses both), and a slot of its own.
+                if self.by_tid.get(&owner.tid) == Some(&index) {
+                    self.by_tid.remove(&owner.tid);
+                }
+                if let Some(thread) = owner.thread
+                    && self.by_thread.get(&thread) == Some(&index)
+                {
                     self.by_thread.remove(&thread);
                 }
                 self.owners[index] = None;
@@ -530,6 +634,22 @@ fn release(slot: &Slot) {
     }
 }
 
+/// A copy of the last record the slot's thread wrote (or one of no frame), weighing `weight`.
+fn last_record(slot: &Slot, weight: u32) -> Record {
+    let ring = slot.ring.load(Ordering::Acquire);
+    let head = slot.head.load(Ordering::Acquire);
+    let mut record = if head == 0 || ring.is_null() {
+        Record::EMPTY
+    } else {
+        // SAFETY: the record before `head` is complete, and the slot's thread has ended its
+        // sampling (retiring): nothing writes it.
+        unsafe { *ring.add(head.wrapping_sub(1) % RING) }
+    };
+    record.weight = weight;
+    record.handler_ns = 0;
+    record
+}
+
 /// The records written since the last take.
 fn take(slot: &Slot) -> Vec<Record> {
     let ring = slot.ring.load(Ordering::Acquire);
@@ -565,6 +685,7 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         unsampled: 0,
         sampled: 0,
         stopped: false,
+        carry_ns: 0,
     }));
     // At launch the runtime initializes the profiler on the app's main thread, whose managed
     // thread may have been announced before: it is taken here, on itself.
@@ -600,7 +721,8 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
             clock: ctx.settings.clock,
             thread: Mutex::new(Some(thread)),
         }),
-        events: COR_PRF_MONITOR::NONE,
+        // ExceptionThrown: see `exception_thrown`.
+        events: COR_PRF_MONITOR::EXCEPTIONS,
         events_high: COR_PRF_HIGH_MONITOR(0),
     })
 }
@@ -638,6 +760,23 @@ impl CorProfilerCallback for SignalCpu {
     fn thread_assigned_to_os_thread(&self, thread: ThreadID, os_thread: DWORD) -> corprof::Result<()> {
         #[allow(clippy::unnecessary_cast)]
         lock(&self.registry).add(os_thread as i32, Some(thread));
+        Ok(())
+    }
+
+    /// The runtime's SIGSEGV handler masks the sampling signal (see
+    /// [`hold_off_alternate_stacks`]), and for a NullReferenceException it does not return: it
+    /// leaves the alternate stack and throws, unmasking only its own activation signal. The
+    /// exception reaches this callback on the same thread, on its own stack: the sampling signal
+    /// is unmasked here, or the thread would not be sampled again.
+    fn exception_thrown(&self, _thrown: corprof::LiveObject<'_>) -> corprof::Result<()> {
+        // SAFETY: a zeroed sigset_t is filled by sigemptyset before use; pthread_sigmask changes
+        // only this thread's mask, and only to let the sampler's signal through.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal());
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
         Ok(())
     }
 
@@ -723,7 +862,10 @@ impl Drainer {
                     None => format!("[thread {}]", batch.tid),
                 };
                 for record in &batch.records {
-                    pauses.add(Duration::from_micros(record.handler_ns.div_ceil(1000)));
+                    // A record of a thread's uncounted time at its end was made by no handler.
+                    if record.handler_ns > 0 {
+                        pauses.add(Duration::from_micros(record.handler_ns.div_ceil(1000)));
+                    }
                     let mut stack: Vec<Frame> = Vec::with_capacity(record.len);
                     for (i, &ip) in record.ips[..record.len.min(MAX_FRAMES)].iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
