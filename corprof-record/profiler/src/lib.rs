@@ -88,18 +88,14 @@ pub enum Sampler {
 }
 
 impl Sampler {
-    /// The sampler used when none is asked for: the signal sampler on Linux x86-64 for the cpu
-    /// clock when the profiler starts with the app, else the suspension sampler. The signal
-    /// sampler samples each thread from its start (threads that ran before an attach would be
-    /// missed), and with the wall clock it would interrupt blocked threads whose frames it cannot
-    /// yet read through the C library they wait in (they show as `[native]`), where a suspension
-    /// shows their managed frames.
-    pub fn default_for(attached: bool, clock: Clock) -> Sampler {
-        if cfg!(all(target_os = "linux", target_arch = "x86_64")) && !attached && clock == Clock::Cpu {
-            Sampler::Signal
-        } else {
-            Sampler::Suspend
-        }
+    /// The sampler used when none is asked for: the suspension sampler, always. The signal
+    /// sampler is asked for by name while it cannot yet sample a thread that took a hardware
+    /// exception (a NullReferenceException) again: its signal stays blocked on such a thread
+    /// after the runtime's fault handler, whose mask the sampler extends so that a sample never
+    /// lands on the runtime's small signal stack (that overflowed it and killed the app on
+    /// CoreCLR 8.0.4).
+    pub fn default_for(_attached: bool, _clock: Clock) -> Sampler {
+        Sampler::Suspend
     }
 }
 
@@ -574,7 +570,7 @@ mod tests {
         let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
         assert_eq!(s.sampler, None);
-        assert_eq!(Sampler::default_for(false, Clock::Cpu), Sampler::Signal);
+        assert_eq!(Sampler::default_for(false, Clock::Cpu), Sampler::Suspend);
         assert_eq!(Sampler::default_for(false, Clock::Wall), Sampler::Suspend);
         assert_eq!(Sampler::default_for(true, Clock::Cpu), Sampler::Suspend);
         let s = Settings::from_pairs(pairs(&[
