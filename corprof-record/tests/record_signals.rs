@@ -121,7 +121,10 @@ impl Running {
                 break status;
             }
             if started.elapsed() > TIMEOUT {
-                let _ = self.child.kill();
+                // The whole group: the app too, which a broken command may have left running.
+                // SAFETY: kill only sends a signal, to the group this test made.
+                unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
+                self.err_seen.extend(self.err.try_iter());
                 panic!("did not end in {TIMEOUT:?}; stderr: {:#?}", self.err_seen);
             }
             // The child's own end is the event; this only paces the looking.
@@ -214,6 +217,36 @@ fn sigterm_writes_the_output_and_ends_the_app_8() {
 fn sigterm_writes_the_output_and_ends_the_app_3() {
     stopped_by("3", "cpu", libc::SIGTERM, false);
     stopped_by("3", "alloc", libc::SIGTERM, true);
+}
+
+/// A signal to the app alone (the command gets none): SIGINT, which ends a .NET app without
+/// its Shutdown, is held by the profiler library until the recording is written; SIGTERM ends
+/// the app through its Shutdown, where the recording is written. Either way the app ends by the
+/// signal and the command passes its status on.
+fn app_alone(runtime: &str, signal: i32) {
+    let dir = support::TempDir::new(&format!("app-alone-{runtime}-{signal}"));
+    let out = dir.0.join("out.folded");
+    let run = record(runtime, &["--format", "folded"], &out, &[]);
+    let app = run.ready();
+    // SAFETY: kill only sends a signal, to the app the command started (still running: it
+    // runs until stopped).
+    assert_eq!(unsafe { libc::kill(app, signal) }, 0);
+    let (code, stderr) = run.end();
+    assert_eq!(code, 128 + signal, "{stderr}");
+    assert!(!stderr.contains("stopping the recording"), "the command was signalled: {stderr}");
+    assert!(folded_total(&out, "Work::Spin") > 0, "no Work::Spin; stderr: {stderr}");
+}
+
+#[test]
+fn a_signal_to_the_app_alone_keeps_the_recording_8() {
+    app_alone("8", libc::SIGINT);
+    app_alone("8", libc::SIGTERM);
+}
+
+#[test]
+fn a_signal_to_the_app_alone_keeps_the_recording_3() {
+    app_alone("3", libc::SIGINT);
+    app_alone("3", libc::SIGTERM);
 }
 
 /// An app that cancels Ctrl-C (Console.CancelKeyPress) runs on after the first SIGINT to the

@@ -1,8 +1,8 @@
 //! Ending a recording before the app ends: the command's request (a file it creates beside OUT),
 //! an attach's duration, and SIGINT to the app.
 //!
-//! SIGINT ends a .NET app on Linux without its Shutdown (CoreCLR 8.0.4 and 3.1.23 both restore
-//! the default action and raise it again, unless a Console.CancelKeyPress handler cancels it), so
+//! SIGINT ends a .NET app on Linux by that signal without its Shutdown (seen on CoreCLR 8.0.4
+//! and 3.1.23, unless a Console.CancelKeyPress handler cancels it), so
 //! the recording, which lives in the app, would be lost. At launch the library puts a handler of
 //! its own in front of the one it finds: the first SIGINT only sets a flag; the watch thread
 //! ([`Watch`]) sees it, writes the recording, then raises SIGINT again, which the handler now

@@ -1,6 +1,6 @@
 // The app of corprof-record/tests/record_signals.rs: runs until it is stopped (a signal, or a
 // line on stdin), spending its time in `Work::Spin` and allocating in `Work::Allocate`, and prints
-// `ready <pid>` once both have run. Arguments: `cancel`: a Console.CancelKeyPress handler
+// `ready <pid>` once both have run for 300 ms. Arguments: `cancel`: a Console.CancelKeyPress handler
 // cancels every Ctrl-C (prints `cancelled`), so only a line on stdin or another signal ends it;
 // `exit N`: a line on stdin ends it with status N (default 0).
 using System;
@@ -51,8 +51,14 @@ namespace RecordRunApp
             var stdin = new Thread(() => { Console.ReadLine(); stop = true; });
             stdin.IsBackground = true;
             stdin.Start();
-            Work.Spin(1000);
-            Work.Allocate(10);
+            // A recording stopped at `ready` holds both methods many times over: 300 ms of
+            // 10 ms samples, and megabytes of allocations at one sample per 100 KB.
+            var clock = System.Diagnostics.Stopwatch.StartNew();
+            while (clock.ElapsedMilliseconds < 300)
+            {
+                Work.Spin(200000);
+                Work.Allocate(500);
+            }
             Console.WriteLine("ready " + System.Diagnostics.Process.GetCurrentProcess().Id);
             while (!stop)
             {
