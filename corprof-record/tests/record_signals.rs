@@ -77,7 +77,6 @@ impl Running {
     /// Starts `cmd` in a process group of its own (so a signal to the group reaches it and its
     /// children only).
     fn start(mut cmd: Command) -> Running {
-        clean(&mut cmd);
         cmd.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("cannot start");
         let out = lines(child.stdout.take().unwrap());
@@ -142,7 +141,9 @@ fn corprof() -> Command {
     let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
     let lib = exe.with_file_name("libcorprof_record_profiler.so");
     assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
-    Command::new(exe)
+    let mut cmd = Command::new(exe);
+    clean(&mut cmd);
+    cmd
 }
 
 /// `corprof record <options> -o <out> -- dotnet RecordRun.dll <app args>`.
@@ -307,6 +308,22 @@ fn duration_at_launch_records_then_ends_the_app_3() {
     duration_at_launch("3", "alloc");
 }
 
+/// `--duration` at launch when the profiler refused to start (a misspelt setting in the
+/// environment): no recording can come, and the app is ended at the duration all the same.
+fn duration_without_a_recording(runtime: &str) {
+    let dir = support::TempDir::new(&format!("duration-none-{runtime}"));
+    let out = dir.0.join("out.folded");
+    let mut cmd = corprof();
+    cmd.args(["record", "--format", "folded", "--duration", "0.2", "-o"]).arg(&out).arg("--");
+    cmd.arg(dotnet(runtime)).arg(app_dll());
+    cmd.env("CORPROF_RECORD_INTERVAL", "5");
+    let (code, stderr) = Running::start(cmd).end();
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("--duration ended and no recording came: ending the app"), "{stderr}");
+    assert!(stderr.contains("the profiler did not start: CORPROF_RECORD_INTERVAL"), "{stderr}");
+    assert!(!out.exists());
+}
+
 /// Attached (`--pid`), SIGINT to the command ends the recording long before `--duration`: the
 /// output is written, the profiler detaches, and the app runs on (and ends normally after).
 fn attach_then_sigint(runtime: &str, mode: &str) {
@@ -314,6 +331,7 @@ fn attach_then_sigint(runtime: &str, mode: &str) {
     let heap = mode == "heap";
     let out = dir.0.join(if heap { "out.txt" } else { "out.folded" });
     let mut app_cmd = Command::new(dotnet(runtime));
+    clean(&mut app_cmd);
     app_cmd.arg(app_dll()).args(["exit", "7"]);
     let mut app = Running::start(app_cmd);
     let pid = app.ready();
@@ -349,6 +367,16 @@ fn sigint_ends_an_attached_recording_and_the_app_runs_on_8() {
 fn sigint_ends_an_attached_recording_and_the_app_runs_on_3() {
     attach_then_sigint("3", "cpu");
     attach_then_sigint("3", "heap");
+}
+
+#[test]
+fn duration_ends_the_app_when_no_recording_can_come_8() {
+    duration_without_a_recording("8");
+}
+
+#[test]
+fn duration_ends_the_app_when_no_recording_can_come_3() {
+    duration_without_a_recording("3");
 }
 
 #[test]

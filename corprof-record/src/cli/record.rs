@@ -259,6 +259,8 @@ fn launch(
     // by a signal (the app has it).
     let mut stopping: Option<Stop> = None;
     let mut written = false;
+    // The duration's SIGINT was sent.
+    let mut ended_app = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -282,8 +284,8 @@ fn launch(
                 send(batch.signal);
             }
             eprintln!(
-                "corprof: {}: stopping the recording, ending the app (process {pid}); {} again ends at once, \
-                 killing it",
+                "corprof: {}: stopping the recording; the app (process {pid}) has the signal too; {} again ends \
+                 at once, killing it",
                 signals::name(batch.signal),
                 signals::name(batch.signal)
             );
@@ -292,6 +294,17 @@ fn launch(
             stopping = Some(Stop::Duration);
             temp.request_stop();
         }
+        // The duration is over but no recording can come (the profiler did not start, or the
+        // runtime never loaded it): the app ends all the same, and the command says why below.
+        if stopping == Some(Stop::Duration)
+            && !written
+            && !ended_app
+            && (temp.error_path().exists() || deadline.is_some_and(|d| Instant::now() > d + WRITE_GRACE))
+        {
+            ended_app = true;
+            eprintln!("corprof: --duration ended and no recording came: ending the app (process {pid}) with SIGINT");
+            send(libc::SIGINT);
+        }
         if let Some(stop) = stopping
             && !written
             && let Some(recorded) = temp.read(args.mode)?
@@ -299,6 +312,7 @@ fn launch(
             emit(args, temp, recorded, output)?;
             written = true;
             if stop == Stop::Duration {
+                ended_app = true;
                 eprintln!("corprof: --duration ended: ending the app (process {pid}) with SIGINT");
                 send(libc::SIGINT);
             }

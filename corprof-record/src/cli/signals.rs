@@ -33,11 +33,16 @@ pub struct Batch {
 }
 
 impl Signals {
-    /// Catches SIGINT and SIGTERM from now on.
+    /// Catches SIGINT and SIGTERM from now on (not one the command was started ignoring).
     pub fn catch() -> std::io::Result<Signals> {
         let caught = Arc::new(Caught::default());
         let mut ids = Vec::new();
         for sig in [libc::SIGINT, libc::SIGTERM] {
+            if ignored(sig)? {
+                // Started so on purpose (`nohup`, a script's background job): the app inherits
+                // it, and the command too leaves the signal alone.
+                continue;
+            }
             let c = Arc::clone(&caught);
             // SAFETY: the action only stores to atomics (async-signal-safe) and reads the
             // kernel's siginfo for this delivery.
@@ -72,6 +77,17 @@ impl Drop for Signals {
             signal_hook_registry::unregister(id);
         }
     }
+}
+
+/// Whether `sig`'s action is to ignore it.
+fn ignored(sig: libc::c_int) -> std::io::Result<bool> {
+    // SAFETY: a zeroed sigaction is a valid out-parameter.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `old` is a valid, writable sigaction; a null new action changes nothing.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(old.sa_sigaction == libc::SIG_IGN)
 }
 
 /// The signal's name, as the messages say it.
