@@ -379,6 +379,41 @@ fn duration_ends_the_app_when_no_recording_can_come_3() {
     duration_without_a_recording("3");
 }
 
+/// Started with SIGINT ignored (`nohup`, a script's background job), the command and the app
+/// leave it ignored: a SIGINT to the group changes nothing, and the app ends at its own time.
+fn sigint_ignored(runtime: &str) {
+    let dir = support::TempDir::new(&format!("ignored-{runtime}"));
+    let out = dir.0.join("out.folded");
+    let mut cmd = corprof();
+    cmd.args(["record", "--format", "folded", "-o"]).arg(&out).arg("--").arg(dotnet(runtime)).arg(app_dll());
+    // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        })
+    };
+    let mut run = Running::start(cmd);
+    let app = run.ready();
+    run.signal(libc::SIGINT, true);
+    assert!(alive(app));
+    run.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    let (code, stderr) = run.end();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("stopping the recording"), "{stderr}");
+    assert!(folded_total(&out, "Work::Spin") > 0, "no Work::Spin; stderr: {stderr}");
+}
+
+#[test]
+fn an_ignored_sigint_stays_ignored_8() {
+    sigint_ignored("8");
+}
+
+#[test]
+fn an_ignored_sigint_stays_ignored_3() {
+    sigint_ignored("3");
+}
+
 #[test]
 fn a_dll_given_as_the_program_gets_a_hint() {
     let out = corprof().args(["record", "--", "App.dll"]).output().unwrap();
