@@ -220,6 +220,41 @@ fn sigterm_writes_the_output_and_ends_the_app_3() {
     stopped_by("3", "alloc", libc::SIGTERM, true);
 }
 
+/// The other modes, SIGINT to the group mid-recording: each writes its output (the heap's
+/// snapshot taken then, the calls and the wrapped methods' counts so far) and the app is gone.
+fn other_modes(runtime: &str) {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--mode", "heap", "--format", "text"], "System.Byte[]"),
+        (&["--mode", "calls", "--filter", "RecordRunApp.Work", "--format", "folded"], "Work::Spin"),
+        (
+            &["--mode", "methods", "--method", "RecordRunApp.Work::Spin", "--format", "text"],
+            "RecordRunApp.Work::Spin calls=",
+        ),
+    ];
+    for (options, expected) in cases {
+        let dir = support::TempDir::new(&format!("modes-{runtime}-{}", options[1]));
+        let out = dir.0.join("out");
+        let run = record(runtime, options, &out, &[]);
+        let app = run.ready();
+        run.signal(libc::SIGINT, true);
+        let (code, stderr) = run.end();
+        assert_eq!(code, 130, "{options:?}: {stderr}");
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{options:?}: no output: {e}; {stderr}"));
+        assert!(text.contains(expected), "{options:?}: no {expected:?} in {text}");
+        assert!(!alive(app), "{options:?}: the app (process {app}) is still running");
+    }
+}
+
+#[test]
+fn heap_calls_and_methods_stopped_by_sigint_8() {
+    other_modes("8");
+}
+
+#[test]
+fn heap_calls_and_methods_stopped_by_sigint_3() {
+    other_modes("3");
+}
+
 /// A signal to the app alone (the command gets none): SIGINT, which ends a .NET app without
 /// its Shutdown, is held by the profiler library until the recording is written; SIGTERM ends
 /// the app through its Shutdown, where the recording is written. Either way the app ends by the
