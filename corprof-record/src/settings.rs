@@ -50,6 +50,10 @@ pub const READY_SUFFIX: &str = ".ready";
 /// the runtime refused to detach it (it holds the reason); the command says so instead of
 /// waiting for the detach.
 pub const STAYS_SUFFIX: &str = ".stays";
+/// The suffix of the file beside [`OUT`] the command creates to end the recording now (a
+/// signal to the command, or its `--duration` at launch): the profiler writes the recording
+/// (and, attached, detaches) as soon as it sees the file.
+pub const STOP_SUFFIX: &str = ".stop";
 /// cpu: `0` suspends and resumes the runtime each tick without walking any thread, recording
 /// nothing: the runtime's own share of the pause, which scripts/bench-record sets beside a normal
 /// run; `1` (the default) walks.

@@ -4,7 +4,8 @@
 //! It takes its settings from the environment at launch, or from the attach's client data
 //! (`KEY=VALUE` pairs separated by `;`, which win over the environment), starts the mode's
 //! [`Recording`], and gives the recording's result to the file named by
-//! [`corprof_record::settings::OUT`]: at Shutdown, or for an attach after
+//! [`corprof_record::settings::OUT`]: at Shutdown, or earlier when the command asks (a file
+//! `<OUT>.stop`), at the app's SIGINT ([`stop`]), or for an attach after
 //! [`corprof_record::settings::DURATION_MS`], just before it asks the runtime to detach it. When
 //! it cannot start (a bad setting, an output that is not a regular file, a mode not built), it
 //! says why in one `corprof: …` line, writes it to `<OUT>.error` and fails `Initialize`, so the
@@ -23,6 +24,7 @@ mod modes;
 pub mod pauses;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod signal;
+mod stop;
 
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, ThreadID};
@@ -40,6 +42,8 @@ pub const CLSID: corprof::GUID = corprof::GUID::parse(corprof_record::CLSID);
 
 /// How long the runtime is told a detach will take before it first checks (milliseconds).
 const DETACH_EXPECTED_MS: u32 = 100;
+/// How often the watch thread looks for the command's request to stop and for a SIGINT.
+const WATCH_POLL: Duration = Duration::from_millis(20);
 
 /// What to record, as the command asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -257,8 +261,8 @@ pub(crate) struct Recorder {
     info: OnceLock<ProfilerInfo>,
     /// Shared with the detach thread, which writes the result when an attach's duration ends.
     result: Arc<Result_>,
-    /// attach: the thread that detaches after the duration, and the sender whose drop wakes it
-    /// early (at Shutdown).
+    /// The watch thread ([`Recorder::watch`]: it ends the recording early, and detaches after
+    /// an attach's duration), and the sender whose drop wakes it at Shutdown.
     detacher: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
 }
 
@@ -339,9 +343,11 @@ impl Recorder {
             corprof::hooks::install(self, &info, corprof::HookMode::Fast)
                 .map_err(|e| self.refuse(&format!("the runtime refused the enter/leave hooks: {}", e.describe())))?;
         }
-        if let (true, Some(ms)) = (attached, settings.duration_ms) {
-            self.detach_after(Duration::from_millis(ms), info);
+        if !attached && let Err(why) = stop::hold_sigint() {
+            eprintln!("corprof: {why}; a SIGINT to the app will end it without its recording");
         }
+        let duration = settings.duration_ms.filter(|_| attached).map(Duration::from_millis);
+        self.watch(duration, info, attached);
         Ok(())
     }
 
@@ -358,17 +364,33 @@ impl Recorder {
         HResult::E_FAIL
     }
 
-    /// attach: after `duration` (or at Shutdown, whichever comes first), writes the result and,
-    /// if the duration ran out, asks the runtime to detach this profiler.
-    fn detach_after(&self, duration: Duration, info: ProfilerInfo) {
+    /// Starts the thread that ends the recording early: when the command asks (it creates
+    /// `<OUT>.stop`), when an attach's `duration` ends, or at a SIGINT ([`stop`]). It writes the
+    /// result and, attached, asks the runtime to detach this profiler; at Shutdown it is woken
+    /// and ends (Shutdown writes the result itself).
+    fn watch(&self, duration: Option<Duration>, info: ProfilerInfo, attached: bool) {
         let (wake, woken) = std::sync::mpsc::channel::<()>();
         let result = Arc::clone(&self.result);
+        let deadline = duration.map(|d| std::time::Instant::now() + d);
         let thread = std::thread::spawn(move || {
-            let timed_out = matches!(woken.recv_timeout(duration), Err(RecvTimeoutError::Timeout));
-            if !timed_out {
-                return; // Shutdown came first and writes the result itself.
+            let stop_file = result.out.get().map(|out| beside(out, settings::STOP_SUFFIX));
+            loop {
+                // A short wait: the command's request and a SIGINT are seen within it.
+                let wait = deadline.map_or(WATCH_POLL, |d| d.saturating_duration_since(std::time::Instant::now()));
+                if !matches!(woken.recv_timeout(wait.min(WATCH_POLL)), Err(RecvTimeoutError::Timeout)) {
+                    return; // Shutdown came first and writes the result itself.
+                }
+                let asked = stop_file.as_ref().is_some_and(|f| f.exists());
+                let ended = deadline.is_some_and(|d| std::time::Instant::now() >= d);
+                if asked || ended || stop::sigint_pending() {
+                    break;
+                }
             }
             result.finish();
+            stop::release_sigint();
+            if !attached {
+                return;
+            }
             if let Err(e) = info.request_profiler_detach(DETACH_EXPECTED_MS) {
                 // The runtime keeps a profiler that rewrote IL (the methods mode) loaded for
                 // good: the command is told so instead of waiting for a detach.
@@ -435,6 +457,8 @@ impl CorProfilerCallback for Recorder {
     fn shutdown(&self) -> Result<()> {
         self.stop_detacher();
         self.result.finish();
+        // A SIGINT that came while the app was ending goes on now, as it would have.
+        stop::release_sigint();
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 
 pub mod output;
 pub mod record;
+pub mod signals;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use corprof_record::formats::Format;
@@ -92,8 +93,9 @@ pub struct RecordArgs {
     /// Attach to this running .NET process instead of starting an app.
     #[arg(long, value_name = "PID", conflicts_with = "command", requires = "duration")]
     pub pid: Option<u32>,
-    /// With --pid: seconds to record before detaching, from 0.001 to 86400.
-    #[arg(long, value_name = "SECONDS", requires = "pid")]
+    /// Seconds to record, from 0.001 to 86400: with --pid, then detach (the app runs on);
+    /// else, then end the app as Ctrl-C would (SIGINT).
+    #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// The runtime's `dotnet`, the app and its arguments (after `--`).
     #[arg(last = true, value_name = "DOTNET APP.DLL ARGS")]

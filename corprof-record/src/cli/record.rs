@@ -7,6 +7,7 @@
 //! up to a size.
 
 use super::output::{check_for_heap, check_for_methods, check_for_profile, write_heap, write_methods, write_profile};
+use super::signals::{self, Signals};
 use super::{Alloc, Error, Mode, RecordArgs, Sampler};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
@@ -30,6 +31,8 @@ const DETACH_WAIT: Duration = Duration::from_secs(10);
 const MAX_PROFILE_BYTES: u64 = 1 << 30;
 /// The most methods the terminal summary lists (all are in the output).
 const SUMMARY_LINES: usize = 20;
+/// How often the command looks at the app, the signals and the recording while it waits.
+const POLL: Duration = Duration::from_millis(20);
 /// The largest `.error` or `.stats` line file the command reads.
 const MAX_NOTE_BYTES: u64 = 64 << 10;
 
@@ -106,9 +109,17 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     // What the profiler would refuse at Initialize, refused here before anything starts.
     settings::check_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).map_err(Error::usage)?;
     let (status, recorded) = match args.pid {
-        Some(pid) => (0, attach(pid, args, &lib, settings, &temp)?),
-        None => launch(args, &lib, &settings, &temp)?,
+        Some(pid) => (0, Some(attach(pid, args, &lib, settings, &temp)?)),
+        None => launch(args, &lib, &settings, &temp, &output)?,
     };
+    if let Some(recorded) = recorded {
+        emit(args, &temp, recorded, &output)?;
+    }
+    Ok(status)
+}
+
+/// Prints what the profiler said about its cost, writes the output and says where it went.
+fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path) -> Result<(), Error> {
     if let Some(stats) = temp.note(settings::STATS_SUFFIX) {
         for line in stats.lines().filter(|l| !l.trim().is_empty()) {
             eprintln!("corprof: {line}");
@@ -118,21 +129,21 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
         Recorded::Profile(profile) => {
             let period = (args.mode == Mode::Cpu)
                 .then(|| Period { clock: args.clock.name(), nanoseconds: args.interval_ms.saturating_mul(1_000_000) });
-            write_profile(&profile, args.format(), period, &output).map_err(Error::failed)?;
+            write_profile(&profile, args.format(), period, output).map_err(Error::failed)?;
             eprintln!("corprof: wrote {} ({} {})", output.display(), profile.total(), profile.unit.name());
         }
         Recorded::Heap => {
-            write_heap(&temp.0, args.format(), &output).map_err(Error::failed)?;
+            write_heap(&temp.0, args.format(), output).map_err(Error::failed)?;
             eprintln!("corprof: wrote {} (heap snapshot)", output.display());
         }
         Recorded::Methods(report) => {
             summarise_methods(&report);
-            write_methods(&report, args.format(), "corprof record (methods)", &output).map_err(Error::failed)?;
+            write_methods(&report, args.format(), "corprof record (methods)", output).map_err(Error::failed)?;
             let calls: u64 = report.methods.iter().map(|m| m.calls).sum();
             eprintln!("corprof: wrote {} ({} methods, {calls} calls)", output.display(), report.methods.len());
         }
     }
-    Ok(status)
+    Ok(())
 }
 
 /// `--method`: the patterns as the `METHODS` setting holds them, checked as the profiler will
@@ -192,19 +203,32 @@ fn profiler_library() -> Result<PathBuf, Error> {
     }
 }
 
-/// Starts `<dotnet> <app.dll> [args…]` with the profiler, waits for it, and reads the recording.
+/// Starts `<dotnet> <app.dll> [args…]` with the profiler, waits for it, and reads the recording;
+/// `None` when it was written out already (a stop asked for while the app ran on).
+///
+/// A first SIGINT or SIGTERM (or the end of `--duration`) asks the profiler to write the
+/// recording now (`<OUT>.stop`); a signal that a process sent to the command is passed on to the
+/// app (the terminal's Ctrl-C reached it already), and the end of `--duration` sends it SIGINT
+/// once the output is written. The app's status is the command's. A second signal kills the app
+/// (SIGKILL) and ends the command at once.
 fn launch(
     args: &RecordArgs,
     lib: &Path,
     settings: &[(&str, String)],
     temp: &TempOut,
-) -> Result<(i32, Recorded), Error> {
+    output: &Path,
+) -> Result<(i32, Option<Recorded>), Error> {
     let [dotnet, rest @ ..] = args.command.as_slice() else {
         return Err(Error::usage(
             "give the app to run after `--` (corprof record [options] -- <dotnet> <app.dll> [args…]), \
              or --pid N --duration S",
         ));
     };
+    if dotnet.ends_with(".dll") {
+        return Err(Error::usage(format!(
+            "{dotnet} is an app, not a program: give the runtime first: corprof record -- dotnet {dotnet}"
+        )));
+    }
     if let Some(app) = rest.first().filter(|a| a.ends_with(".dll"))
         && !Path::new(app).is_file()
     {
@@ -220,19 +244,103 @@ fn launch(
         .env_remove("CORECLR_PROFILER_PATH_64")
         .env_remove("CORECLR_PROFILER_PATH_32")
         .envs(settings.iter().map(|(k, v)| (k, v)));
-    let status = command.status().map_err(|e| Error::failed(format!("cannot run {dotnet}: {e}")))?;
+    // Caught before the app starts, so none is lost in between (the app gets the default
+    // actions back at exec).
+    let signals = Signals::catch().map_err(|e| Error::failed(format!("cannot catch SIGINT and SIGTERM: {e}")))?;
+    let mut child = command.spawn().map_err(|e| Error::failed(format!("cannot run {dotnet}: {e}")))?;
+    let pid = child.id();
+    let send = |signal: i32| {
+        // SAFETY: kill only sends a signal; `pid` is the command's own child, not yet waited
+        // for, so the number cannot name another process.
+        unsafe { libc::kill(pid as libc::pid_t, signal) };
+    };
+    let deadline = args.duration.map(|s| Instant::now() + Duration::from_secs_f64(s));
+    // Set once a stop is asked for: by the duration's end (end the app after the output), or
+    // by a signal (the app has it).
+    let mut stopping: Option<Stop> = None;
+    let mut written = false;
+    // The duration's SIGINT was sent.
+    let mut ended_app = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(Error::failed(format!("cannot wait for the app (process {pid}): {e}"))),
+        }
+        if let Some(batch) = signals.take() {
+            if stopping.is_some() {
+                let _ = child.kill();
+                let _ = child.wait();
+                let what = if written { "the output is written" } else { "nothing was written" };
+                return Err(Error::failed(format!(
+                    "{} again: killed the app (process {pid}) with SIGKILL; {what}",
+                    signals::name(batch.signal)
+                ))
+                .with_status(128 + batch.signal));
+            }
+            stopping = Some(Stop::Signal);
+            temp.request_stop();
+            if batch.sent {
+                send(batch.signal);
+            }
+            eprintln!(
+                "corprof: {}: stopping the recording; the app (process {pid}) has the signal too; {} again ends \
+                 at once, killing it",
+                signals::name(batch.signal),
+                signals::name(batch.signal)
+            );
+        }
+        if stopping.is_none() && deadline.is_some_and(|d| Instant::now() >= d) {
+            stopping = Some(Stop::Duration);
+            temp.request_stop();
+        }
+        // The duration is over but no recording can come (the profiler did not start, or the
+        // runtime never loaded it): the app ends all the same, and the command says why below.
+        if stopping == Some(Stop::Duration)
+            && !written
+            && !ended_app
+            && (temp.error_path().exists() || deadline.is_some_and(|d| Instant::now() > d + WRITE_GRACE))
+        {
+            ended_app = true;
+            eprintln!("corprof: --duration ended and no recording came: ending the app (process {pid}) with SIGINT");
+            send(libc::SIGINT);
+        }
+        if let Some(stop) = stopping
+            && !written
+            && let Some(recorded) = temp.read(args.mode)?
+        {
+            emit(args, temp, recorded, output)?;
+            written = true;
+            if stop == Stop::Duration {
+                ended_app = true;
+                eprintln!("corprof: --duration ended: ending the app (process {pid}) with SIGINT");
+                send(libc::SIGINT);
+            }
+        }
+        std::thread::sleep(POLL);
+    };
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
+    if written {
+        return Ok((code, None));
+    }
     match temp.read(args.mode)? {
-        Some(recorded) => Ok((code, recorded)),
+        Some(recorded) => Ok((code, Some(recorded))),
         None => Err(temp.why_nothing(&format!("the app (exit status {code})")).with_status(if code != 0 {
             code
         } else {
             1
         })),
     }
+}
+
+/// Why a launched app's recording was asked to stop early.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Signal,
+    Duration,
 }
 
 /// Attaches the profiler to `pid` for `--duration` seconds and reads the recording.
@@ -249,6 +357,7 @@ fn attach(
     if let Some((key, value)) = settings.iter().find(|(_, v)| v.contains([';', '\n'])) {
         return Err(Error::failed(format!("{key}={value:?} cannot be passed to an attach (it holds a `;`)")));
     }
+    let signals = Signals::catch().map_err(|e| Error::failed(format!("cannot catch SIGINT and SIGTERM: {e}")))?;
     let data: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let data = data.join(";");
     let request = corprof_attach::AttachRequest {
@@ -265,11 +374,32 @@ fn attach(
             Error::failed(format!("cannot attach to process {pid}: {e}"))
         }
     })?;
+    eprintln!(
+        "corprof: attached to process {pid}: recording for {:?} (Ctrl-C stops sooner; the app runs on)",
+        duration
+    );
     // The profiler writes the recording after the duration (or at the app's end, if sooner),
     // then detaches itself.
     let deadline = Instant::now() + duration + WRITE_GRACE;
     let mut said_ready = false;
+    let mut stopping = false;
     loop {
+        if let Some(batch) = signals.take() {
+            let name = signals::name(batch.signal);
+            if stopping {
+                return Err(Error::failed(format!(
+                    "{name} again: ended without the recording; the profiler in process {pid} still writes it \
+                     and detaches"
+                ))
+                .with_status(128 + batch.signal));
+            }
+            stopping = true;
+            temp.request_stop();
+            eprintln!(
+                "corprof: {name}: stopping the recording; the profiler detaches and process {pid} runs on ({name} \
+                 again ends at once)"
+            );
+        }
         if !said_ready && let Some(wrapped) = temp.note(settings::READY_SUFFIX) {
             said_ready = true;
             eprintln!("corprof: {} methods wrapped in process {pid}; recording their calls", wrapped.trim());
@@ -358,6 +488,13 @@ impl TempOut {
         let mut p = self.0.as_os_str().to_owned();
         p.push(suffix);
         PathBuf::from(p)
+    }
+
+    /// Asks the profiler to write the recording now (its watch thread looks for this file).
+    fn request_stop(&self) {
+        if let Err(e) = std::fs::File::create(self.sibling(settings::STOP_SUFFIX)) {
+            eprintln!("corprof: cannot ask the profiler to stop: {e}");
+        }
     }
 
     fn error_path(&self) -> PathBuf {

@@ -68,11 +68,12 @@ fn colour(name: &str) -> String {
     format!("hsl({},60%,{}%)", h % 360, 78 + (h >> 9) % 12)
 }
 
+/// A size for the eye, in binary units named as such (a MiB is 2^20 bytes, a MB 10^6).
 fn bytes(n: u64) -> String {
     match n {
-        n if n >= 1 << 30 => format!("{:.1} GB", n as f64 / (1u64 << 30) as f64),
-        n if n >= 1 << 20 => format!("{:.1} MB", n as f64 / (1u64 << 20) as f64),
-        n if n >= 1 << 10 => format!("{:.1} KB", n as f64 / 1024.0),
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
         n => format!("{n} B"),
     }
 }
@@ -177,6 +178,14 @@ pub fn write_treemap(s: &Snapshot, d: &Dominators, out: &mut dyn Write) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_in_binary_units_named_so() {
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 20), "3.0 MiB");
+        assert_eq!(bytes(5 << 30), "5.0 GiB");
+    }
 
     #[test]
     fn paths_aggregate_by_type_and_render() {
