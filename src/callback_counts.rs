@@ -38,11 +38,12 @@ impl CallbackCounts {
         self.nonzero().iter().map(|(c, n)| format!("{} {n}\n", c.name())).collect()
     }
 
-    /// Writes [`CallbackCounts::to_lines`] to the file named by the env var `var`, else stderr.
+    /// Writes [`CallbackCounts::to_lines`] to the file named by the env var `var` (only a new or
+    /// regular file: [`crate::files::write_regular`]), else stderr.
     pub fn write_to_env_file(&self, var: &str) -> std::io::Result<()> {
         let text = self.to_lines();
         match std::env::var_os(var) {
-            Some(path) => std::fs::write(path, text),
+            Some(path) => crate::files::write_regular(path.as_ref(), text.as_bytes()),
             None => std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes()),
         }
     }

@@ -47,6 +47,7 @@ pub mod current_thread;
 mod deprecated;
 mod entry;
 pub mod eventpipe;
+pub mod files;
 mod guid;
 pub mod heap;
 #[cfg(corprof_iface = "ICorProfilerInfo15")]

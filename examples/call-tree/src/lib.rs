@@ -196,11 +196,11 @@ impl CallTree {
         }
         let stacks: String = folded.iter().map(|(path, weight)| format!("{path} {weight}\n")).collect();
         match std::env::var_os("CORPROF_CALLTREE_OUT") {
-            Some(path) => std::fs::write(path, &table)?,
+            Some(path) => corprof::files::write_regular(path.as_ref(), table.as_bytes())?,
             None => std::io::stderr().lock().write_all(table.as_bytes())?,
         }
         match std::env::var_os("CORPROF_CALLTREE_FOLDED") {
-            Some(path) => std::fs::write(path, stacks),
+            Some(path) => corprof::files::write_regular(path.as_ref(), stacks.as_bytes()),
             None => std::io::stderr().lock().write_all(stacks.as_bytes()),
         }
     }

@@ -118,7 +118,7 @@ impl CorProfilerCallback for Counter {
 
     fn shutdown(&self) -> Result<()> {
         let written = match self.counts_out.get() {
-            Some(path) => std::fs::write(path, self.counts.to_lines()),
+            Some(path) => corprof::files::write_regular(path, self.counts.to_lines().as_bytes()),
             None => self.counts.write_to_env_file("CORPROF_COUNTS_OUT"),
         };
         written.map_err(|e| {

@@ -153,7 +153,7 @@ impl EltTracer {
             text.push('\n');
         }
         match std::env::var_os("CORPROF_ELT_OUT") {
-            Some(path) => std::fs::write(path, text),
+            Some(path) => corprof::files::write_regular(path.as_ref(), text.as_bytes()),
             None => std::io::stderr().lock().write_all(text.as_bytes()),
         }
     }

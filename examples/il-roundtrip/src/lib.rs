@@ -251,7 +251,7 @@ impl RoundTrip {
             }
         }
         if let (Some(dump), Some(path)) = (&walk.dump, std::env::var_os("CORPROF_IL_DUMP"))
-            && let Err(e) = std::fs::write(&path, dump)
+            && let Err(e) = corprof::files::write_regular(path.as_ref(), dump.as_ref())
         {
             eprintln!("il-roundtrip: cannot write {path:?}: {e}");
         }

@@ -75,25 +75,13 @@ impl CorProfilerCallback for MethodTimer {
             })
             .collect();
         match std::env::var_os("METHOD_TIMER_OUT") {
-            Some(path) => write_regular(path.as_ref(), &lines).map_err(|_| HResult::E_FAIL),
+            Some(path) => corprof::files::write_regular(path.as_ref(), lines.as_bytes()).map_err(|_| HResult::E_FAIL),
             None => {
                 eprint!("{lines}");
                 Ok(())
             }
         }
     }
-}
-
-/// Writes only a new or regular file, checked once opened (without waiting: a FIFO would block).
-fn write_regular(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
-    let mut options = std::fs::OpenOptions::new();
-    let mut file = options.write(true).create(true).truncate(false).custom_flags(0o4000).open(path)?; // O_NONBLOCK
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.set_len(0)?;
-    file.write_all(text.as_bytes())
 }
 
 corprof::export_profiler!(MethodTimer, CLSID);

@@ -156,7 +156,9 @@ impl CorProfilerCallback for ObjectCensus {
     fn shutdown(&self) -> Result<()> {
         let report = self.report();
         match std::env::var_os("CORPROF_CENSUS_OUT") {
-            Some(path) => std::fs::write(path, report).map_err(|_| corprof::HResult::E_FAIL)?,
+            Some(path) => {
+                corprof::files::write_regular(path.as_ref(), report.as_bytes()).map_err(|_| corprof::HResult::E_FAIL)?
+            }
             None => {
                 let _ = std::io::stderr().write_all(report.as_bytes());
             }
