@@ -402,3 +402,51 @@ fn the_deterministic_callbacks_exist() {
         DETERMINISTIC.iter().filter(|name| !corprof::Callback::ALL.iter().any(|c| c.name() == **name)).collect();
     assert!(unknown.is_empty(), "not callbacks of this header: {unknown:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// What the GC masks deliver (scripts/bench-gc-mask measures what they cost)
+
+/// callback-counter with `COR_PRF_MONITOR_GC` and with the high mask's `COR_PRF_HIGH_BASIC_GC`
+/// on the GcPause app (40 forced GCs): the same GarbageCollectionStarted/Finished counts, and
+/// only the first walks every reference of every GC (ObjectReferences, SurvivingReferences…).
+fn gc_masks(runtime: &'static str) {
+    let lib = profiler_lib("callback_counter");
+    let mut counts_by_mask = Vec::new();
+    for (mask, high) in [("0x80", None), ("0", Some("0x10"))] {
+        let out = TempFile::new(&format!("gc-masks-{runtime}-{mask}"));
+        let mut env = profiler_env(COUNTER_CLSID, &lib);
+        env.push(("CORPROF_COUNTS_OUT", out.path().to_string()));
+        env.push(("CORPROF_EVENT_MASK", mask.to_string()));
+        if let Some(high) = high {
+            env.push(("CORPROF_EVENT_MASK_HIGH", high.to_string()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let run = run_app_with_args(runtime, "GcPause", &["1000", "40"], &env);
+        assert!(run.code == Some(0) && run.stdout.contains(" gcs=40"), "{}", run.describe());
+        let text = out.read().unwrap_or_else(|| panic!("no counts: {}", run.describe()));
+        let counts: std::collections::BTreeMap<String, u64> =
+            text.lines().filter_map(|l| l.split_once(' ')).map(|(k, v)| (k.to_string(), v.parse().unwrap())).collect();
+        counts_by_mask.push(counts);
+    }
+    let (gc, basic) = (&counts_by_mask[0], &counts_by_mask[1]);
+    let started = |c: &std::collections::BTreeMap<String, u64>| c.get("GarbageCollectionStarted").copied();
+    assert!(started(gc).is_some_and(|n| n >= 40), "CoreCLR {runtime}: {gc:?}");
+    assert_eq!(started(gc), started(basic), "CoreCLR {runtime}: {gc:?} / {basic:?}");
+    assert_eq!(gc.get("GarbageCollectionFinished"), basic.get("GarbageCollectionFinished"));
+    assert!(gc.get("ObjectReferences").is_some_and(|n| *n > 0), "CoreCLR {runtime}: {gc:?}");
+    for walk in ["ObjectReferences", "RootReferences", "RootReferences2", "SurvivingReferences", "MovedReferences"] {
+        assert!(!basic.contains_key(walk), "CoreCLR {runtime}: {walk} with HIGH_BASIC_GC: {basic:?}");
+    }
+}
+
+#[test]
+fn gc_masks_deliver_the_same_gcs_coreclr_8() {
+    let _runtime = runtime_lock();
+    gc_masks("8");
+}
+
+#[test]
+fn gc_masks_deliver_the_same_gcs_coreclr_3() {
+    let _runtime = runtime_lock();
+    gc_masks("3");
+}

@@ -3,6 +3,7 @@
 //! Load it with `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={CLSID}` and
 //! `CORECLR_PROFILER_PATH=…/libcallback_counter.so`. Settings:
 //! - `CORPROF_EVENT_MASK`: the COR_PRF_MONITOR mask, decimal or `0x` hex (default: [`DEFAULT_MASK`]);
+//! - `CORPROF_EVENT_MASK_HIGH`: the COR_PRF_HIGH_MONITOR mask, the same way (default: none);
 //! - `CORPROF_COUNTS_OUT`: where Shutdown writes `<CallbackName> <count>` lines (default: stderr).
 //!
 //! It can also attach to a running process (`corprof-attach --pid PID --clsid {CLSID} --profiler
@@ -12,7 +13,7 @@
 //! ([`COR_PRF_MONITOR::ALLOWABLE_AFTER_ATTACH`], which holds all of [`DEFAULT_MASK`]),
 //! and the counts are written at Shutdown as at launch (the counter never asks to detach).
 
-use corprof::types::COR_PRF_MONITOR;
+use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR};
 use corprof::{Callback, CallbackCounts, CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -77,7 +78,17 @@ impl CorProfilerCallback for Counter {
 
     fn initialize(&self, info: &IUnknown) -> Result<()> {
         let mask = mask_setting(std::env::var("CORPROF_EVENT_MASK").ok());
-        ProfilerInfo::from_unknown(info)?.set_event_mask(mask)
+        let info = ProfilerInfo::from_unknown(info)?;
+        match std::env::var("CORPROF_EVENT_MASK_HIGH").ok() {
+            Some(text) => match parse_mask(&text) {
+                Some(high) => info.set_event_mask2(mask, COR_PRF_HIGH_MONITOR(high.0)),
+                None => {
+                    eprintln!("callback-counter: CORPROF_EVENT_MASK_HIGH={text:?} is not a number");
+                    Err(HResult::E_INVALIDARG)
+                }
+            },
+            None => info.set_event_mask(mask),
+        }
     }
 
     fn initialize_for_attach(&self, info: &IUnknown, client_data: &[u8]) -> Result<()> {
