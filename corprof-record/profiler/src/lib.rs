@@ -5,7 +5,7 @@
 //! (`KEY=VALUE` pairs separated by `;`, which win over the environment), starts the mode's
 //! [`Recording`], and gives the recording's result to the file named by
 //! [`corprof_record::settings::OUT`]: at Shutdown, or earlier when the command asks (a file
-//! `<OUT>.stop`), at the app's SIGINT ([`stop`]), or for an attach after
+//! `<OUT>.stop`), at the app's SIGINT (`stop.rs`), or for an attach after
 //! [`corprof_record::settings::DURATION_MS`], just before it asks the runtime to detach it. When
 //! it cannot start (a bad setting, an output that is not a regular file, a mode not built), it
 //! says why in one `corprof: …` line, writes it to `<OUT>.error` and fails `Initialize`, so the
