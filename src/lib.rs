@@ -27,7 +27,8 @@
 //! - EventPipe in process (sessions, a provider of your own, a safe parser of delivered events'
 //!   metadata and payloads): module [`eventpipe`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
-//!   [`Result`], [`set_quiet`];
+//!   [`Result`], [`set_quiet`]; a profiler's output written only to a new or regular file:
+//!   [`files::write_regular`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
 //! - pure parsing, no runtime needed: metadata signatures in [`sig`] (decode, encode, print
 //!   types and methods) and method bodies in [`il`] (read, edit and write IL);

@@ -117,6 +117,7 @@ const ROOT_ITEMS: &[&str] = &[
     "macro export_profiler",
     "mod current_thread",
     "mod eventpipe",
+    "mod files",
     "mod heap",
     "mod heap_walk",
     "mod hooks",
