@@ -317,11 +317,13 @@ fn a_second_sigint_kills_an_app_that_cancels_the_first_3() {
 }
 
 /// `--duration` at launch: the output is written after that long, then the app ends as at
-/// Ctrl-C (SIGINT), its status the command's.
+/// Ctrl-C (SIGINT), its status the command's. The duration is the feature, so this test does
+/// depend on time: 3 s leaves the app (ready within a few hundred ms here) a wide margin to
+/// print its `ready` line and reach its work on a busy machine (0.5 s once did not).
 fn duration_at_launch(runtime: &str, mode: &str) {
     let dir = support::TempDir::new(&format!("duration-{runtime}-{mode}"));
     let out = dir.0.join("out.folded");
-    let run = record(runtime, &["--mode", mode, "--format", "folded", "--duration", "0.5"], &out, &[]);
+    let run = record(runtime, &["--mode", mode, "--format", "folded", "--duration", "3"], &out, &[]);
     let app = run.ready();
     let (code, stderr) = run.end();
     assert_eq!(code, 130, "{stderr}");
