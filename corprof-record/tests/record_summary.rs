@@ -320,3 +320,72 @@ fn methods_title_8() {
 fn methods_title_3() {
     methods_title("3");
 }
+
+/// A folder holding a fake `xdg-open` that writes its arguments to `opened` beside it and exits
+/// with `status` (with the shell's builtins only: PATH holds nothing else).
+fn fake_opener(dir: &Path, status: i32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("xdg-open");
+    std::fs::write(&script, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"${{0%/*}}/opened\"\nexit {status}\n"))
+        .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Records RecordCpu briefly with `--open`, PATH set to `path`, the output named relatively
+/// from `dir`.
+fn record_and_open(dir: &Path, path: &Path) -> Output {
+    let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
+    let mut cmd = Command::new(exe);
+    clean(&mut cmd);
+    let args = ["record", "--open", "-o", "cpu.svg", "--", &dotnet("8"), &test_app("RecordCpu"), "0", "100"];
+    let child = cmd
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish(child)
+}
+
+/// `--open` hands the written output, by its full path, to the `xdg-open` on PATH; the command
+/// waits for it, so its record is there when the command ends.
+#[test]
+fn open_hands_the_output_to_xdg_open() {
+    let dir = TempDir::new("summary-open");
+    let bin = fake_opener(&dir.0, 0);
+    let run = record_and_open(&dir.0, &bin);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let opened =
+        std::fs::read_to_string(bin.join("opened")).unwrap_or_else(|e| panic!("not opened ({e}): {}", run.stderr));
+    assert_eq!(opened, format!("{}\n", dir.0.join("cpu.svg").display()));
+    assert!(std::fs::read_to_string(dir.0.join("cpu.svg")).unwrap().contains("<svg"));
+    assert!(!run.stderr.contains("--open"), "{}", run.stderr);
+}
+
+/// An opener that fails, or none on PATH, is one line; the output is written and the status is
+/// the app's all the same.
+#[test]
+fn open_without_a_working_xdg_open_says_so_and_succeeds() {
+    let dir = TempDir::new("summary-open-failing");
+    let bin = fake_opener(&dir.0, 3);
+    let run = record_and_open(&dir.0, &bin);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let said: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("corprof: --open: ")).collect();
+    assert!(said.len() == 1 && said[0].ends_with("ended with exit status: 3"), "{}", run.stderr);
+    assert!(dir.0.join("cpu.svg").is_file());
+
+    let empty = dir.0.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::remove_file(dir.0.join("cpu.svg")).unwrap();
+    let run = record_and_open(&dir.0, &empty);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let said: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("corprof: --open: ")).collect();
+    assert_eq!(said, ["corprof: --open: no xdg-open on PATH; open cpu.svg yourself"], "{}", run.stderr);
+    assert!(dir.0.join("cpu.svg").is_file());
+}

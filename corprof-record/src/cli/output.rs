@@ -7,7 +7,9 @@ use corprof_record::latency::MethodsReport;
 use corprof_record::profile::Profile;
 use corprof_record::{files, heap};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Which formats the heap mode writes: it has a snapshot, not stacks.
 pub fn check_for_heap(format: Format) -> Result<(), String> {
@@ -100,6 +102,57 @@ fn utc_minute(unix: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", minutes / 60, minutes % 60)
 }
 
+/// How long `--open` waits for `xdg-open` to hand the file over (it returns once the viewer has
+/// it; a console browser it started holds it longer, and is left running).
+const OPEN_WAIT: Duration = Duration::from_secs(10);
+
+/// `--open`: opens `output` with `xdg-open` from `PATH` and says what came of it in one line
+/// when it did not work; never an error, the output being written already.
+pub fn open_output(output: &Path) {
+    let Some(opener) = std::env::var_os("PATH").and_then(|path| find_program(&path, "xdg-open")) else {
+        eprintln!("corprof: --open: no xdg-open on PATH; open {} yourself", output.display());
+        return;
+    };
+    // The viewer may start in another folder.
+    let target = std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
+    let mut child = match Command::new(&opener).arg(&target).stdin(Stdio::null()).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("corprof: --open: cannot run {}: {e}", opener.display());
+            return;
+        }
+    };
+    let deadline = Instant::now() + OPEN_WAIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return,
+            Ok(Some(status)) => {
+                eprintln!("corprof: --open: {} {} ended with {status}", opener.display(), target.display());
+                return;
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                eprintln!("corprof: --open: {} still runs after {OPEN_WAIT:?}; left running", opener.display());
+                return;
+            }
+            Err(e) => {
+                eprintln!("corprof: --open: cannot wait for {}: {e}", opener.display());
+                return;
+            }
+        }
+    }
+}
+
+/// The first executable file `name` in the folders of `path` (a `PATH` value); empty entries
+/// (the current folder, by the old convention) are skipped, so an opener lying in whatever
+/// folder the command was started from is never run.
+fn find_program(path: &std::ffi::OsStr, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(name)).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
 /// Writes the output in place, only to a regular file ([`files::write_in_place`]: a FIFO, device
 /// or folder named since the command checked it is refused, never waited on or replaced).
 fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
@@ -119,6 +172,30 @@ mod tests {
             "MyApp.dll — cpu (wall clock), CoreCLR 8.0.4 — 2026-12-02 03:12 UTC"
         );
         assert_eq!(title("process 4242", "heap", None, t), "process 4242 — heap — 2026-12-02 03:12 UTC");
+    }
+
+    #[test]
+    fn the_opener_is_an_executable_file_in_an_absolute_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("corprof-find-program-{}", std::process::id()));
+        let (plain, exec) = (base.join("plain"), base.join("exec"));
+        // `exec` again, named from the current folder.
+        let up = std::env::current_dir().unwrap().components().count() - 1;
+        let relative = PathBuf::from("../".repeat(up)).join(exec.strip_prefix("/").unwrap());
+        for dir in [&plain, &exec] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(plain.join("xdg-open"), "").unwrap();
+        std::fs::write(exec.join("xdg-open"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(exec.join("xdg-open"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(exec.join("dir-named-so/xdg-open")).unwrap();
+        assert!(relative.join("xdg-open").is_file());
+        assert_eq!(find_program(&std::env::join_paths([&relative]).unwrap(), "xdg-open"), None);
+        let path = std::env::join_paths([&relative, &plain, &exec.join("dir-named-so"), &exec]).unwrap();
+        assert_eq!(find_program(&path, "xdg-open"), Some(exec.join("xdg-open")));
+        assert_eq!(find_program(&std::env::join_paths([&plain]).unwrap(), "xdg-open"), None);
+        assert_eq!(find_program(std::ffi::OsStr::new(""), "xdg-open"), None);
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

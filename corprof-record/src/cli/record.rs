@@ -7,7 +7,7 @@
 //! up to a size.
 
 use super::output::{
-    check_for_heap, check_for_methods, check_for_profile, title, write_heap, write_methods, write_profile,
+    check_for_heap, check_for_methods, check_for_profile, open_output, title, write_heap, write_methods, write_profile,
 };
 use super::signals::{self, Signals};
 use super::{Alloc, Clock, Error, Mode, RecordArgs, Sampler};
@@ -162,6 +162,9 @@ fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path, st
             let calls: u64 = report.methods.iter().map(|m| m.calls).sum();
             eprintln!("corprof: wrote {} ({} methods, {calls} calls)", output.display(), report.methods.len());
         }
+    }
+    if args.open {
+        open_output(output);
     }
     Ok(())
 }
