@@ -58,12 +58,17 @@ fn record(args: &[&str]) -> Output {
     finish(child)
 }
 
+/// Shown for the command's stderr when it stays open after the command ended ([`RUN_TIMEOUT`]):
+/// something the command started holds it, a failure the test sees after cleaning up.
+const STDERR_HELD: &str = "<the command's stderr is held open after it ended>";
+
 fn finish(mut child: Child) -> Output {
     let mut pipe = child.stderr.take().unwrap();
-    let err = std::thread::spawn(move || {
+    let (send, err) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut s = String::new();
         let _ = pipe.read_to_string(&mut s);
-        s
+        let _ = send.send(s);
     });
     let started = Instant::now();
     let status = loop {
@@ -73,11 +78,13 @@ fn finish(mut child: Child) -> Output {
         if started.elapsed() > RUN_TIMEOUT {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.join().unwrap());
+            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.recv_timeout(RUN_TIMEOUT).unwrap_or_default());
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output { code: status.code(), stderr: err.join().unwrap() }
+    // The pipe closes when the command's last holder ends: at once, unless something it left
+    // running holds it.
+    Output { code: status.code(), stderr: err.recv_timeout(RUN_TIMEOUT).unwrap_or_else(|_| STDERR_HELD.to_string()) }
 }
 
 /// The UTC minute now, as `date` gives it (a clock the command does not share).
@@ -387,5 +394,34 @@ fn open_without_a_working_xdg_open_says_so_and_succeeds() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let said: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("corprof: --open: ")).collect();
     assert_eq!(said, ["corprof: --open: no xdg-open on PATH; open cpu.svg yourself"], "{}", run.stderr);
+    assert!(dir.0.join("cpu.svg").is_file());
+}
+
+/// An opener that does not return is left running after the command's wait, holding none of
+/// the command's streams (the test reads the command's stderr to its end, which it would hold
+/// open), and the command ends with its output written.
+#[test]
+fn open_leaves_an_opener_that_does_not_return() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("summary-open-held");
+    let bin = dir.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fifo = dir.0.join("never-written");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Builtins only; opening a FIFO no one writes to blocks until the test ends the shell.
+    let script = bin.join("xdg-open");
+    std::fs::write(&script, format!("#!/bin/sh\necho $$ > {}/pid\nread line < {}\n", bin.display(), fifo.display()))
+        .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = record_and_open(&dir.0, &bin);
+    let pid: i32 = std::fs::read_to_string(bin.join("pid")).unwrap().trim().parse().unwrap();
+    let running = Path::new(&format!("/proc/{pid}")).exists();
+    // SAFETY: kill only sends a signal, to the fake opener this test started (its parent, the
+    // command, has ended, and nothing has reaped it yet only if it is still there).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(running, "the opener did not outlive the command's wait: {}", run.stderr);
+    let said: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("corprof: --open: ")).collect();
+    assert!(said.len() == 1 && said[0].ends_with("still runs after 10s; left running"), "{}", run.stderr);
     assert!(dir.0.join("cpu.svg").is_file());
 }

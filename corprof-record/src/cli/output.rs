@@ -103,7 +103,7 @@ fn utc_minute(unix: u64) -> String {
 }
 
 /// How long `--open` waits for `xdg-open` to hand the file over (it returns once the viewer has
-/// it; a console browser it started holds it longer, and is left running).
+/// it); one that takes longer is left running.
 const OPEN_WAIT: Duration = Duration::from_secs(10);
 
 /// `--open`: opens `output` with `xdg-open` from `PATH` and says what came of it in one line
@@ -115,7 +115,12 @@ pub fn open_output(output: &Path) {
     };
     // The viewer may start in another folder.
     let target = std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
-    let mut child = match Command::new(&opener).arg(&target).stdin(Stdio::null()).spawn() {
+    // No stream of the command's: a browser the opener starts lives on after the command, and
+    // holding its stderr would keep a pipe reading it (`corprof … 2>&1 | tee log`) open till the
+    // browser ends. Its failure shows in its status.
+    let opened =
+        Command::new(&opener).arg(&target).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let mut child = match opened {
         Ok(child) => child,
         Err(e) => {
             eprintln!("corprof: --open: cannot run {}: {e}", opener.display());
