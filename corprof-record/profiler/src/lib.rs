@@ -245,6 +245,34 @@ pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     files::replace(path, text)
 }
 
+/// The file beside `OUT` that names the runtime the recording was made in (`CoreCLR 8.0.4`),
+/// written at the start; the command puts it in the output's title.
+pub const RUNTIME_SUFFIX: &str = ".runtime";
+
+/// The runtime's name and version, `CoreCLR 8.0.4`. CoreCLR 3.1 reports the desktop-era
+/// `v4.0.30319` through GetRuntimeInformation, so before .NET 5 the version is the name of the
+/// folder libcoreclr.so was loaded from (`shared/Microsoft.NETCore.App/3.1.23/`), when that
+/// reads as a version (a self-contained app's folder does not).
+fn runtime_name(info: &ProfilerInfo) -> String {
+    match info.get_runtime_information() {
+        Ok(rt) if rt.major_version >= 5 && !rt.version_string.is_empty() => format!("CoreCLR {}", rt.version_string),
+        _ => match std::fs::read_to_string("/proc/self/maps").ok().as_deref().and_then(version_from_maps) {
+            Some(version) => format!("CoreCLR {version}"),
+            None => "CoreCLR".to_string(),
+        },
+    }
+}
+
+/// The version folder of the `libcoreclr.so` mapped in `maps` (the text of `/proc/self/maps`).
+fn version_from_maps(maps: &str) -> Option<String> {
+    let path = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.ends_with("/libcoreclr.so"))?;
+    let folder = Path::new(path).parent()?.file_name()?.to_str()?;
+    let looks_like_one = folder.starts_with(|c: char| c.is_ascii_digit())
+        && folder.contains('.')
+        && folder.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    looks_like_one.then(|| folder.to_string())
+}
+
 /// `out` with `suffix` added (the `.error`, `.detached` and `.stats` files beside it).
 pub(crate) fn beside(out: &Path, suffix: &str) -> PathBuf {
     let mut path = out.as_os_str().to_owned();
@@ -317,6 +345,8 @@ impl Recorder {
         // device replaced by a file).
         files::check_output(&settings.out).map_err(|e| self.refuse(&e.to_string()))?;
         let info = ProfilerInfo::from_unknown(unknown)?;
+        // For the output's title; a title without the runtime is no reason to stop recording.
+        let _ = files::replace(&beside(&settings.out, RUNTIME_SUFFIX), format!("{}\n", runtime_name(&info)).as_bytes());
         let ctx = Context { info: &info, settings: &settings, threads: Arc::clone(&self.threads), attached };
         let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
         let mut events = started.events | COR_PRF_MONITOR::THREADS;
@@ -621,6 +651,17 @@ mod tests {
         assert!(bad(settings::ALLOC, "some").contains("not sampled or exact"));
         assert!(bad(settings::DURATION_MS, "0").contains("out of range"));
         assert!(bad("CORPROF_RECORD_INTERVAL", "5").contains("is not a setting of corprof record"));
+    }
+
+    #[test]
+    fn the_runtime_version_is_the_folder_libcoreclr_came_from() {
+        let maps = "7f00-7f01 r-xp 00000000 08:01 42 /opt/dotnet/shared/Microsoft.NETCore.App/3.1.23/libclrjit.so\n\
+                    7f02-7f03 r-xp 00000000 08:01 43 /opt/dotnet/shared/Microsoft.NETCore.App/3.1.23/libcoreclr.so\n";
+        assert_eq!(version_from_maps(maps).as_deref(), Some("3.1.23"));
+        // A self-contained app's folder is no version.
+        assert_eq!(version_from_maps("7f02-7f03 r-xp 0 08:01 43 /srv/myapp/libcoreclr.so\n"), None);
+        assert_eq!(version_from_maps("7f02-7f03 r-xp 0 08:01 43 /srv/v1.0/libcoreclr.so\n"), None);
+        assert_eq!(version_from_maps(""), None);
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub struct RecordArgs {
     /// else, then end the app as Ctrl-C would (SIGINT).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Once the output is written, open it with `xdg-open` (the desktop's browser or viewer);
+    /// where there is none, the command says so and ends as it would have.
+    #[arg(long)]
+    pub open: bool,
     /// The runtime's `dotnet`, the app and its arguments (after `--`).
     #[arg(last = true, value_name = "DOTNET APP.DLL ARGS")]
     pub command: Vec<String>,

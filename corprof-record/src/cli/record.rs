@@ -6,11 +6,14 @@
 //! it cannot start, the reason to `<OUT>.error`. The command reads only regular files there, each
 //! up to a size.
 
-use super::output::{check_for_heap, check_for_methods, check_for_profile, write_heap, write_methods, write_profile};
+use super::output::{
+    check_for_heap, check_for_methods, check_for_profile, open_output, title, write_heap, write_methods, write_profile,
+};
 use super::signals::{self, Signals};
-use super::{Alloc, Error, Mode, RecordArgs, Sampler};
+use super::{Alloc, Clock, Error, Mode, RecordArgs, Sampler};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
+use corprof_record::formats::summary::{SUMMARY_TOP, summary_lines};
 use corprof_record::latency::MethodsReport;
 use corprof_record::profile::Profile;
 use corprof_record::{files, settings};
@@ -36,8 +39,16 @@ const POLL: Duration = Duration::from_millis(20);
 /// The largest `.error` or `.stats` line file the command reads.
 const MAX_NOTE_BYTES: u64 = 64 << 10;
 
+/// The file the profiler writes beside the recording naming the runtime (the library's
+/// `RUNTIME_SUFFIX`).
+const RUNTIME_SUFFIX: &str = ".runtime";
+/// The longest runtime name the title takes from that file.
+const MAX_RUNTIME_CHARS: usize = 64;
+
 /// Runs the command; `Ok` is the exit status to leave with (the app's).
 pub fn run(args: &RecordArgs) -> Result<i32, Error> {
+    // The title's date: when the recording began, not when it was written.
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     if args.pid.is_some() {
         // The runtime allows neither allocation callbacks nor enter/leave hooks after attach:
         // say so before touching the process.
@@ -110,40 +121,84 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     settings::check_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).map_err(Error::usage)?;
     let (status, recorded) = match args.pid {
         Some(pid) => (0, Some(attach(pid, args, &lib, settings, &temp)?)),
-        None => launch(args, &lib, &settings, &temp, &output)?,
+        None => launch(args, &lib, &settings, &temp, &output, started)?,
     };
     if let Some(recorded) = recorded {
-        emit(args, &temp, recorded, &output)?;
+        emit(args, &temp, recorded, &output, started)?;
     }
     Ok(status)
 }
 
-/// Prints what the profiler said about its cost, writes the output and says where it went.
-fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path) -> Result<(), Error> {
+/// Prints what the profiler said about its cost, writes the output, sums it up and says where it
+/// went; `started` is when the recording began (seconds since 1970), for the title.
+fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path, started: u64) -> Result<(), Error> {
     if let Some(stats) = temp.note(settings::STATS_SUFFIX) {
         for line in stats.lines().filter(|l| !l.trim().is_empty()) {
             eprintln!("corprof: {line}");
         }
     }
+    let runtime = temp.note(RUNTIME_SUFFIX).and_then(|note| runtime_name(&note));
+    let title = title(&target_name(args), &mode_name(args), runtime.as_deref(), started);
     match recorded {
         Recorded::Profile(profile) => {
             let period = (args.mode == Mode::Cpu)
                 .then(|| Period { clock: args.clock.name(), nanoseconds: args.interval_ms.saturating_mul(1_000_000) });
-            write_profile(&profile, args.format(), period, output).map_err(Error::failed)?;
+            write_profile(&profile, args.format(), &title, period, output).map_err(Error::failed)?;
+            for line in summary_lines(&profile, SUMMARY_TOP) {
+                eprintln!("corprof: {line}");
+            }
             eprintln!("corprof: wrote {} ({} {})", output.display(), profile.total(), profile.unit.name());
         }
         Recorded::Heap => {
-            write_heap(&temp.0, args.format(), output).map_err(Error::failed)?;
+            let summary = write_heap(&temp.0, args.format(), output).map_err(Error::failed)?;
+            for line in summary {
+                eprintln!("corprof: {line}");
+            }
             eprintln!("corprof: wrote {} (heap snapshot)", output.display());
         }
         Recorded::Methods(report) => {
             summarise_methods(&report);
-            write_methods(&report, args.format(), "corprof record (methods)", output).map_err(Error::failed)?;
+            write_methods(&report, args.format(), &title, output).map_err(Error::failed)?;
             let calls: u64 = report.methods.iter().map(|m| m.calls).sum();
             eprintln!("corprof: wrote {} ({} methods, {calls} calls)", output.display(), report.methods.len());
         }
     }
+    if args.open {
+        open_output(output);
+    }
     Ok(())
+}
+
+/// What the title calls the recorded app: the app's file (`MyApp.dll`, or the program run when
+/// no `.dll` follows it: an app's own launcher), or `process <pid>` when attached.
+fn target_name(args: &RecordArgs) -> String {
+    if let Some(pid) = args.pid {
+        return format!("process {pid}");
+    }
+    let app = match args.command.as_slice() {
+        [_, app, ..] if app.ends_with(".dll") => app,
+        [program, ..] => program,
+        [] => return "the app".to_string(),
+    };
+    Path::new(app).file_name().map_or_else(|| app.clone(), |name| name.to_string_lossy().into_owned())
+}
+
+/// The mode as the title gives it, with what changes its numbers' meaning: `cpu (wall clock)`,
+/// `alloc (sampled)`.
+fn mode_name(args: &RecordArgs) -> String {
+    match args.mode {
+        Mode::Cpu => format!("cpu ({})", if args.clock == Clock::Wall { "wall clock" } else { "cpu clock" }),
+        Mode::Alloc => format!("alloc ({})", args.alloc.name()),
+        other => other.name().to_string(),
+    }
+}
+
+/// The runtime named in the profiler's note: its first line, without control characters, at
+/// most [`MAX_RUNTIME_CHARS`] long; `None` when empty.
+fn runtime_name(note: &str) -> Option<String> {
+    let name: String =
+        note.lines().next()?.trim().chars().filter(|c| !c.is_control()).take(MAX_RUNTIME_CHARS).collect();
+    (!name.is_empty()).then_some(name)
 }
 
 /// `--method`: the patterns as the `METHODS` setting holds them, checked as the profiler will
@@ -217,6 +272,7 @@ fn launch(
     settings: &[(&str, String)],
     temp: &TempOut,
     output: &Path,
+    started: u64,
 ) -> Result<(i32, Option<Recorded>), Error> {
     let [dotnet, rest @ ..] = args.command.as_slice() else {
         return Err(Error::usage(
@@ -309,7 +365,7 @@ fn launch(
             && !written
             && let Some(recorded) = temp.read(args.mode)?
         {
-            emit(args, temp, recorded, output)?;
+            emit(args, temp, recorded, output, started)?;
             written = true;
             if stop == Stop::Duration {
                 ended_app = true;
@@ -539,5 +595,36 @@ impl Drop for TempOut {
         if let Some(dir) = self.0.parent() {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(line: &[&str]) -> RecordArgs {
+        let cli = super::super::Cli::try_parse_from([&["corprof", "record"], line].concat()).unwrap();
+        let super::super::Command::Record(args) = cli.command;
+        args
+    }
+
+    #[test]
+    fn the_title_names_the_app_or_the_process_and_the_mode() {
+        assert_eq!(target_name(&args(&["--", "/opt/dotnet/dotnet", "bin/MyApp.dll", "x.dll"])), "MyApp.dll");
+        assert_eq!(target_name(&args(&["--", "./bin/MyApp", "arg"])), "MyApp");
+        assert_eq!(target_name(&args(&["--pid", "4242", "--duration", "1"])), "process 4242");
+        assert_eq!(mode_name(&args(&[])), "cpu (wall clock)");
+        assert_eq!(mode_name(&args(&["--clock", "cpu"])), "cpu (cpu clock)");
+        assert_eq!(mode_name(&args(&["--mode", "alloc", "--alloc", "exact"])), "alloc (exact)");
+        assert_eq!(mode_name(&args(&["--mode", "heap"])), "heap");
+    }
+
+    #[test]
+    fn the_runtime_note_is_one_short_line() {
+        assert_eq!(runtime_name("CoreCLR 8.0.4\n").as_deref(), Some("CoreCLR 8.0.4"));
+        assert_eq!(runtime_name(" \n").as_deref(), None);
+        assert_eq!(runtime_name("Core\u{1b}[31mCLR\nmore").as_deref(), Some("Core[31mCLR"));
+        assert_eq!(runtime_name(&"x".repeat(1000)).map(|n| n.len()), Some(MAX_RUNTIME_CHARS));
     }
 }

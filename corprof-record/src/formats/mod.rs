@@ -10,6 +10,7 @@ mod folded;
 pub mod latency;
 pub mod pprof;
 mod speedscope;
+pub mod summary;
 mod text;
 
 use std::fmt;
