@@ -43,6 +43,10 @@ pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
 /// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
 /// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
 pub const STATS_SUFFIX: &str = ".stats";
+/// The suffix of the file beside [`OUT`] that names the runtime the recording was made in
+/// (`CoreCLR 8.0.4`), written by the profiler at its start; the command puts it in the output's
+/// title.
+pub const RUNTIME_SUFFIX: &str = ".runtime";
 /// methods, attach: the suffix of the file beside [`OUT`] the profiler writes once the methods
 /// of the modules loaded already are wrapped (it holds how many are); the command says so.
 pub const READY_SUFFIX: &str = ".ready";

@@ -1139,10 +1139,11 @@ fn dropped(stderr: &str) -> u64 {
 /// millisecond of wall time: many end with their signal pending, their slots are handed to the
 /// threads after them (more than the 1024 slots in all), and none of it reaches the app.
 fn threads_ending_with_signals_pending(runtime: &str) {
-    let (run, stacks) = attack(runtime, "wall", &["exits", "2000"]);
-    assert!(run.stderr.contains(" 2002 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
-    let (threads, samples) = threads_sampled(&stacks, "Exit-");
-    assert!(threads >= 1 && samples >= 1, "CoreCLR {runtime}: {threads} Exit threads, {samples} samples");
+    // Whether a sample lands in a thread that lives about as long as an interval is up to the
+    // scheduler (none did, once, on a busy machine): what must hold is the app's output and exit
+    // (checked by `attack`) and every thread given its timer.
+    let (run, _) = attack(runtime, "wall", &["exits", "2000"]);
+    assert!(run.stderr.contains(" 2002 threads sampled, 0 not sampled"), "CoreCLR {runtime}: {}", run.stderr);
 }
 
 #[test]

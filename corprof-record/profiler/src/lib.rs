@@ -54,7 +54,7 @@ pub struct Settings {
     /// cpu: milliseconds between samples.
     pub interval_ms: u64,
     pub clock: Clock,
-    /// cpu: the sampler asked for (`None`: the default, [`Sampler::default_for`]).
+    /// cpu: the sampler asked for (`None`: `Sampler::default()`, the suspension sampler).
     pub sampler: Option<Sampler>,
     /// attach: how long to record before detaching.
     pub duration_ms: Option<u64>,
@@ -81,26 +81,19 @@ pub enum Clock {
     Cpu,
 }
 
-/// cpu: how samples are taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// cpu: how samples are taken. The default is the suspension sampler: the signal sampler is
+/// asked for by name while it cannot yet sample a thread that took a hardware exception (a
+/// NullReferenceException) again — its signal stays blocked on such a thread after the
+/// runtime's fault handler, whose mask the sampler extends so that a sample never lands on the
+/// runtime's small signal stack (that overflowed it and killed the app on CoreCLR 8.0.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Sampler {
     /// Each thread interrupted alone by a signal from its own timer, its frames read in the
     /// handler.
     Signal,
     /// The runtime suspended each tick, every managed thread walked, resumed.
+    #[default]
     Suspend,
-}
-
-impl Sampler {
-    /// The sampler used when none is asked for: the suspension sampler, always. The signal
-    /// sampler is asked for by name while it cannot yet sample a thread that took a hardware
-    /// exception (a NullReferenceException) again: its signal stays blocked on such a thread
-    /// after the runtime's fault handler, whose mask the sampler extends so that a sample never
-    /// lands on the runtime's small signal stack (that overflowed it and killed the app on
-    /// CoreCLR 8.0.4).
-    pub fn default_for(_attached: bool, _clock: Clock) -> Sampler {
-        Sampler::Suspend
-    }
 }
 
 impl Settings {
@@ -213,10 +206,7 @@ fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
 
 /// Starts the cpu mode with the sampler asked for, or the default one.
 fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
-    // CPU_WALK=0 is a baseline of the suspension sampler's.
-    let walk_off = ctx.settings.pairs.get(settings::CPU_WALK).is_some_and(|v| v == "0");
-    let default = if walk_off { Sampler::Suspend } else { Sampler::default_for(ctx.attached, ctx.settings.clock) };
-    match ctx.settings.sampler.unwrap_or(default) {
+    match ctx.settings.sampler.unwrap_or_default() {
         Sampler::Suspend => cpu::start(ctx),
         Sampler::Signal if ctx.attached => Err(format!(
             "{}=signal: the signal sampler samples threads from their start, which an attach has missed; attach \
@@ -244,10 +234,6 @@ fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
 pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     files::replace(path, text)
 }
-
-/// The file beside `OUT` that names the runtime the recording was made in (`CoreCLR 8.0.4`),
-/// written at the start; the command puts it in the output's title.
-pub const RUNTIME_SUFFIX: &str = ".runtime";
 
 /// The runtime's name and version, `CoreCLR 8.0.4`. CoreCLR 3.1 reports the desktop-era
 /// `v4.0.30319` through GetRuntimeInformation, so before .NET 5 the version is the name of the
@@ -346,7 +332,10 @@ impl Recorder {
         files::check_output(&settings.out).map_err(|e| self.refuse(&e.to_string()))?;
         let info = ProfilerInfo::from_unknown(unknown)?;
         // For the output's title; a title without the runtime is no reason to stop recording.
-        let _ = files::replace(&beside(&settings.out, RUNTIME_SUFFIX), format!("{}\n", runtime_name(&info)).as_bytes());
+        let _ = files::replace(
+            &beside(&settings.out, settings::RUNTIME_SUFFIX),
+            format!("{}\n", runtime_name(&info)).as_bytes(),
+        );
         let ctx = Context { info: &info, settings: &settings, threads: Arc::clone(&self.threads), attached };
         let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
         let mut events = started.events | COR_PRF_MONITOR::THREADS;
@@ -624,9 +613,7 @@ mod tests {
         let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
         assert_eq!(s.sampler, None);
-        assert_eq!(Sampler::default_for(false, Clock::Cpu), Sampler::Suspend);
-        assert_eq!(Sampler::default_for(false, Clock::Wall), Sampler::Suspend);
-        assert_eq!(Sampler::default_for(true, Clock::Cpu), Sampler::Suspend);
+        assert_eq!(Sampler::default(), Sampler::Suspend);
         let s = Settings::from_pairs(pairs(&[
             (settings::OUT, "/tmp/x"),
             (settings::MODE, "heap"),

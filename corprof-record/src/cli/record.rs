@@ -39,9 +39,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// The largest `.error` or `.stats` line file the command reads.
 const MAX_NOTE_BYTES: u64 = 64 << 10;
 
-/// The file the profiler writes beside the recording naming the runtime (the library's
-/// `RUNTIME_SUFFIX`).
-const RUNTIME_SUFFIX: &str = ".runtime";
 /// The longest runtime name the title takes from that file.
 const MAX_RUNTIME_CHARS: usize = 64;
 
@@ -137,7 +134,7 @@ fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path, st
             eprintln!("corprof: {line}");
         }
     }
-    let runtime = temp.note(RUNTIME_SUFFIX).and_then(|note| runtime_name(&note));
+    let runtime = temp.note(settings::RUNTIME_SUFFIX).and_then(|note| runtime_name(&note));
     let title = title(&target_name(args), &mode_name(args), runtime.as_deref(), started);
     match recorded {
         Recorded::Profile(profile) => {
