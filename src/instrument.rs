@@ -1148,6 +1148,7 @@ impl Instrumentation {
             self.startup(info, module, plain && assembly != "System.Private.CoreLib");
         }
         let mut import = None;
+        let mut entries = Entries::default();
         // Every type's full name, read once per module when a target's type has a `*`.
         let mut types: Option<Vec<(mdTypeDef, String)>> = None;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
@@ -1213,8 +1214,20 @@ impl Instrumentation {
                     None => {
                         let no_transition = self.no_transition.load(Ordering::Relaxed);
                         let task_end = self.task_end_allowed(&assembly, managed_code, loaded);
-                        wrapped_body(info, import, module, method, *definition, &name, no_transition, &task_end)
-                            .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
+                        // A module loading now, whose code the JIT compiles, gets entry methods.
+                        let entries = (!precompiled && !loaded).then_some(&mut entries);
+                        wrapped_body(
+                            info,
+                            import,
+                            module,
+                            method,
+                            *definition,
+                            &name,
+                            no_transition,
+                            &task_end,
+                            entries,
+                        )
+                        .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
                     }
                 });
                 let decision = match body {
@@ -1390,6 +1403,71 @@ pub(crate) fn rejit_failed(module: usize, method: u32, status: HResult) {
     this.note(said);
 }
 
+/// A module's entry methods: static methods of its `<Module>` type, each passing its arguments
+/// on to one of corprof's native entry points through `calli`. Wrapped bodies call them with a
+/// plain `call`, which the JIT compiles far faster than an unmanaged `calli` at each call site
+/// (BENCHMARKS.md §12), and which it inlines where it optimizes. Made only while the module
+/// loads, before any of its code ran; made once per module, entry and signature.
+#[derive(Default)]
+struct Entries {
+    made: Vec<(usize, Token, Token, MethodSig)>,
+}
+
+impl Entries {
+    /// The method passing its arguments to the entry at `target` through `calli` with
+    /// `unmanaged` (whose token is `token`), and its signature: made on first use; `None` when
+    /// the module takes no new method (the call sites then use `calli` themselves).
+    fn method(
+        &mut self,
+        info: &ProfilerInfo,
+        emit: &MetaDataEmit,
+        module: ModuleID,
+        target: usize,
+        unmanaged: &MethodSig,
+        token: Token,
+    ) -> Option<(Token, MethodSig)> {
+        if let Some((.., method, sig)) = self.made.iter().find(|(t, k, ..)| *t == target && *k == token) {
+            return Some((*method, sig.clone()));
+        }
+        let mut ret = unmanaged.ret.clone();
+        while let Type::Modified { ty, .. } = ret {
+            ret = *ty;
+        }
+        let managed = MethodSig {
+            call_conv: CallConv(CallConv::DEFAULT),
+            generic_params: 0,
+            ret,
+            params: unmanaged.params.clone(),
+            sentinel: None,
+        };
+        let name = format!("<corprof>entry{}", self.made.len());
+        // assembly static hidebysig; IL, managed, aggressive inlining.
+        let method = emit.define_method(MODULE_TYPE, &name, 0x0093, &managed.encode().ok()?, 0, 0x0100).ok()?;
+        let mut body = MethodBody::new();
+        for i in 0..managed.params.len() {
+            body.push(Instruction::ldarg(u16::try_from(i).ok()?));
+        }
+        body.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(target as i64) });
+        body.push(Instruction::simple(OpCode::CONV_I));
+        body.push(Instruction::token(OpCode::CALLI, token));
+        body.push(Instruction::simple(OpCode::RET));
+        let max =
+            body.verify(crate::il::Frame::of(&managed, None), |t| (t == token).then(|| unmanaged.clone())).ok()?;
+        body.set_max_stack(max);
+        crate::info_gate::pin_library();
+        // SAFETY: the method was just defined with the signature `managed`; the body passes its
+        // arguments unchanged to `target`, an extern "C" fn of this library (pinned just above)
+        // taking exactly them (`unmanaged`, the same parameters), and returns its result; it
+        // passed `verify` above.
+        unsafe { info.set_il_body(module, method, &body) }.ok()?;
+        self.made.push((target, token, Token(method), managed.clone()));
+        Some((Token(method), managed))
+    }
+}
+
+/// `<Module>`, the type of a module's global functions: its first TypeDef.
+const MODULE_TYPE: mdTypeDef = 0x0200_0001;
+
 /// The bytes of `body`'s locals signature (`None`: no locals), copied out of the metadata.
 fn locals_of(import: &MetaDataImport, body: &MethodBody) -> Result<Option<Vec<u8>>, String> {
     let Some(t) = body.local_var_sig() else { return Ok(None) };
@@ -1521,6 +1599,7 @@ fn wrapped_body(
     name: &str,
     no_transition: bool,
     task_end: &Result<(), String>,
+    mut entries: Option<&mut Entries>,
 ) -> Result<(MethodBody, bool), String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
@@ -1596,12 +1675,30 @@ fn wrapped_body(
     let address = |f: usize| {
         [Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(f as i64) }, Instruction::simple(OpCode::CONV_I)]
     };
+    let begin_target = match slots {
+        None => begin_entry as extern "C" fn(u32) -> u64 as usize,
+        Some(_) => begin_arguments_entry as extern "C" fn(u32, *const u64, u32) -> u64 as usize,
+    };
+    let end_target = end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize;
+    // Through the module's own entry methods where it has them (`call`, cheap for the JIT),
+    // else straight to the entry (`calli`).
+    let via = |entries: Option<&mut Entries>, target: usize, signature: &MethodSig, token: Token| {
+        entries.and_then(|e| e.method(info, &emit, module, target, signature, token))
+    };
+    let begin_via = via(entries.as_deref_mut(), begin_target, &begin_signature, begin_token);
+    let end_via = via(entries, end_target, &end_signature, end_token);
+    let call = |made: &Option<(Token, MethodSig)>, target: usize, token: Token| match made {
+        Some((method, _)) => vec![Instruction::token(OpCode::CALL, *method)],
+        None => {
+            let mut code = address(target).to_vec();
+            code.push(Instruction::token(OpCode::CALLI, token));
+            code
+        }
+    };
+    let (begin_call, end_call) = (call(&begin_via, begin_target, begin_token), call(&end_via, end_target, end_token));
     let mut begin = Vec::new();
     match slots {
-        None => {
-            begin.push(Instruction::ldc_i4(index as i32));
-            begin.extend(address(begin_entry as extern "C" fn(u32) -> u64 as usize));
-        }
+        None => begin.push(Instruction::ldc_i4(index as i32)),
         Some(slots) => {
             // 8 bytes per argument in the frame (zeroed: the body inits its locals), each
             // primitive written widened, then (method, slots, count).
@@ -1631,48 +1728,15 @@ fn wrapped_body(
                 Instruction::ldloc(slots),
                 Instruction::ldc_i4(count as i32),
             ]);
-            begin.extend(address(begin_arguments_entry as extern "C" fn(u32, *const u64, u32) -> u64 as usize));
         }
     }
-    begin.extend([Instruction::token(OpCode::CALLI, begin_token), Instruction::stloc(state)]);
+    begin.extend(begin_call);
+    begin.push(Instruction::stloc(state));
     let ret = wrapper.return_local();
-    let mut end = Vec::new();
-    if let (Some((call, _)), Some(r)) = (&task_call, ret) {
-        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry): a managed call, which
-        // hands the task's completion to the native entry.
-        end.extend([
-            Instruction::ldloc(r),
-            Instruction::ldloc(wrapper.exception_local()),
-            Instruction::ldc_i4(index as i32),
-            Instruction::ldloc(state),
-        ]);
-        end.extend(address(task_end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
-        end.push(Instruction::token(OpCode::CALL, *call));
-    } else {
-        end.extend([
-            Instruction::ldc_i4(index as i32),
-            Instruction::ldloc(state),
-            Instruction::ldloc(wrapper.exception_local()),
-            Instruction::simple(OpCode::LDNULL),
-            Instruction::simple(OpCode::CGT_UN),
-        ]);
-        match (returns, ret) {
-            (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
-            (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
-                end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
-            }
-            _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
-        }
-        match (returns, ret) {
-            (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
-            _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
-        }
-        end.extend(address(end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
-        end.push(Instruction::token(OpCode::CALLI, end_token));
-    }
-
     let call_sig = |t: Token| {
-        if t == begin_token {
+        if let Some((_, sig)) = [&begin_via, &end_via].into_iter().flatten().find(|(m, _)| *m == t) {
+            Some(sig.clone())
+        } else if t == begin_token {
             Some(begin_signature.clone())
         } else if t == end_token {
             Some(end_signature.clone())
@@ -1682,7 +1746,45 @@ fn wrapped_body(
             signature_of(import, t)
         }
     };
-    let wrapped = wrapper.finish(begin, end, call_sig).map_err(|e| match e {
+    let wrapped = if let (Some((call, _)), Some(r)) = (&task_call, ret) {
+        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry): a managed call, which
+        // hands the task's completion to the native entry; guarded, as managed code may throw.
+        let mut end = vec![
+            Instruction::ldloc(r),
+            Instruction::ldloc(wrapper.exception_local()),
+            Instruction::ldc_i4(index as i32),
+            Instruction::ldloc(state),
+        ];
+        end.extend(address(task_end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
+        end.push(Instruction::token(OpCode::CALL, *call));
+        wrapper.finish(begin, end, call_sig)
+    } else {
+        // Native entries catch the handler's panics: nothing they do throws, so the shape with
+        // one fault region, less for the JIT to compile than guards it would never use.
+        let end = |threw: bool| {
+            let mut end = vec![
+                Instruction::ldc_i4(index as i32),
+                Instruction::ldloc(state),
+                Instruction::ldc_i4(i32::from(threw)),
+            ];
+            let value = ret.filter(|_| !threw);
+            match (returns, value) {
+                (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
+                (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
+                    end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
+                }
+                _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
+            }
+            match (returns, value) {
+                (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
+                _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
+            }
+            end.extend(end_call.iter().cloned());
+            end
+        };
+        wrapper.finish_unguarded(begin, end, call_sig)
+    };
+    let wrapped = wrapped.map_err(|e| match e {
         WrapError::Refused(r) => r.to_string(),
         e => e.to_string(),
     })?;

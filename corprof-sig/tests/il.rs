@@ -914,6 +914,102 @@ mod wrap {
     }
 
     #[test]
+    fn unguarded_wrapping_is_one_fault_region_with_an_end_on_each_way_out() {
+        // tail. call Callee; ret
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::TAIL));
+        b.push(Instruction::token(OpCode::CALL, CALLEE));
+        b.push(op(OpCode::RET));
+        let w = Wrapper::new(&b, &int_method(), None).unwrap();
+        let ret = w.return_local().unwrap();
+        let begin = [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
+        // The end says how the body ended: null after a return, a string after a throw.
+        let end = |threw: bool| {
+            let say = if threw { Instruction::token(OpCode::LDSTR, Token::new(0x70, 1)) } else { op(OpCode::LDNULL) };
+            [say, Instruction::token(OpCode::CALL, HANDLER)]
+        };
+        let body = w.finish_unguarded(begin, end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        let code: Vec<(Label, Instruction)> = body.iter().map(|(l, i)| (l, i.clone())).collect();
+        let ops: Vec<OpCode> = code.iter().map(|(_, i)| i.opcode).collect();
+        assert_eq!(
+            ops,
+            [
+                OpCode::LDNULL,
+                OpCode::CALL, // begin
+                OpCode::CALL, // the original call, no longer a tail call
+                OpCode::STLOC_0,
+                OpCode::LEAVE,
+                OpCode::LDSTR,
+                OpCode::CALL,
+                OpCode::ENDFINALLY, // the fault handler: end(true)
+                OpCode::LDNULL,
+                OpCode::CALL, // end(false)
+                OpCode::LDLOC_0,
+                OpCode::RET,
+            ],
+            "{ops:?}"
+        );
+        assert_eq!(code[3].1, Instruction::stloc(ret));
+        assert_eq!(code[4].1, Instruction::branch(OpCode::LEAVE, code[8].0), "the return leaves to end(false)");
+        let [c] = body.clauses() else { panic!("{:?}", body.clauses()) };
+        assert_eq!(c.kind, ClauseKind::Fault);
+        assert_eq!(
+            (c.try_start, c.try_end, c.handler_start, c.handler_end),
+            (code[2].0, code[5].0, code[5].0, code[8].0)
+        );
+        assert!(body.init_locals());
+    }
+
+    #[test]
+    fn unguarded_wrapping_keeps_the_bodys_regions_inside_and_first() {
+        // br TRY; OUT: ret; TRY: nop; leave OUT; (catch) pop; leave OUT  -- the handler ends at END
+        let mut b = MethodBody::new();
+        let br = b.push(op(OpCode::NOP));
+        let out = b.push(op(OpCode::RET));
+        let t = b.push(op(OpCode::NOP));
+        b.push(Instruction::branch(OpCode::LEAVE, out));
+        let h = b.push(op(OpCode::POP));
+        b.push(Instruction::branch(OpCode::LEAVE, out));
+        *b.get_mut(br).unwrap() = Instruction::branch(OpCode::BR, t);
+        b.clauses_mut().push(Clause::new(ClauseKind::Catch(Token::new(Token::TYPE_REF, 1)), t, h, h, Label::END));
+        let void = MethodSig::decode(&[0x00, 0x00, 0x01]).unwrap();
+        let w = Wrapper::new(&b, &void, None).unwrap();
+        assert_eq!(w.return_local(), None);
+        let end = |_| [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
+        let body = w.finish_unguarded([], end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        let clauses = body.clauses();
+        assert_eq!(clauses.len(), 2);
+        assert!(matches!(clauses[0].kind, ClauseKind::Catch(_)), "the body's own region stays first (inner)");
+        assert_eq!(clauses[1].kind, ClauseKind::Fault);
+        assert_eq!(clauses[0].handler_end, clauses[1].try_end, "the catch ends where the fault handler starts");
+        // A backward branch to the first instruction does not run begin code again: here no
+        // begin, and the first instruction is still the original `br`.
+        assert_eq!(body.iter().next().map(|(_, i)| i.opcode), Some(OpCode::BR));
+    }
+
+    #[test]
+    fn unguarded_wrapping_refuses_what_wrapping_refuses() {
+        let mut ok = MethodBody::new();
+        ok.push(Instruction::token(OpCode::CALL, CALLEE));
+        ok.push(op(OpCode::RET));
+        let w = Wrapper::new(&ok, &int_method(), None).unwrap();
+        let l = ok.labels().next().unwrap();
+        for bad in [Instruction::branch(OpCode::BR, l), op(OpCode::RET), op(OpCode::THROW), op(OpCode::TAIL)] {
+            let e = w.clone().finish_unguarded([bad.clone()], |_| [], sigs).unwrap_err();
+            assert_eq!(e, WrapError::NotStraightLine(bad.opcode));
+            // Bad end code on either way out.
+            for way in [false, true] {
+                let end = |threw: bool| if threw == way { vec![bad.clone()] } else { vec![] };
+                assert_eq!(w.clone().finish_unguarded([], end, sigs).unwrap_err(), e);
+            }
+        }
+        let e = w.clone().finish_unguarded([op(OpCode::POP)], |_| [], sigs).unwrap_err();
+        assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::StackUnderflow, .. })), "{e}");
+        let e = w.finish_unguarded([], |_| [Instruction::ldloc(9), op(OpCode::POP)], sigs).unwrap_err();
+        assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::BadLocal(9), .. })), "{e}");
+    }
+
+    #[test]
     fn a_handler_running_to_the_end_of_the_code_ends_before_the_wrapping() {
         // br TRY; OUT: ret; TRY: nop; leave OUT; (catch) pop; leave OUT  -- the handler ends at END
         let mut b = MethodBody::new();
@@ -1017,11 +1113,16 @@ mod wrap {
                 1 => None,
                 _ => MethodSig::decode(&[0x00, 0x03, 0x08, 0x08, 0x08, 0x08]).ok(),
             };
+            let unguarded = case % 2 == 1;
             let result = Wrapper::new(&body, &method, locals.as_deref()).and_then(|w| {
                 let ex = w.exception_local();
                 let end = [Instruction::ldloc(ex), Instruction::token(OpCode::CALL, HANDLER)];
                 let begin = [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
-                w.finish(begin, end, call_sig)
+                if unguarded {
+                    w.finish_unguarded(begin, |_| end.clone(), call_sig)
+                } else {
+                    w.finish(begin, end, call_sig)
+                }
             });
             match result {
                 Ok(w) => {
@@ -1473,6 +1574,22 @@ mod corelib {
                 end_code.extend([Instruction::ldarg(a), Instruction::simple(OpCode::POP)]);
             }
             end_code.extend(ret.into_iter().flat_map(|r| [Instruction::ldloc(r), Instruction::simple(OpCode::POP)]));
+            // The unguarded shape too: one fault region more, nothing else.
+            let end_unguarded = |threw: bool| {
+                let mut code = vec![Instruction::ldloc(state), Instruction::ldc_i4(i32::from(threw))];
+                code.extend([Instruction::simple(OpCode::CONV_I8), Instruction::simple(OpCode::POP)]);
+                code.extend(ret.into_iter().flat_map(|r| [Instruction::ldloc(r), Instruction::simple(OpCode::POP)]));
+                code.push(Instruction::simple(OpCode::POP));
+                code
+            };
+            let light = w.clone().finish_unguarded(begin_code.clone(), end_unguarded, call_sig);
+            let light = light.unwrap_or_else(|e| panic!("{what} unguarded: {e}"));
+            let light_frame = light.frame();
+            let light = light.into_body(Token::new(Token::STANDALONE_SIG, 0xff_ffff));
+            assert_eq!(light.clauses().len(), body.clauses().len() + 1, "{what}");
+            let back = MethodBody::parse(&light.encode().unwrap_or_else(|e| panic!("{what}: {e}"))).unwrap();
+            back.verify(light_frame, call_sig).unwrap_or_else(|e| panic!("{what} unguarded, read back: {e}"));
+
             let out = w.finish(begin_code, end_code, call_sig).unwrap_or_else(|e| panic!("{what}: {e}"));
             let new_frame = out.frame();
             assert_eq!(new_frame.locals, frame.locals + 2 + u32::from(frame.returns), "{what}");

@@ -720,9 +720,7 @@ pub(super) fn inject_startup(
         Instruction::simple(OpCode::CONV_I),
         Instruction::token(OpCode::CALLI, done_token),
     ];
-    // `<Module>` is the module's first TypeDef; its `.cctor`, if it has one, is wrapped, else
-    // one is added with a body of `ret`.
-    const MODULE_TYPE: mdTypeDef = 0x0200_0001;
+    // `<Module>`'s `.cctor`, if it has one, is wrapped, else one is added with a body of `ret`.
     let void_sig = sig(false, Type::Void, Vec::new());
     let cctor = import
         .find_method(MODULE_TYPE, ".cctor", &void_sig.encode().map_err(|e| e.to_string())?)

@@ -15,6 +15,8 @@ fn wrapped(runtime: &'static str, test: &str) {
     let out = TempFile::new(test);
     let ready = TempFile::new(&format!("{test}-ready"));
     let reverted = TempFile::new(&format!("{test}-reverted"));
+    // The JIT's list of what it compiled (CoreCLR 7 and later; 3.1.23 ignores the settings).
+    let jitted = TempFile::new(&format!("{test}-jitted"));
     let run = run_profiled(
         runtime,
         "Instrument",
@@ -24,10 +26,27 @@ fn wrapped(runtime: &'static str, test: &str) {
             ("CORPROF_INSTRUMENT_OUT", out.path()),
             ("INSTRUMENT_READY", ready.path()),
             ("INSTRUMENT_REVERTED", reverted.path()),
+            ("DOTNET_JitDisasmSummary", "1"),
+            ("DOTNET_JitStdOutFile", jitted.path()),
         ],
     );
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
+    if runtime == "8" {
+        // The app's module, wrapped as it loaded, got entry methods, and the wrapped bodies call
+        // them: the begin and end entries, with and without the GC transition, and the begin
+        // taking arguments.
+        let jitted = jitted.read().unwrap_or_else(|| panic!("no JIT summary: {}", run.describe()));
+        let mut entries: Vec<&str> = jitted
+            .lines()
+            .filter_map(|l| l.split("JIT compiled ").nth(1))
+            .filter(|l| l.contains("<corprof>entry"))
+            .map(|l| l.split('(').next().unwrap_or(l))
+            .collect();
+        entries.sort();
+        entries.dedup();
+        assert_eq!(entries.len(), 5, "{entries:?}\n{jitted}");
+    }
     // Each handler that panics (in begin, in end: with a payload that panics again when dropped)
     // is reported once, and the app runs on.
     let reports: Vec<&str> = run.stderr.lines().filter(|l| l.contains("instrument handler")).collect();

@@ -197,22 +197,9 @@ impl Wrapper {
         end: impl IntoIterator<Item = Instruction>,
         call_sig: impl Fn(Token) -> Option<MethodSig>,
     ) -> Result<Wrapped, WrapError> {
-        let straight = |code: Vec<Instruction>| -> Result<Vec<Instruction>, WrapError> {
-            for ins in &code {
-                let flow = ins.opcode.info().flow;
-                if !matches!(flow, Flow::Next | Flow::Call | Flow::Prefix) || !ins.operand_fits() {
-                    return Err(WrapError::NotStraightLine(ins.opcode));
-                }
-            }
-            match code.last() {
-                Some(last) if last.opcode.info().flow == Flow::Prefix => Err(WrapError::NotStraightLine(last.opcode)),
-                _ => Ok(code),
-            }
-        };
         let (begin, end) = (straight(begin.into_iter().collect())?, straight(end.into_iter().collect())?);
         let Wrapper { mut body, locals, frame, ret, exception } = self;
         let original: Vec<Label> = body.labels().collect();
-        let first = original[0];
         let leave = |to: Label| Instruction::branch(OpCode::LEAVE, to);
         let placeholder = Label::END;
 
@@ -266,25 +253,8 @@ impl Wrapper {
             }
         }
 
-        // The original code: every return goes through the finally; tail calls are plain calls.
-        for &l in &original {
-            match body.get(l).map(|i| i.opcode) {
-                Some(OpCode::RET) => {
-                    let store = ret.map(Instruction::stloc);
-                    body.replace(l, store.into_iter().chain([leave(the_end)]))?;
-                }
-                Some(OpCode::TAIL) => {
-                    body.remove(l)?;
-                }
-                _ => {}
-            }
-        }
-        // `remove` of a first `tail.` moves what named it to the next instruction.
-        let first = if body.get(first).is_some() {
-            first
-        } else {
-            body.labels().find(|l| original.contains(l)).unwrap_or(note)
-        };
+        // The original code: every return goes through the finally.
+        let first = leave_on_return(&mut body, &original, ret, the_end, note)?;
 
         // The begin code, guarded, before everything.
         let mut clauses = std::mem::take(&mut body.clauses);
@@ -315,6 +285,125 @@ impl Wrapper {
         body.max_stack = max;
         Ok(Wrapped { body, locals: locals_bytes, frame })
     }
+    /// Wraps the body with `begin` and end code that cannot throw — calls into code that
+    /// catches its own failures, such as native functions — so neither is guarded, and the
+    /// exception is not noted: `end(false)` gives the code run after the body returned,
+    /// `end(true)` the code run when an exception leaves it (which then goes on to the caller).
+    /// One exception region instead of [`finish`](Self::finish)'s four, so less for the JIT to
+    /// compile:
+    ///
+    /// ```text
+    /// <begin>
+    /// try { <the original code, each `ret` now `stloc ret; leave END`> }
+    /// fault { <end(true)> endfault }
+    /// END: <end(false)> ldloc ret; ret
+    /// ```
+    ///
+    /// The exception local stays null. Begin and end code follow [`finish`](Self::finish)'s
+    /// rules; the result is checked the same way.
+    ///
+    /// ```
+    /// use corprof_sig::il::{ClauseKind, Instruction, MethodBody, OpCode, Wrapper};
+    /// use corprof_sig::sig::{MethodSig, Token};
+    /// // static int F(int x) => x; and a native `static void Seen(int)` behind a MemberRef.
+    /// let body = MethodBody::parse(&[0x0a, 0x02, 0x2a]).unwrap();
+    /// let method = MethodSig::decode(&[0x00, 0x01, 0x08, 0x08]).unwrap();
+    /// let seen = Token::new(Token::MEMBER_REF, 1);
+    /// let w = Wrapper::new(&body, &method, None).unwrap();
+    /// let end = |threw: bool| [Instruction::ldc_i4(threw as i32), Instruction::token(OpCode::CALL, seen)];
+    /// let wrapped = w.finish_unguarded([], end, |t| (t == seen).then(|| MethodSig::decode(&[0x00, 0x01, 0x01, 0x08]).unwrap())).unwrap();
+    /// let body = wrapped.into_body(Token::new(Token::STANDALONE_SIG, 7));
+    /// assert_eq!(body.clauses().len(), 1);
+    /// assert_eq!(body.clauses()[0].kind, ClauseKind::Fault);
+    /// ```
+    pub fn finish_unguarded<E: IntoIterator<Item = Instruction>>(
+        self,
+        begin: impl IntoIterator<Item = Instruction>,
+        end: impl Fn(bool) -> E,
+        call_sig: impl Fn(Token) -> Option<MethodSig>,
+    ) -> Result<Wrapped, WrapError> {
+        let begin = straight(begin.into_iter().collect())?;
+        let (on_throw, on_return) =
+            (straight(end(true).into_iter().collect())?, straight(end(false).into_iter().collect())?);
+        let Wrapper { mut body, locals, frame, ret, .. } = self;
+        let original: Vec<Label> = body.labels().collect();
+
+        // The tail: the fault handler, then the end after a return, and the return.
+        let mut fault = None;
+        for ins in on_throw {
+            let l = body.push(ins);
+            fault.get_or_insert(l);
+        }
+        let endfault = body.push(Instruction::simple(OpCode::ENDFINALLY));
+        let fault = fault.unwrap_or(endfault);
+        let mut the_end = None;
+        for ins in on_return.into_iter().chain(ret.map(Instruction::ldloc)).chain([Instruction::simple(OpCode::RET)]) {
+            let l = body.push(ins);
+            the_end.get_or_insert(l);
+        }
+        let the_end = the_end.unwrap_or(Label::END);
+        // A region of the original code that ran to the end of the code ends where the tail
+        // starts.
+        for c in &mut body.clauses {
+            for l in c.labels_mut() {
+                if *l == Label::END {
+                    *l = fault;
+                }
+            }
+        }
+        let first = leave_on_return(&mut body, &original, ret, the_end, fault)?;
+        if !begin.is_empty() {
+            body.insert_before(first, begin)?;
+        }
+        body.clauses.push(Clause::new(ClauseKind::Fault, first, fault, fault, the_end));
+        body.set_init_locals(true);
+
+        let locals_bytes = locals.encode()?;
+        let max = body.verify(frame, call_sig)?;
+        body.max_stack = max;
+        Ok(Wrapped { body, locals: locals_bytes, frame })
+    }
+}
+
+/// Begin and end code must be straight-line: no branches, returns or throws, no dangling prefix.
+fn straight(code: Vec<Instruction>) -> Result<Vec<Instruction>, WrapError> {
+    for ins in &code {
+        let flow = ins.opcode.info().flow;
+        if !matches!(flow, Flow::Next | Flow::Call | Flow::Prefix) || !ins.operand_fits() {
+            return Err(WrapError::NotStraightLine(ins.opcode));
+        }
+    }
+    match code.last() {
+        Some(last) if last.opcode.info().flow == Flow::Prefix => Err(WrapError::NotStraightLine(last.opcode)),
+        _ => Ok(code),
+    }
+}
+
+/// Makes every `ret` of the original code (labels `original`) store the value in `ret` and
+/// leave to `the_end`, and drops `tail.` prefixes (a tail call cannot leave a protected
+/// region). Returns the label of the original code's first instruction now (`tail` moved
+/// what named a removed first prefix on; `fallback` if nothing of it is left).
+fn leave_on_return(
+    body: &mut MethodBody,
+    original: &[Label],
+    ret: Option<u16>,
+    the_end: Label,
+    fallback: Label,
+) -> Result<Label, WrapError> {
+    let first = original[0];
+    for &l in original {
+        match body.get(l).map(|i| i.opcode) {
+            Some(OpCode::RET) => {
+                let store = ret.map(Instruction::stloc);
+                body.replace(l, store.into_iter().chain([Instruction::branch(OpCode::LEAVE, the_end)]))?;
+            }
+            Some(OpCode::TAIL) => {
+                body.remove(l)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(if body.get(first).is_some() { first } else { body.labels().find(|l| original.contains(l)).unwrap_or(fallback) })
 }
 
 impl Wrapped {
