@@ -39,6 +39,21 @@ pub fn write_regular(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)
 }
 
+/// Opens `path` for reading if it is a regular file (following symlinks); anything else — a FIFO,
+/// a device, a folder, a socket — is an error, neither waited on (a FIFO with no writer) nor read.
+/// The check is on the opened file, so nothing put there meanwhile is read.
+pub(crate) fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    // Not even opened when it is something else already (opening some devices acts on them).
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::other(format!("{} is not a regular file: not read", path.display())));
+    }
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!("{} is not a regular file: not read", path.display())));
+    }
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +89,27 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn only_regular_files_are_opened_for_reading() {
+        let d = dir("read");
+        let file = d.join("in.txt");
+        std::fs::write(&file, b"text").unwrap();
+        assert!(open_regular(&file).is_ok());
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(open_regular(&link).is_ok());
+        assert!(open_regular(&d).is_err());
+        assert!(open_regular(Path::new("/dev/zero")).is_err());
+        assert!(open_regular(&d.join("missing")).is_err());
+        // A FIFO with no writer: refused at once, never waited on.
+        let fifo = d.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let started = std::time::Instant::now();
+        assert!(open_regular(&fifo).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
         let _ = std::fs::remove_dir_all(&d);
     }
 }

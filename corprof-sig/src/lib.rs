@@ -2,7 +2,8 @@
 //!
 //! What a .NET runtime or a module's metadata hands a profiler as bytes: signature blobs in
 //! [`sig`] (decode, encode, print types and methods as people read them) and method bodies in
-//! [`il`] (read, edit with labels that follow the code, write back byte for byte). Nothing here
+//! [`il`] (read, edit with labels that follow the code, write back byte for byte); and the names of
+//! the types a module's file defines, in [`image`]. Nothing here
 //! calls a runtime: the crate has no build script, needs no header and no libclang, and so serves
 //! tools that only read metadata, fuzzers and tests alike. The names behind tokens come from a
 //! [`sig::NameResolver`] the caller supplies.
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod il;
+pub mod image;
 pub mod sig;
 
 /// The README's example compiles and runs as a doc test.

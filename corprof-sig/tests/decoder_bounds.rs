@@ -125,3 +125,70 @@ fn a_type_is_as_large_as_the_documentation_says() {
     #[cfg(target_pointer_width = "64")]
     assert_eq!(size_of::<Type>(), 64);
 }
+
+#[path = "support/rng.rs"]
+mod rng;
+
+/// `image::type_names` over a small module's file with its bytes changed, cut short or made up:
+/// never a panic, never a read outside the file, and never more memory than a few times the
+/// file's size, whatever its headers claim.
+#[test]
+fn hostile_module_files_are_read_within_the_file() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.runtimes/dotnet-8/shared/Microsoft.NETCore.App/8.0.4/System.Web.dll");
+    let real = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let names = |file: &[u8]| {
+        corprof_sig::image::type_names(file.len() as u64, |at, buf| {
+            let at = usize::try_from(at).expect("an offset past the address space");
+            let bytes =
+                file.get(at..at + buf.len()).unwrap_or_else(|| panic!("read past the file: {at}+{}", buf.len()));
+            buf.copy_from_slice(bytes);
+            Ok(())
+        })
+    };
+    let clean = names(&real).unwrap();
+    assert_eq!(clean.full_name(1).as_deref(), Some("<Module>"), "{clean:?}");
+    assert!(clean.contains("<Module>"));
+
+    let mut rng = rng::Rng(0x1a4e_5eed_0000_0001);
+    let (mut read, mut refused, mut peak) = (0, 0, 0);
+    for _ in 0..20_000 {
+        let mut file = real.clone();
+        match rng.below(4) {
+            // A few bytes changed, anywhere.
+            0 | 1 => {
+                for _ in 0..1 + rng.below(8) {
+                    let at = rng.below(file.len() as u64) as usize;
+                    file[at] = rng.next() as u8;
+                }
+            }
+            // A 32-bit field of the headers (the first 1 KiB: PE header, CLI header, metadata
+            // root and stream headers of a small file) made large.
+            2 => {
+                let at = rng.below(1024) as usize & !3;
+                file[at..at + 4].copy_from_slice(&(rng.next() as u32 | 0x0100_0000).to_le_bytes());
+            }
+            // Cut short.
+            _ => file.truncate(rng.below(file.len() as u64) as usize),
+        }
+        let (result, bytes) = peak_of(|| {
+            names(&file).map(|n| {
+                // Whatever the bytes, `contains` agrees with the names made.
+                let all: Vec<String> = n.iter().collect();
+                assert!(all.iter().filter(|name| !name.contains('\u{fffd}')).all(|name| n.contains(name)), "{all:?}");
+                (all.len(), n.contains("System.Web+Nested"))
+            })
+        });
+        peak = peak.max(bytes);
+        match result {
+            Ok(_) => read += 1,
+            Err(e) => {
+                refused += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(read > 1000 && refused > 1000, "read {read}, refused {refused}");
+    assert!(peak <= 16 * real.len(), "peak {peak} bytes for a {}-byte file", real.len());
+}

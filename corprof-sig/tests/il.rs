@@ -1645,6 +1645,66 @@ mod corelib {
         }
     }
 
+    /// `corprof_sig::image::type_names` on both CoreLibs gives, row for row, the names this
+    /// test's own reader builds from the TypeDef and NestedClass tables.
+    #[test]
+    fn every_corelib_type_name_is_read_from_the_file() {
+        use std::os::unix::fs::FileExt;
+        for runtime in ["8/shared/Microsoft.NETCore.App/8.0.4", "3/shared/Microsoft.NETCore.App/3.1.23"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("../.runtimes/dotnet-{runtime}/System.Private.CoreLib.dll"));
+            let m = Module::load(&path);
+            let file = std::fs::File::open(&path).unwrap();
+            let mut reads = 0;
+            let len = file.metadata().unwrap().len();
+            let names = corprof_sig::image::type_names(len, |at, buf| {
+                reads += 1;
+                file.read_exact_at(buf, at)
+            })
+            .unwrap_or_else(|e| panic!("{runtime}: {e}"));
+            assert!(reads <= 12, "{runtime}: {reads} reads");
+            let types = names;
+            let names: Vec<String> = types.iter().collect();
+            let own = |td: usize| {
+                let (name, namespace) = (m.string(m.cell(0x02, td, 1)), m.string(m.cell(0x02, td, 2)));
+                if namespace.is_empty() { name } else { format!("{namespace}.{name}") }
+            };
+            let outer = |td: usize| (1..=m.rows(0x29)).find(|&r| m.cell(0x29, r, 0) == td).map(|r| m.cell(0x29, r, 1));
+            let expected: Vec<String> = (1..=m.rows(0x02))
+                .map(|td| {
+                    let mut name = own(td);
+                    let mut at = td;
+                    while let Some(o) = outer(at) {
+                        name = format!("{}+{name}", own(o));
+                        at = o;
+                    }
+                    name
+                })
+                .collect();
+            assert_eq!(names, expected, "{runtime}");
+            assert_eq!(names[0], "<Module>");
+            for known in ["System.Convert", "System.Collections.Generic.List`1", "System.Environment+SpecialFolder"] {
+                assert!(names.iter().any(|n| n == known), "{runtime}: {known}");
+            }
+            // `contains` says the same, without making names, and nothing else.
+            assert!(names.iter().all(|n| types.contains(n)), "{runtime}");
+            for absent in [
+                "Convert",
+                "System.Convert+Nope",
+                "Nope.Convert",
+                "System.Environment.SpecialFolder",
+                "SpecialFolder",
+                "System.Environment+SpecialFolder+Inner",
+                "",
+                "+",
+            ] {
+                assert!(!types.contains(absent), "{runtime}: {absent}");
+            }
+            assert_eq!(types.full_name(0), None);
+            assert_eq!(types.full_name(types.len() + 1), None);
+        }
+    }
+
     #[test]
     fn corelib_methods_print_as_people_read_them() {
         let m = corelib();

@@ -135,16 +135,8 @@ pub(super) fn checked_assembly(path: &Path) -> Result<(PathBuf, String), Managed
     if !meta.is_file() {
         return Err(bad("is not a regular file".into()));
     }
-    let mut open = std::fs::OpenOptions::new();
-    open.read(true);
-    // Never wait for a FIFO's writer, should one replace the file after the check above.
-    #[cfg(target_os = "linux")]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, 0o4000);
-    let mut file = open.open(&full).map_err(|e| bad(format!("cannot be opened: {e}")))?;
+    let mut file = crate::files::open_regular(&full).map_err(|e| bad(format!("cannot be opened: {e}")))?;
     let meta = file.metadata().map_err(|e| bad(format!("cannot be read: {e}")))?;
-    if !meta.is_file() {
-        return Err(bad("is not a regular file".into()));
-    }
     if meta.len() > MAX_ASSEMBLY_BYTES {
         return Err(bad(format!("is larger than {MAX_ASSEMBLY_BYTES} bytes")));
     }
