@@ -112,6 +112,7 @@ impl Rewriter {
         let (before, clauses, try_before) = (body.len(), body.clauses().len(), try_offset(&body)?);
 
         let emit = info.get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)?;
+        self.say(duplicates(&emit)?);
         let text = emit.define_user_string(INSERTED_TEXT)?;
         let write_line = self.write_line_ref(module, &emit)?;
         let first = body.labels().next().ok_or(HResult::E_FAIL)?;
@@ -138,6 +139,43 @@ impl Rewriter {
         self.say(format!("Work try block moved by {moved:?} bytes"));
         Ok(())
     }
+}
+
+/// What the metadata documentation says of `IMetaDataEmit`'s Define calls: the same definition
+/// twice gives one row (the first one's token back). The rows are never used.
+fn duplicates(emit: &MetaDataEmit) -> Result<String> {
+    let mut nil: mdToken = 0;
+    let two = |a: mdToken, b: mdToken| if a != b && a != 0 && b != 0 { "two rows" } else { "one row" };
+    // SAFETY: `implements` points at a nil token: the list it ends is empty.
+    let types = unsafe {
+        [
+            emit.define_type_def("Corprof.Duplicate", 0x0010_0181, 0, &mut nil)?,
+            emit.define_type_def("Corprof.Duplicate", 0x0010_0181, 0, &mut nil)?,
+        ]
+    };
+    // static void M()
+    let sig = [0x00, 0x00, 0x01];
+    let methods = [
+        emit.define_method(types[0], "M", 0x0016, &sig, 0, 0)?,
+        emit.define_method(types[0], "M", 0x0016, &sig, 0, 0)?,
+    ];
+    let refs = [emit.define_module_ref("libduplicate")?, emit.define_module_ref("libduplicate")?];
+    // static int32 F
+    let field_sig = [0x06, 0x08];
+    // SAFETY: no constant: a null value and a zero length, with ELEMENT_TYPE_END as its type.
+    let fields = unsafe {
+        [
+            emit.define_field(types[0], "F", 0x0016, &field_sig, 0, std::ptr::null(), 0)?,
+            emit.define_field(types[0], "F", 0x0016, &field_sig, 0, std::ptr::null(), 0)?,
+        ]
+    };
+    Ok(format!(
+        "defined twice: TypeDef {}, MethodDef {}, ModuleRef {}, FieldDef {}",
+        two(types[0], types[1]),
+        two(methods[0], methods[1]),
+        two(refs[0], refs[1]),
+        two(fields[0], fields[1]),
+    ))
 }
 
 impl CorProfilerCallback for Rewriter {
