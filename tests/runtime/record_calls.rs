@@ -37,6 +37,28 @@ fn record(runtime: &'static str, filter: &str, test: &str) -> Profile {
     record_support::record(runtime, "RecordCalls", &[], &settings, "RecordCalls done 39\n", test)
 }
 
+/// With no filter set, the app's own code is hooked and the framework's is not: the same paths
+/// as with a filter naming the app's namespace.
+fn apps_own(runtime: &'static str, test: &str) {
+    let settings = [("CORPROF_RECORD_MODE", "calls")];
+    let profile = record_support::record(runtime, "RecordCalls", &[], &settings, "RecordCalls done 39\n", test);
+    let calls: BTreeMap<String, u64> = paths(&profile).into_iter().map(|(p, (_, n))| (p, n)).collect();
+    let expected: BTreeMap<String, u64> = PATHS.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+    assert_eq!(calls, expected, "calls with no filter on CoreCLR {runtime}:\n{}", profile.text);
+}
+
+#[test]
+fn calls_default_to_the_apps_own_code_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    apps_own("8", "calls_default_to_the_apps_own_code_on_coreclr_8");
+}
+
+#[test]
+fn calls_default_to_the_apps_own_code_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    apps_own("3", "calls_default_to_the_apps_own_code_on_coreclr_3");
+}
+
 /// Path (without the class prefix) → (exclusive µs, calls).
 fn paths(profile: &Profile) -> BTreeMap<String, (u64, u64)> {
     assert_eq!(profile.unit, "microseconds");

@@ -22,7 +22,7 @@
 use crate::alloc::function_short_name;
 use corprof::ProfilerInfo;
 use corprof::hooks::HookTable;
-use corprof::types::{COR_PRF_MONITOR, FunctionID};
+use corprof::types::{COR_PRF_MONITOR, FunctionID, ModuleID};
 use corprof_record::profile::{Profile, Unit};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -190,10 +190,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Which functions the calls mode hooks.
+enum Filter {
+    /// The app's own (no filter set).
+    App,
+    /// Every one (an empty filter).
+    All,
+    /// Those whose `Namespace.Type::Method` contains the text.
+    Contains(String),
+}
+
+/// Whether a module, by its file's path, is the app's own code rather than the framework's: a
+/// module with no file (dynamic, loaded from bytes) is; one beside `System.Private.CoreLib.dll`
+/// (the shared framework's folder, or a self-contained app's) is the framework's when its name
+/// says so (`System.*`, `Microsoft.*`, `mscorlib`, `netstandard`, `WindowsBase`).
+pub fn is_apps_own(path: &std::path::Path) -> bool {
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else { return true };
+    if !dir.join("System.Private.CoreLib.dll").is_file() {
+        return true;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    !(name.starts_with("System.")
+        || name.starts_with("Microsoft.")
+        || ["mscorlib.dll", "netstandard.dll", "WindowsBase.dll"].contains(&name))
+}
+
 /// The calls mode's state. The profiler forwards its `FunctionHooks` and exception callbacks
 /// here (see the methods) and asks for the [`Profile`] at the end.
 pub struct CallsMode {
-    filter: Option<String>,
+    filter: Filter,
+    /// Per module: whether it is the app's own ([`Filter::App`]).
+    apps: Mutex<HashMap<ModuleID, bool>>,
     clock: Clock,
     /// Hooked functions' names; the hooks' data is the index.
     names: HookTable<String>,
@@ -208,10 +235,17 @@ impl CallsMode {
     pub const MASK: COR_PRF_MONITOR = COR_PRF_MONITOR::EXCEPTIONS;
 
     /// `filter` ([`corprof_record::settings::FILTER`]): hook only functions whose
-    /// `Namespace.Type::Method` contains it; `None` or empty hooks every function.
+    /// `Namespace.Type::Method` contains it; empty hooks every function; `None` (not set) hooks
+    /// the app's own code only, not the framework's (see [`is_apps_own`]), so that a first
+    /// recording shows the app rather than the runtime's start-up.
     pub fn new(filter: Option<&str>) -> CallsMode {
         CallsMode {
-            filter: filter.filter(|f| !f.is_empty()).map(str::to_string),
+            filter: match filter {
+                None => Filter::App,
+                Some("") => Filter::All,
+                Some(text) => Filter::Contains(text.to_string()),
+            },
+            apps: Mutex::new(HashMap::new()),
             clock: Clock::new(),
             names: HookTable::default(),
             by_function: Mutex::new(HashMap::new()),
@@ -234,8 +268,20 @@ impl CallsMode {
 
     /// `FunctionHooks::map_function`: `Some(index)` for a function to hook.
     pub fn map_function(&self, info: &ProfilerInfo, function: FunctionID) -> Option<u32> {
+        if let Filter::App = self.filter {
+            let module = info.get_function_info(function).ok()?.module_id;
+            let apps = *lock(&self.apps).entry(module).or_insert_with(|| {
+                let path = info.get_module_info(module).map(|m| m.name).unwrap_or_default();
+                is_apps_own(std::path::Path::new(&path))
+            });
+            if !apps {
+                return None;
+            }
+        }
         let name = function_short_name(info, function).ok()?;
-        if self.filter.as_deref().is_some_and(|text| !name.contains(text)) {
+        if let Filter::Contains(text) = &self.filter
+            && !name.contains(text.as_str())
+        {
             return None;
         }
         let index = u32::try_from(self.names.push(name)?).ok()?;
@@ -300,5 +346,34 @@ impl CallsMode {
             profile.add(&frames, (exclusive_ticks as f64 * ns_per_tick / 1000.0).ceil() as u64, calls);
         }
         profile
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_apps_own_modules_are_told_from_the_frameworks() {
+        let dir = std::env::temp_dir().join(format!("corprof-calls-{}", std::process::id()));
+        let (framework, app) = (dir.join("shared"), dir.join("app"));
+        std::fs::create_dir_all(&framework).unwrap();
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(framework.join("System.Private.CoreLib.dll"), b"").unwrap();
+        for (path, own) in [
+            (framework.join("System.Runtime.dll"), false),
+            (framework.join("System.Private.CoreLib.dll"), false),
+            (framework.join("Microsoft.Win32.Primitives.dll"), false),
+            (framework.join("mscorlib.dll"), false),
+            // A self-contained app's own assembly sits beside CoreLib.
+            (framework.join("Shop.dll"), true),
+            (app.join("Shop.dll"), true),
+            (app.join("System.Text.Json.dll"), true),
+            (std::path::PathBuf::new(), true),
+            (std::path::PathBuf::from("Shop"), true),
+        ] {
+            assert_eq!(is_apps_own(&path), own, "{}", path.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -70,7 +70,8 @@ pub struct RecordArgs {
     /// `exact` (every allocation).
     #[arg(long, value_enum, default_value_t = Alloc::Sampled)]
     pub alloc: Alloc,
-    /// calls: hook only methods whose `Namespace.Type::Method` name contains this text.
+    /// calls: hook only methods whose `Namespace.Type::Method` name contains this text (without
+    /// it, the app's own code, not the framework's; `--filter ''` hooks every method).
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// methods: wrap the methods this `Namespace.Type::Method` pattern names (`*` for any run of
