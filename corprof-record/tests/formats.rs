@@ -371,15 +371,12 @@ fn text_is_a_top_table() {
 /// first) with its value as printed (digits, the unit's letters stripped). `None` without Go.
 fn go_pprof_traces(gz: &[u8], args: &[&str]) -> Option<(String, BTreeMap<Vec<String>, u64>)> {
     let go = std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("go")).find(|p| p.is_file())?;
-    let file =
-        std::env::temp_dir().join(format!("corprof-record-pprof-{}-{}.pb.gz", std::process::id(), args.join("")));
+    // One file per call: tests run in parallel, with the same arguments.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("corprof-record-pprof-{}-{call}.pb.gz", std::process::id()));
     std::fs::write(&file, gz).unwrap();
-    let out = std::process::Command::new(go)
-        .args(["tool", "pprof", "-symbolize=none", "-traces"])
-        .args(args)
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(go).args(["tool", "pprof", "-traces"]).args(args).arg(&file).output().unwrap();
     let _ = std::fs::remove_file(&file);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "go tool pprof failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -430,4 +427,19 @@ fn pprof_is_read_by_go_tool_pprof() {
     let (kind, bytes) = go_pprof_traces(&output(&alloc, Format::Pprof, "alloc"), &["-unit=B"]).unwrap();
     assert_eq!(kind, "alloc_space");
     assert_eq!(bytes, alloc.stacks.into_iter().map(|(f, e)| (f, e.value)).collect());
+}
+
+/// Generic instantiations stay apart in `go tool pprof` with its default options (it strips what
+/// it takes for C++ template arguments from names it may demangle).
+#[test]
+fn pprof_keeps_generic_instantiations_apart() {
+    let mut p = Profile::new(Unit::Samples);
+    p.add(&frames("App::Main;System.Collections.Generic.List<int>::Add"), 30, 0);
+    p.add(&frames("App::Main;System.Collections.Generic.List<double>::Add"), 20, 0);
+    p.add(&frames("App::Main;App.Box`1<string>::Get(int)"), 5, 0);
+    let Some((_, samples)) = go_pprof_traces(&output(&p, Format::Pprof, "cpu"), &["-sample_index=samples"]) else {
+        skip("`go tool pprof` is not installed (Debian's golang-go)");
+        return;
+    };
+    assert_eq!(samples, p.stacks.into_iter().map(|(f, e)| (f, e.value)).collect());
 }

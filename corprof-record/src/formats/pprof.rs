@@ -174,7 +174,10 @@ pub fn encode(profile: &Profile, period: Option<Period>) -> proto::Profile {
                 *locations.entry(frame.as_str()).or_insert_with(|| {
                     let id = out.location.len() as u64 + 1;
                     let name = strings.get(frame);
-                    out.function.push(proto::Function { id, name, system_name: name });
+                    // No system name: pprof takes a name equal to it for one still to demangle,
+                    // and strips what it reads as C++ template arguments, merging
+                    // `List<int>::Add` with `List<double>::Add`; a name with none is kept as it is.
+                    out.function.push(proto::Function { id, name, system_name: 0 });
                     out.location.push(proto::Location { id, line: vec![proto::Line { function_id: id }] });
                     id
                 })
