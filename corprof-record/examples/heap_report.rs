@@ -21,8 +21,9 @@ fn main() -> std::io::Result<()> {
     let dominators = t.elapsed();
     let t = Instant::now();
     // Only new or regular files are written (corprof_record::files).
-    files::write_in_place(Path::new(table), |out| heap::write_table(&s, &d, out, Some(50)))?;
-    files::write_in_place(Path::new(treemap), |out| heap::write_treemap(&s, &d, out))?;
+    let title = format!("heap snapshot {}", Path::new(snapshot).display());
+    files::write_in_place(Path::new(table), |out| heap::write_table(&s, &d, &title, out, Some(50)))?;
+    files::write_in_place(Path::new(treemap), |out| heap::write_treemap(&s, &d, &title, out))?;
     let written = t.elapsed();
     println!(
         "objects {} references {} read_ms {:.1} dominators_ms {:.1} write_ms {:.1}",

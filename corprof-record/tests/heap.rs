@@ -129,14 +129,16 @@ fn check_known_graph(runtime: &str, s: &Snapshot) {
 
     // The outputs the command writes.
     let mut table = Vec::new();
-    heap::write_table(s, &d, &mut table, None).unwrap();
+    heap::write_table(s, &d, "RecordHeap.dll — heap", &mut table, None).unwrap();
     let table = String::from_utf8(table).unwrap();
+    assert_eq!(table.lines().next(), Some("# RecordHeap.dll — heap"), "{ctx}");
     let line = table.lines().find(|l| l.starts_with("RecordHeapApp.Node ")).unwrap_or_else(|| panic!("{ctx}: {table}"));
     let fields: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(fields[1..], [1000.to_string(), tree.to_string(), tree.to_string()], "{ctx}: {line}");
     let mut html = Vec::new();
-    heap::write_treemap(s, &d, &mut html).unwrap();
+    heap::write_treemap(s, &d, "RecordHeap.dll — heap <&>", &mut html).unwrap();
     let html = String::from_utf8(html).unwrap();
+    assert!(html.contains("<title>RecordHeap.dll — heap &lt;&amp;&gt;</title>"), "{ctx}: {}", &html[..300]);
     assert!(html.contains("RecordHeapApp.Holder → RecordHeapApp.Node"), "{ctx}: the treemap has no Holder → Node path");
     assert!(html.contains(&format!("flex:{expected} 1 0")), "{ctx}: no box sized by the Holder's retained bytes");
 }

@@ -66,13 +66,13 @@ pub fn write_profile(
 
 /// Reads the heap snapshot at `snapshot`, computes its dominators and writes the table or the
 /// treemap to `path`; gives the terminal's summary of it.
-pub fn write_heap(snapshot: &Path, format: Format, path: &Path) -> Result<Vec<String>, String> {
+pub fn write_heap(snapshot: &Path, format: Format, title: &str, path: &Path) -> Result<Vec<String>, String> {
     let s =
         heap::read(snapshot).map_err(|e| format!("the profiler wrote a heap snapshot that does not read back: {e}"))?;
     let d = heap::Dominators::compute(&s);
     write_file(path, |out| match format {
-        Format::Html => heap::write_treemap(&s, &d, out),
-        _ => heap::write_table(&s, &d, out, Some(50)),
+        Format::Html => heap::write_treemap(&s, &d, title, out),
+        _ => heap::write_table(&s, &d, title, out, Some(50)),
     })?;
     Ok(summary::heap_summary_lines(&heap::type_stats(&s, &d), s.total_bytes(), summary::SUMMARY_TOP))
 }

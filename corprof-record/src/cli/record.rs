@@ -147,7 +147,7 @@ fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path, st
             eprintln!("corprof: wrote {} ({} {})", output.display(), profile.total(), profile.unit.name());
         }
         Recorded::Heap => {
-            let summary = write_heap(&temp.0, args.format(), output).map_err(Error::failed)?;
+            let summary = write_heap(&temp.0, args.format(), &title, output).map_err(Error::failed)?;
             for line in summary {
                 eprintln!("corprof: {line}");
             }

@@ -81,8 +81,16 @@ pub(super) fn children(d: &Dominators) -> Children {
 }
 
 /// A table of the `top` types by retained bytes (all with `None`), after a summary line.
-pub fn write_table(s: &Snapshot, d: &Dominators, out: &mut dyn Write, top: Option<usize>) -> io::Result<()> {
+pub fn write_table(
+    s: &Snapshot,
+    d: &Dominators,
+    title: &str,
+    out: &mut dyn Write,
+    top: Option<usize>,
+) -> io::Result<()> {
     let stats = type_stats(s, d);
+    // One line: a title cannot start a row of the table.
+    writeln!(out, "# {}", title.replace(['\n', '\r'], " "))?;
     writeln!(
         out,
         "# {} objects, {} bytes, {} types, {} roots, {} objects not reached from a root",
@@ -126,9 +134,10 @@ mod tests {
         assert_eq!(stats[1].name, "Holder");
         assert_eq!(stats[1].retained, 131);
         let mut text = Vec::new();
-        write_table(&s, &d, &mut text, None).unwrap();
+        write_table(&s, &d, "App.dll — heap\nsecond line", &mut text, None).unwrap();
         let text = String::from_utf8(text).unwrap();
-        assert!(text.lines().nth(2).unwrap().starts_with("Node"), "{text}");
-        assert!(text.lines().nth(3).unwrap().starts_with("Holder"), "{text}");
+        assert_eq!(text.lines().next(), Some("# App.dll — heap second line"), "{text}");
+        assert!(text.lines().nth(3).unwrap().starts_with("Node"), "{text}");
+        assert!(text.lines().nth(4).unwrap().starts_with("Holder"), "{text}");
     }
 }

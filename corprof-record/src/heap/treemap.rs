@@ -140,8 +140,9 @@ impl Render<'_> {
     }
 }
 
-/// The treemap as one HTML page with no outside resources.
-pub fn write_treemap(s: &Snapshot, d: &Dominators, out: &mut dyn Write) -> io::Result<()> {
+/// The treemap as one HTML page with no outside resources, titled `title` (what was recorded,
+/// how and when).
+pub fn write_treemap(s: &Snapshot, d: &Dominators, title: &str, out: &mut dyn Write) -> io::Result<()> {
     let nodes = type_paths(s, d);
     let total = nodes[0].retained;
     let min = ((total as f64) * MIN_FRACTION) as u64;
@@ -157,7 +158,7 @@ pub fn write_treemap(s: &Snapshot, d: &Dominators, out: &mut dyn Write) -> io::R
     );
     write!(
         out,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>corprof heap treemap</title>\n<style>\n\
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
          body{{margin:0;font:12px sans-serif;display:flex;flex-direction:column;height:100vh}}\n\
          header{{padding:6px 10px;background:#333;color:#eee}}\n\
          #map{{flex:1;display:flex;min-height:0}}\n\
@@ -167,8 +168,10 @@ pub fn write_treemap(s: &Snapshot, d: &Dominators, out: &mut dyn Write) -> io::R
          .b:hover{{outline:2px solid #000}}\n\
          .o{{background:#ddd}}\n\
          .self{{min-width:0;min-height:0}}\n\
-         </style></head><body>\n<header>corprof heap treemap — retained bytes by type path in the dominator tree. {}</header>\n\
+         </style></head><body>\n<header>{} — retained bytes by type path in the dominator tree. {}</header>\n\
          <div id=\"map\">",
+        escape(title),
+        escape(title),
         escape(&summary)
     )?;
     out.write_all(r.html.as_bytes())?;
@@ -207,7 +210,7 @@ mod tests {
         assert_eq!((nodes[2].count, nodes[2].retained), (2, 2200));
         assert_eq!((nodes[3].count, nodes[3].retained), (2, 2000));
         let mut html = Vec::new();
-        write_treemap(&s, &d, &mut html).unwrap();
+        write_treemap(&s, &d, "t", &mut html).unwrap();
         let html = String::from_utf8(html).unwrap();
         assert!(html.contains("App.Holder → App.Node → System.Byte[]"), "{html}");
         assert!(html.contains("flex:2200 1 0"), "{html}");
