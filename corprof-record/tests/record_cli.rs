@@ -836,8 +836,11 @@ fn every_mode_writes_every_format_through_the_command_8() {
     assert!(calls.lines().all(|l| l.contains("RecordCpuApp.Work::")), "the filter let through:\n{calls}");
     let table = text(run_mode("heap", &["--mode", "heap"], "text"));
     assert!(table.contains("System.String"), "heap table:\n{table}");
+    // Titled with what was recorded, as the other formats are.
+    assert!(table.starts_with("# RecordCpu.dll — heap, CoreCLR "), "heap table:\n{table}");
     let treemap = text(run_mode("heap", &["--mode", "heap"], "html"));
     assert!(treemap.contains("<html") && treemap.contains("System."), "heap treemap:\n{treemap}");
+    assert!(treemap.contains("<title>RecordCpu.dll — heap, CoreCLR "), "heap treemap:\n{treemap}");
 }
 
 /// `CORPROF_RECORD_CPU_WALK=0` (scripts/bench-record's baseline): the runtime is suspended and
