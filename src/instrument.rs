@@ -94,6 +94,7 @@
 use crate::il::{Instruction, MethodBody, OpCode, Operand, WrapError, Wrapper};
 use crate::sig::runtime::copy_blob;
 use crate::sig::{CallConv, MethodSig, Token, Type};
+use crate::sync::lock;
 use crate::types::{COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, CorOpenFlags, ModuleID, mdMethodDef, mdTypeDef};
 use crate::{HResult, MetaDataEmit, MetaDataImport, ProfilerInfo};
 use std::collections::HashMap;
@@ -758,10 +759,6 @@ impl fmt::Debug for Instrumentation {
 
 /// The instrumentation of the process, once started.
 static STARTED: OnceLock<&'static Instrumentation> = OnceLock::new();
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl Instrumentation {
     /// No targets yet.

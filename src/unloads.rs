@@ -39,6 +39,7 @@
 //! suspension another thread's call waits for is not held up by the wait.
 
 use crate::info_gate::{Gate, with_local};
+use crate::sync::lock;
 use crate::wrapper_support::Negotiated;
 use crate::{HResult, Result};
 use std::cell::{Cell, RefCell};
@@ -100,10 +101,6 @@ type Ids = std::hash::BuildHasherDefault<IdHasher>;
 
 /// The runtime's Info object the classification asks (the first profiler's).
 static INFO: OnceLock<crate::ProfilerInfo> = OnceLock::new();
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Which of the tracked callbacks a thunk reports.
 #[doc(hidden)]

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 use corprof::instrument::{Call, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target, Value};
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
@@ -406,7 +407,7 @@ impl CorProfilerCallback for Profiler {
         _function: corprof::types::FunctionID,
         status: HResult,
     ) -> Result<()> {
-        REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).push(status.describe());
+        lock(&REJIT_ERRORS).push(status.describe());
         Ok(())
     }
 
@@ -550,7 +551,7 @@ impl CorProfilerCallback for Profiler {
                 text += &format!("unmatched {target}\n");
             }
         }
-        for status in REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for status in lock(&REJIT_ERRORS).iter() {
             text += &format!("rejit error seen by the profiler: {status}\n");
         }
         let n = never_blocking();
