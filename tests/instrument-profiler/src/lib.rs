@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use corprof::instrument::{Call, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target, Value};
+use corprof::instrument::{Call, CallValue, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target};
 use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
@@ -24,7 +24,7 @@ struct Seen {
     unpaired: u64,
     last: Option<Outcome>,
     /// The arguments of the first call.
-    first: Option<Vec<Value>>,
+    first: Option<Vec<CallValue>>,
 }
 
 /// Counts per method; `begin` hands out a sequence number that `end` must get back, checked
