@@ -8,7 +8,7 @@
 //! profiler ([`keep_tracked`], from the `set_event_mask` wrappers and before the profiler's
 //! `initialize` runs), and the thunks of the load and unload callbacks report here
 //! ([`track`]); those callbacks reach the profiler's own methods only when its mask asked for
-//! them ([`Gate::wants`](crate::info_gate)). Only collectible code unloads in .NET Core, so:
+//! them ([`info_gate::wants`](crate::info_gate)). Only collectible code unloads in .NET Core, so:
 //!
 //! - a `ModuleID` or `AssemblyID` is dead from the return of its `*UnloadStarted` callback (its
 //!   last valid moment, as the runtime documents) or `AssemblyUnloadFinished` (3.1.23 reports
