@@ -1,4 +1,5 @@
-//! Locks that outlive a panic: [`lock`] a [`Mutex`], [`read`] or [`write`] an [`RwLock`].
+//! Locks that outlive a panic: [`lock`] a [`Mutex`], [`read`](fn@read) or [`write`](fn@write)
+//! an [`RwLock`].
 //!
 //! A lock is poisoned when a thread panics while holding its guard, and from then on
 //! [`Mutex::lock`] (and [`RwLock::read`], [`RwLock::write`]) answers `Err`. In a profiler such a

@@ -585,33 +585,36 @@ pub fn self_type_at(code_lines: &[&str], line: usize) -> Option<String> {
         }
         t.to_string()
     };
+    // The text after the `<…>` that `s` (just past a `<`) closes.
+    let after_generics = |s: &str| -> Option<String> {
+        let mut depth = 1;
+        let end = s.char_indices().find(|&(_, c)| {
+            depth += match c {
+                '<' => 1,
+                '>' => -1,
+                _ => 0,
+            };
+            depth == 0
+        })?;
+        Some(s[end.0 + 1..].to_string())
+    };
     let name_of = |decl: &str| -> Option<String> {
         let decl = strip(decl);
-        let (keyword, rest) = decl.split_once(|c: char| c.is_whitespace() || c == '<')?;
-        if !matches!(keyword, "impl" | "struct" | "enum" | "union" | "trait") {
-            return None;
-        }
-        let mut rest = rest.trim_start();
-        if keyword == "impl" || decl.starts_with("impl<") {
-            // Skip `impl<…>`'s parameters, then take the type after `for`, if any.
-            if decl.starts_with("impl<") {
-                let mut depth = 1;
-                let after = &decl["impl<".len()..];
-                let end = after.char_indices().find(|&(_, c)| {
-                    depth += match c {
-                        '<' => 1,
-                        '>' => -1,
-                        _ => 0,
-                    };
-                    depth == 0
-                })?;
-                rest = after[end.0 + 1..].trim_start();
+        let rest = if let Some(rest) = decl.strip_prefix("impl") {
+            // `impl<…>`'s parameters skipped, then the type after `for`, if any.
+            let rest = match rest.strip_prefix('<') {
+                Some(params) => after_generics(params)?,
+                None => rest.strip_prefix(' ')?.to_string(),
+            };
+            rest.split_once(" for ").map_or(rest.clone(), |(_, ty)| ty.to_string())
+        } else {
+            let (keyword, rest) = decl.split_once(' ')?;
+            if !matches!(keyword, "struct" | "enum" | "union" | "trait") {
+                return None;
             }
-            if let Some((_, ty)) = rest.split_once(" for ") {
-                rest = ty.trim_start();
-            }
-        }
-        let rest = rest.trim_start_matches('&').trim_start_matches("mut ").trim_start_matches("dyn ");
+            rest.to_string()
+        };
+        let rest = rest.trim_start().trim_start_matches('&').trim_start_matches("mut ").trim_start_matches("dyn ");
         let path: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
         path.rsplit("::").next().filter(|n| !n.is_empty()).map(str::to_string)
     };
