@@ -1,7 +1,7 @@
-//! Every `path::name` written in backticks names an item that exists: in the Rust comments and
-//! docs of every .rs file, and in README.md, docs/guide/*.md and ARCHITECTURE.md. Names drift
-//! when code moves (`wrap::Negotiated` after `Negotiated` moved to `wrapper_support`), and nothing
-//! else reads plain backticks: rustdoc checks links only.
+//! Every `path::name` written in backticks names an item that exists: in the comments and docs
+//! of every .rs file, and in the READMEs, docs/guide/*.md, ARCHITECTURE.md and TESTING.md. Names
+//! drift when code moves (`wrap::Negotiated` after `Negotiated` moved to `wrapper_support`), and
+//! nothing else reads plain backticks: rustdoc checks links only.
 //!
 //! A path resolves by a name index built from the sources (syn), not by rustc's resolution:
 //! each module, type and trait is a container of the names declared in it (items, fields,
@@ -553,19 +553,19 @@ pub fn resolve(index: &Index, segs: &[&str], place: &Place) -> Result<(), String
     if STD_CRATES.contains(&first) {
         return std_docs().map_or(Ok(()), |d| d.resolve(first, &segs[1..]));
     }
-    if external_crates().contains(first) {
-        return Ok(());
-    }
     if index.is_container(first) {
         for pair in segs.windows(2) {
             if !index.has(pair[0], pair[1]) {
-                // A name the workspace shares with std (`Error`) may mean std's.
-                if let Some(Ok(())) = std_docs().and_then(|d| d.resolve_bare(&segs)) {
+                // A name the workspace shares with std (`Error`) or another crate may mean theirs.
+                if external_crates().contains(first) || std_docs().and_then(|d| d.resolve_bare(&segs)) == Some(Ok(())) {
                     return Ok(());
                 }
                 return Err(format!("`{}` has no item `{}`", pair[0], pair[1]));
             }
         }
+        return Ok(());
+    }
+    if external_crates().contains(first) {
         return Ok(());
     }
     match std_docs().and_then(|d| d.resolve_bare(&segs)) {
