@@ -14,7 +14,7 @@
 //!   With-info hooks run under the runtime's own frame and callback state, where the runtime
 //!   itself answers.
 //! - **On a thread the runtime does not know**: a thread the profiler started has no `Thread`
-//!   object until something makes one, and `ICorProfilerInfo::InitializeCurrentThread` does not
+//!   object until something makes one, and `ICorProfilerInfo4::InitializeCurrentThread` does not
 //!   (it sets up TLS only: `SetupTLSForThread`). The runtime lets SYNC calls through on such a
 //!   thread ("if there's no EE Thread, the SYNC call is allowed"), and the ones that load types
 //!   (`GetClassFromToken`, `GetClassFromTokenAndTypeArgs`, `GetFunctionFromTokenAndTypeArgs`:

@@ -8,7 +8,8 @@
 //!
 //! - [`open`], from the `Initialize`/`InitializeForAttach` thunk before the profiler's code runs:
 //!   one [`Gate`] per Info object, found again by its address ([`find`]) when a wrapper negotiates
-//!   over that object (`wrap::Negotiated`); it also pins the profiler library in memory;
+//!   over that object (`wrapper_support::Negotiated`); it also pins the profiler library in
+//!   memory;
 //! - [`close_for`], from the thunks after a failed initialize, after `ProfilerDetachSucceeded`
 //!   and after `Shutdown`: marks the profiler's gates closed, then waits until no other thread
 //!   is inside a call through one (calls through another profiler object's gates are not waited

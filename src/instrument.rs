@@ -94,6 +94,7 @@
 use crate::il::{Instruction, MethodBody, OpCode, Operand, WrapError, Wrapper};
 use crate::sig::runtime::copy_blob;
 use crate::sig::{CallConv, MethodSig, Token, Type};
+use crate::sync::lock;
 use crate::types::{COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, CorOpenFlags, ModuleID, mdMethodDef, mdTypeDef};
 use crate::{HResult, MetaDataEmit, MetaDataImport, ProfilerInfo};
 use std::collections::HashMap;
@@ -255,15 +256,15 @@ impl Method {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Outcome {
     /// It returned this value.
-    Returned(Value),
+    Returned(CallValue),
     /// An exception left it (the caller gets the exception, as without the wrapping).
     Threw,
 }
 
-/// A returned value.
+/// An argument or return value of a wrapped call ([`Call::arguments`], [`Outcome::Returned`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum Value {
+pub enum CallValue {
     /// The method returns `void`.
     Void,
     /// `sbyte`, `short`, `int`, `long` or `nint`, widened.
@@ -279,6 +280,10 @@ pub enum Value {
     /// Any other type (objects, structs, references): not passed.
     Other,
 }
+
+/// The name [`CallValue`] had before (CHANGELOG.md).
+#[doc(hidden)]
+pub type Value = CallValue;
 
 /// What a wrapped method's return value or argument is, as the IL passes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,15 +314,15 @@ impl Kind {
         }
     }
 
-    fn value(self, int: i64, float: f64) -> Value {
+    fn value(self, int: i64, float: f64) -> CallValue {
         match self {
-            Kind::Void => Value::Void,
-            Kind::Int => Value::Int(int),
-            Kind::UInt => Value::UInt(int as u64),
-            Kind::Bool => Value::Bool(int != 0),
-            Kind::Char => Value::Char(int as u16),
-            Kind::Float => Value::Float(float),
-            Kind::Other => Value::Other,
+            Kind::Void => CallValue::Void,
+            Kind::Int => CallValue::Int(int),
+            Kind::UInt => CallValue::UInt(int as u64),
+            Kind::Bool => CallValue::Bool(int != 0),
+            Kind::Char => CallValue::Char(int as u16),
+            Kind::Float => CallValue::Float(float),
+            Kind::Other => CallValue::Other,
         }
     }
 }
@@ -326,7 +331,7 @@ impl Kind {
 #[derive(Debug)]
 pub struct Call<'a> {
     method: &'a Method,
-    args: &'a [Value],
+    args: &'a [CallValue],
 }
 
 impl Call<'_> {
@@ -335,10 +340,10 @@ impl Call<'_> {
         self.method
     }
     /// The arguments as they came in, `this` first for an instance method (as
-    /// [`Value::Other`]), when the handler [wants them](Handler::wants_arguments); else empty.
+    /// [`CallValue::Other`]), when the handler [wants them](Handler::wants_arguments); else empty.
     /// Primitives are passed widened, as return values are; anything else, `ref` and `out`
-    /// arguments included, is [`Value::Other`].
-    pub fn arguments(&self) -> &[Value] {
+    /// arguments included, is [`CallValue::Other`].
+    pub fn arguments(&self) -> &[CallValue] {
         self.args
     }
 }
@@ -372,10 +377,10 @@ pub trait Handler: Send + Sync + 'static {
     ///
     /// When `true`, such a method's `end` runs once its task completes, on the thread that
     /// completes it (or at the return, on the caller's, when it completed already): with
-    /// [`Outcome::Returned`] and the result for a task that ran to completion (`Value::Void` for
-    /// `Task`, the value of a primitive `T`, else `Value::Other`; `Value::Other` when the method
-    /// returned no task at all), and [`Outcome::Threw`] for a task that faulted or was cancelled,
-    /// and for a method that threw before returning a task (at once). The `state` from
+    /// [`Outcome::Returned`] and the result for a task that ran to completion (`CallValue::Void`
+    /// for `Task`, the value of a primitive `T`, else `CallValue::Other`; `CallValue::Other` when
+    /// the method returned no task at all), and [`Outcome::Threw`] for a task that faulted or was
+    /// cancelled, and for a method that threw before returning a task (at once). The `state` from
     /// [`begin`](Self::begin) reaches it. The app's task is left as it is: its result, its
     /// exception (never read, so never marked observed), and when and where its own
     /// continuations run (`end` runs from a continuation of the default scheduler, synchronously
@@ -521,12 +526,12 @@ extern "C" fn begin_arguments_entry(method: u32, args: *const u64, count: u32) -
     if count as usize != m.args.len() || (count > 0 && args.is_null()) {
         return 0;
     }
-    let mut small = [Value::Other; 16];
+    let mut small = [CallValue::Other; 16];
     let mut large = Vec::new();
-    let values: &mut [Value] = if m.args.len() <= small.len() {
+    let values: &mut [CallValue] = if m.args.len() <= small.len() {
         &mut small[..m.args.len()]
     } else {
-        large.resize(m.args.len(), Value::Other);
+        large.resize(m.args.len(), CallValue::Other);
         &mut large
     };
     for (i, (kind, value)) in m.args.iter().zip(values.iter_mut()).enumerate() {
@@ -538,7 +543,7 @@ extern "C" fn begin_arguments_entry(method: u32, args: *const u64, count: u32) -
     begin(m, d, values)
 }
 
-fn begin(m: &Method, d: &Definition, args: &[Value]) -> u64 {
+fn begin(m: &Method, d: &Definition, args: &[CallValue]) -> u64 {
     let call = Call { method: m, args };
     match catch_unwind(AssertUnwindSafe(|| d.handler.begin(&call))) {
         Ok(state) => state,
@@ -574,7 +579,7 @@ extern "C" fn task_end_entry(method: u32, state: u64, how: i32, int: i64, float:
     let outcome = match how {
         TASK_COMPLETED => Outcome::Returned(m.returns.value(int, float)),
         TASK_FAULTED | TASK_CANCELED => Outcome::Threw,
-        TASK_NONE => Outcome::Returned(Value::Other),
+        TASK_NONE => Outcome::Returned(CallValue::Other),
         // From no code of corprof's.
         _ => return,
     };
@@ -758,10 +763,6 @@ impl fmt::Debug for Instrumentation {
 
 /// The instrumentation of the process, once started.
 static STARTED: OnceLock<&'static Instrumentation> = OnceLock::new();
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl Instrumentation {
     /// No targets yet.
@@ -1842,7 +1843,7 @@ mod tests {
             7
         }
         fn end(&self, _: &Method, state: u64, outcome: Outcome) {
-            assert_eq!((state, outcome), (7, Outcome::Returned(Value::Int(-2))));
+            assert_eq!((state, outcome), (7, Outcome::Returned(CallValue::Int(-2))));
             self.ends.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -1899,10 +1900,10 @@ mod tests {
         assert_eq!(
             *SEEN.0.lock().unwrap(),
             [
-                (1, Outcome::Returned(Value::Int(42))),
+                (1, Outcome::Returned(CallValue::Int(42))),
                 (2, Outcome::Threw),
                 (3, Outcome::Threw),
-                (4, Outcome::Returned(Value::Other)),
+                (4, Outcome::Returned(CallValue::Other)),
             ]
         );
         task_end_entry(u32::MAX, 6, TASK_COMPLETED, 0, 0.0);
@@ -1910,7 +1911,7 @@ mod tests {
     }
 
     /// Keeps the arguments `begin` is given.
-    struct Arguments(Mutex<Vec<Vec<Value>>>);
+    struct Arguments(Mutex<Vec<Vec<CallValue>>>);
 
     impl Handler for &'static Arguments {
         fn wants_arguments(&self) -> bool {
@@ -1936,7 +1937,13 @@ mod tests {
         assert_eq!(begin_arguments_entry(index, std::ptr::null(), 5), 0);
         assert_eq!(
             *SEEN.0.lock().unwrap(),
-            [vec![Value::Other, Value::Int(-5), Value::Float(2.5), Value::Bool(true), Value::UInt(u64::MAX)]]
+            [vec![
+                CallValue::Other,
+                CallValue::Int(-5),
+                CallValue::Float(2.5),
+                CallValue::Bool(true),
+                CallValue::UInt(u64::MAX)
+            ]]
         );
     }
 
@@ -2023,17 +2030,17 @@ mod tests {
     #[test]
     fn returned_values_are_read_as_the_signature_says() {
         let cases = [
-            (Type::Void, Value::Void),
-            (Type::ByRef(Box::new(Type::I4)), Value::Other),
-            (Type::I2, Value::Int(-1)),
-            (Type::U8, Value::UInt(u64::MAX)),
-            (Type::Boolean, Value::Bool(true)),
-            (Type::Char, Value::Char(0xffff)),
-            (Type::R4, Value::Float(0.5)),
-            (Type::String, Value::Other),
+            (Type::Void, CallValue::Void),
+            (Type::ByRef(Box::new(Type::I4)), CallValue::Other),
+            (Type::I2, CallValue::Int(-1)),
+            (Type::U8, CallValue::UInt(u64::MAX)),
+            (Type::Boolean, CallValue::Bool(true)),
+            (Type::Char, CallValue::Char(0xffff)),
+            (Type::R4, CallValue::Float(0.5)),
+            (Type::String, CallValue::Other),
             (
                 Type::Modified { required: true, modifier: Token::new(Token::TYPE_REF, 1), ty: Box::new(Type::I4) },
-                Value::Int(-1),
+                CallValue::Int(-1),
             ),
         ];
         for (ty, value) in cases {

@@ -28,7 +28,7 @@
 //!   metadata and payloads): module [`eventpipe`];
 //! - COM and errors: [`IUnknown`], [`ComPtr`], [`Interface`], [`GUID`], [`HResult`],
 //!   [`Result`], [`set_quiet`]; a profiler's output written only to a new or regular file:
-//!   [`files::write_regular`];
+//!   [`files::write_regular`]; locks that outlive a callback's panic: [`sync`];
 //! - the header itself: plain data types in [`types`], raw interfaces in [`interfaces`];
 //! - pure parsing, no runtime needed: metadata signatures in [`sig`] (decode, encode, print
 //!   types and methods) and method bodies in [`il`] (read, edit and write IL);
@@ -73,6 +73,7 @@ pub mod rewrite;
 pub mod sig;
 pub mod stack;
 pub mod suspend;
+pub mod sync;
 pub mod threads;
 mod unloads;
 mod wrapper_support;

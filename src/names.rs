@@ -47,6 +47,7 @@
 
 use crate::hooks::HookFrame;
 use crate::sig::{Exact, function_names};
+use crate::sync;
 use crate::types::{ClassID, FunctionID};
 use crate::{Frame, HResult, ProfilerInfo, Result};
 use std::collections::HashMap;
@@ -130,12 +131,12 @@ impl FunctionNames {
 
     /// Forgets every name (after collectible modules unloaded, whose FunctionIDs may be reused).
     pub fn clear(&self) {
-        self.names.write().unwrap_or_else(|p| p.into_inner()).clear();
+        sync::write(&self.names).clear();
     }
 
     /// How many names the cache holds.
     pub fn len(&self) -> usize {
-        self.names.read().unwrap_or_else(|p| p.into_inner()).len()
+        sync::read(&self.names).len()
     }
 
     /// Whether the cache holds no name.
@@ -144,14 +145,14 @@ impl FunctionNames {
     }
 
     fn lookup(&self, key: Key, exact: Option<Exact<'_>>) -> Result<Arc<FunctionName>> {
-        if let Some(name) = self.names.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(name) = sync::read(&self.names).get(&key) {
             return Ok(Arc::clone(name));
         }
         // Named outside the lock: the runtime calls may take a while, and two threads naming
         // the same function at once both get the same text.
         let (short, signature) = function_names(&self.info, key.function, exact)?;
         let name = Arc::new(FunctionName { short: short.into(), signature: signature.into() });
-        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
+        let mut names = sync::write(&self.names);
         if names.len() >= self.capacity {
             names.clear();
         }

@@ -153,11 +153,11 @@ impl ThreadNames {
     // A panic while the lock is held cannot leave a half-made entry (every change is one map
     // operation), so a poisoned lock's data is still good.
     fn read(&self) -> RwLockReadGuard<'_, HashMap<ThreadID, ThreadInfo>> {
-        self.threads.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::read(&self.threads)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, HashMap<ThreadID, ThreadInfo>> {
-        self.threads.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::write(&self.threads)
     }
 }
 

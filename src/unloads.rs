@@ -8,7 +8,7 @@
 //! profiler ([`keep_tracked`], from the `set_event_mask` wrappers and before the profiler's
 //! `initialize` runs), and the thunks of the load and unload callbacks report here
 //! ([`track`]); those callbacks reach the profiler's own methods only when its mask asked for
-//! them ([`Gate::wants`](crate::info_gate)). Only collectible code unloads in .NET Core, so:
+//! them ([`info_gate::wants`](crate::info_gate)). Only collectible code unloads in .NET Core, so:
 //!
 //! - a `ModuleID` or `AssemblyID` is dead from the return of its `*UnloadStarted` callback (its
 //!   last valid moment, as the runtime documents) or `AssemblyUnloadFinished` (3.1.23 reports
@@ -39,6 +39,7 @@
 //! suspension another thread's call waits for is not held up by the wait.
 
 use crate::info_gate::{Gate, with_local};
+use crate::sync::lock;
 use crate::wrapper_support::Negotiated;
 use crate::{HResult, Result};
 use std::cell::{Cell, RefCell};
@@ -100,10 +101,6 @@ type Ids = std::hash::BuildHasherDefault<IdHasher>;
 
 /// The runtime's Info object the classification asks (the first profiler's).
 static INFO: OnceLock<crate::ProfilerInfo> = OnceLock::new();
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Which of the tracked callbacks a thunk reports.
 #[doc(hidden)]

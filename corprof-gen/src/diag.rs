@@ -1,5 +1,5 @@
-//! Diagnostics in rustc's style, collected so that every problem is reported at once
-//! (like cxx's `Errors::propagate()`): `error: …`, `  --> file:line:col`, `  = note: …`.
+//! Diagnostics in rustc's style, collected so that every problem is reported at once (like cxx's
+//! `Errors`, propagated once at the end): `error: …`, `  --> file:line:col`, `  = note: …`.
 
 use crate::ir::Loc;
 use std::fmt;

@@ -36,9 +36,6 @@ pub(crate) mod view;
 
 pub use ir::Loc;
 
-#[cfg(test)]
-mod stages;
-
 use annotations::Annotations;
 use annotations::headers::{EntryHeaders, HeaderList};
 use askama::Template;

@@ -27,7 +27,7 @@ pub const BUDGET_PER_BYTE: usize = 128;
 
 /// What one decoded value is charged: its slot in an object's field list (the largest slot a
 /// value takes).
-const VALUE_COST: usize = size_of::<(Arc<str>, Value)>();
+const VALUE_COST: usize = size_of::<(Arc<str>, FieldValue)>();
 
 /// What went wrong reading a metadata blob or a payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,29 +230,29 @@ impl FieldType {
 
     /// Whether `value` is of this type (recursively for arrays and objects, where an object's
     /// fields must match by name and order).
-    pub fn matches(&self, value: &Value) -> bool {
+    pub fn matches(&self, value: &FieldValue) -> bool {
         match (self, value) {
-            (FieldType::Object(fields), Value::Object(values)) => {
+            (FieldType::Object(fields), FieldValue::Object(values)) => {
                 fields.len() == values.len()
                     && fields.iter().zip(values).all(|(f, (name, v))| f.name == *name && f.ty.matches(v))
             }
-            (FieldType::Array(element), Value::Array(values)) => values.iter().all(|v| element.matches(v)),
-            (FieldType::Bool, Value::Bool(_))
-            | (FieldType::Char, Value::Char(_))
-            | (FieldType::I8, Value::I8(_))
-            | (FieldType::U8, Value::U8(_))
-            | (FieldType::I16, Value::I16(_))
-            | (FieldType::U16, Value::U16(_))
-            | (FieldType::I32, Value::I32(_))
-            | (FieldType::U32, Value::U32(_))
-            | (FieldType::I64, Value::I64(_))
-            | (FieldType::U64, Value::U64(_))
-            | (FieldType::F32, Value::F32(_))
-            | (FieldType::F64, Value::F64(_))
-            | (FieldType::Decimal, Value::Decimal(_))
-            | (FieldType::DateTime, Value::DateTime(_))
-            | (FieldType::Guid, Value::Guid(_))
-            | (FieldType::String, Value::String(_)) => true,
+            (FieldType::Array(element), FieldValue::Array(values)) => values.iter().all(|v| element.matches(v)),
+            (FieldType::Bool, FieldValue::Bool(_))
+            | (FieldType::Char, FieldValue::Char(_))
+            | (FieldType::I8, FieldValue::I8(_))
+            | (FieldType::U8, FieldValue::U8(_))
+            | (FieldType::I16, FieldValue::I16(_))
+            | (FieldType::U16, FieldValue::U16(_))
+            | (FieldType::I32, FieldValue::I32(_))
+            | (FieldType::U32, FieldValue::U32(_))
+            | (FieldType::I64, FieldValue::I64(_))
+            | (FieldType::U64, FieldValue::U64(_))
+            | (FieldType::F32, FieldValue::F32(_))
+            | (FieldType::F64, FieldValue::F64(_))
+            | (FieldType::Decimal, FieldValue::Decimal(_))
+            | (FieldType::DateTime, FieldValue::DateTime(_))
+            | (FieldType::Guid, FieldValue::Guid(_))
+            | (FieldType::String, FieldValue::String(_)) => true,
             _ => false,
         }
     }
@@ -262,7 +262,7 @@ impl FieldType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
     /// The field's name, shared with every value decoded for it ([`Payload::fields`],
-    /// [`Value::Object`]).
+    /// [`FieldValue::Object`]).
     pub name: Arc<str>,
     /// The field's type.
     pub ty: FieldType,
@@ -386,9 +386,9 @@ fn parse_type(r: &mut Reader<'_>, v2: bool, depth: usize) -> Result<FieldType, F
     }
 }
 
-/// One decoded value.
+/// One field's decoded value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub enum FieldValue {
     /// A `Bool` field.
     Bool(bool),
     /// A `Char` field: one UTF-16 code unit (which may be half of a surrogate pair).
@@ -422,37 +422,37 @@ pub enum Value {
     /// A `String` field (unpaired surrogates read as U+FFFD).
     String(String),
     /// An `Array` field's elements.
-    Array(Vec<Value>),
+    Array(Vec<FieldValue>),
     /// An `Object` field: each field's name (shared with the metadata's [`Field`]) and value, in
     /// order.
-    Object(Vec<(Arc<str>, Value)>),
+    Object(Vec<(Arc<str>, FieldValue)>),
 }
 
-impl fmt::Display for Value {
+impl fmt::Display for FieldValue {
     /// Integers and floats as Rust prints them, a char in single quotes, a string in double
     /// quotes (escaped as Rust's `{:?}` does), arrays as `[a, b]`, objects as `{x=1, y=2}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Value::Bool(v) => write!(f, "{v}"),
-            Value::Char(v) => match char::from_u32(u32::from(*v)) {
+            FieldValue::Bool(v) => write!(f, "{v}"),
+            FieldValue::Char(v) => match char::from_u32(u32::from(*v)) {
                 Some(c) => write!(f, "{c:?}"),
                 None => write!(f, "'\\u{{{v:04x}}}'"),
             },
-            Value::I8(v) => write!(f, "{v}"),
-            Value::U8(v) => write!(f, "{v}"),
-            Value::I16(v) => write!(f, "{v}"),
-            Value::U16(v) => write!(f, "{v}"),
-            Value::I32(v) => write!(f, "{v}"),
-            Value::U32(v) => write!(f, "{v}"),
-            Value::I64(v) => write!(f, "{v}"),
-            Value::U64(v) => write!(f, "{v}"),
-            Value::F32(v) => write!(f, "{v}"),
-            Value::F64(v) => write!(f, "{v}"),
-            Value::Decimal(v) => write!(f, "decimal:{}", v.iter().map(|b| format!("{b:02x}")).collect::<String>()),
-            Value::DateTime(v) => write!(f, "filetime:{v}"),
-            Value::Guid(v) => write!(f, "{v}"),
-            Value::String(v) => write!(f, "{v:?}"),
-            Value::Array(items) => {
+            FieldValue::I8(v) => write!(f, "{v}"),
+            FieldValue::U8(v) => write!(f, "{v}"),
+            FieldValue::I16(v) => write!(f, "{v}"),
+            FieldValue::U16(v) => write!(f, "{v}"),
+            FieldValue::I32(v) => write!(f, "{v}"),
+            FieldValue::U32(v) => write!(f, "{v}"),
+            FieldValue::I64(v) => write!(f, "{v}"),
+            FieldValue::U64(v) => write!(f, "{v}"),
+            FieldValue::F32(v) => write!(f, "{v}"),
+            FieldValue::F64(v) => write!(f, "{v}"),
+            FieldValue::Decimal(v) => write!(f, "decimal:{}", v.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+            FieldValue::DateTime(v) => write!(f, "filetime:{v}"),
+            FieldValue::Guid(v) => write!(f, "{v}"),
+            FieldValue::String(v) => write!(f, "{v:?}"),
+            FieldValue::Array(items) => {
                 f.write_str("[")?;
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
@@ -462,7 +462,7 @@ impl fmt::Display for Value {
                 }
                 f.write_str("]")
             }
-            Value::Object(fields) => {
+            FieldValue::Object(fields) => {
                 f.write_str("{")?;
                 write_named(f, fields)?;
                 f.write_str("}")
@@ -471,7 +471,7 @@ impl fmt::Display for Value {
     }
 }
 
-fn write_named(f: &mut fmt::Formatter<'_>, fields: &[(Arc<str>, Value)]) -> fmt::Result {
+fn write_named(f: &mut fmt::Formatter<'_>, fields: &[(Arc<str>, FieldValue)]) -> fmt::Result {
     for (i, (name, value)) in fields.iter().enumerate() {
         if i > 0 {
             f.write_str(", ")?;
@@ -499,7 +499,7 @@ pub enum BoolSize {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Payload {
     /// Each field's name (shared with the metadata's [`Field`]) and value, in the metadata's order.
-    pub fields: Vec<(Arc<str>, Value)>,
+    pub fields: Vec<(Arc<str>, FieldValue)>,
 }
 
 impl Payload {
@@ -535,14 +535,14 @@ impl Payload {
     }
 
     /// The value of the first field named `name`.
-    pub fn get(&self, name: &str) -> Option<&Value> {
+    pub fn get(&self, name: &str) -> Option<&FieldValue> {
         self.fields.iter().find(|(n, _)| **n == *name).map(|(_, v)| v)
     }
 
     /// Serializes `values` as a payload of `fields`: the inverse of [`Payload::decode`]. `None`
     /// when the values do not match the fields (count, types, object field names) or an array
     /// has more than 65,535 elements.
-    pub fn encode(fields: &[Field], values: &[Value]) -> Option<Vec<u8>> {
+    pub fn encode(fields: &[Field], values: &[FieldValue]) -> Option<Vec<u8>> {
         if fields.len() != values.len() || !fields.iter().zip(values).all(|(f, v)| f.ty.matches(v)) {
             return None;
         }
@@ -555,7 +555,7 @@ impl Payload {
 }
 
 impl fmt::Display for Payload {
-    /// `name=value, name=value` (see [`Value`]'s `Display`).
+    /// `name=value, name=value` (see [`FieldValue`]'s `Display`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_named(f, &self.fields)
     }
@@ -579,7 +579,7 @@ impl Decoder {
         r: &mut Reader<'_>,
         fields: &[Field],
         depth: usize,
-    ) -> Result<Vec<(Arc<str>, Value)>, FormatError> {
+    ) -> Result<Vec<(Arc<str>, FieldValue)>, FormatError> {
         fields
             .iter()
             .map(|field| {
@@ -590,48 +590,48 @@ impl Decoder {
             .collect()
     }
 
-    fn value(&mut self, r: &mut Reader<'_>, ty: &FieldType, depth: usize) -> Result<Value, FormatError> {
+    fn value(&mut self, r: &mut Reader<'_>, ty: &FieldType, depth: usize) -> Result<FieldValue, FormatError> {
         // Metadata from `EventMetadata::parse` is never deeper than this, but a hand-built one may be.
         if depth >= MAX_DEPTH {
             return Err(r.error(FormatErrorKind::TooDeep));
         }
         self.charge(r, VALUE_COST)?;
         Ok(match ty {
-            FieldType::Object(fields) => Value::Object(self.fields(r, fields, depth + 1)?),
-            FieldType::Bool => Value::Bool(match self.bools {
+            FieldType::Object(fields) => FieldValue::Object(self.fields(r, fields, depth + 1)?),
+            FieldType::Bool => FieldValue::Bool(match self.bools {
                 BoolSize::Four => r.u32()? != 0,
                 BoolSize::One => r.u8()? != 0,
             }),
-            FieldType::Char => Value::Char(r.u16()?),
-            FieldType::I8 => Value::I8(i8::from_le_bytes(r.array()?)),
-            FieldType::U8 => Value::U8(r.u8()?),
-            FieldType::I16 => Value::I16(i16::from_le_bytes(r.array()?)),
-            FieldType::U16 => Value::U16(r.u16()?),
-            FieldType::I32 => Value::I32(i32::from_le_bytes(r.array()?)),
-            FieldType::U32 => Value::U32(r.u32()?),
-            FieldType::I64 => Value::I64(i64::from_le_bytes(r.array()?)),
-            FieldType::U64 => Value::U64(r.u64()?),
-            FieldType::F32 => Value::F32(f32::from_le_bytes(r.array()?)),
-            FieldType::F64 => Value::F64(f64::from_le_bytes(r.array()?)),
-            FieldType::Decimal => Value::Decimal(r.array()?),
-            FieldType::DateTime => Value::DateTime(r.u64()?),
-            FieldType::Guid => Value::Guid(guid_from_le(r.array()?)),
+            FieldType::Char => FieldValue::Char(r.u16()?),
+            FieldType::I8 => FieldValue::I8(i8::from_le_bytes(r.array()?)),
+            FieldType::U8 => FieldValue::U8(r.u8()?),
+            FieldType::I16 => FieldValue::I16(i16::from_le_bytes(r.array()?)),
+            FieldType::U16 => FieldValue::U16(r.u16()?),
+            FieldType::I32 => FieldValue::I32(i32::from_le_bytes(r.array()?)),
+            FieldType::U32 => FieldValue::U32(r.u32()?),
+            FieldType::I64 => FieldValue::I64(i64::from_le_bytes(r.array()?)),
+            FieldType::U64 => FieldValue::U64(r.u64()?),
+            FieldType::F32 => FieldValue::F32(f32::from_le_bytes(r.array()?)),
+            FieldType::F64 => FieldValue::F64(f64::from_le_bytes(r.array()?)),
+            FieldType::Decimal => FieldValue::Decimal(r.array()?),
+            FieldType::DateTime => FieldValue::DateTime(r.u64()?),
+            FieldType::Guid => FieldValue::Guid(guid_from_le(r.array()?)),
             FieldType::String => {
                 let text = r.utf16z()?;
                 self.charge(r, text.len())?;
-                Value::String(text)
+                FieldValue::String(text)
             }
             FieldType::Array(element) => {
                 let count = r.u16()?;
                 // No more room reserved than bytes remain (a count is only a claim), nor than the
                 // budget pays for.
-                let room = usize::from(count).min(r.bytes.len() - r.pos).min(self.budget / size_of::<Value>());
-                self.charge(r, room * size_of::<Value>())?;
+                let room = usize::from(count).min(r.bytes.len() - r.pos).min(self.budget / size_of::<FieldValue>());
+                self.charge(r, room * size_of::<FieldValue>())?;
                 let mut items = Vec::with_capacity(room);
                 for _ in 0..count {
                     items.push(self.value(r, element, depth + 1)?);
                 }
-                Value::Array(items)
+                FieldValue::Array(items)
             }
         })
     }
@@ -657,24 +657,24 @@ fn guid_to_le(g: &GUID) -> [u8; 16] {
     b
 }
 
-fn encode_value(value: &Value, out: &mut Vec<u8>) -> Option<()> {
+fn encode_value(value: &FieldValue, out: &mut Vec<u8>) -> Option<()> {
     match value {
-        Value::Bool(v) => out.extend_from_slice(&u32::from(*v).to_le_bytes()),
-        Value::Char(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::I8(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::U8(v) => out.push(*v),
-        Value::I16(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::U16(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::I32(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::U32(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::F32(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::Decimal(v) => out.extend_from_slice(v),
-        Value::DateTime(v) => out.extend_from_slice(&v.to_le_bytes()),
-        Value::Guid(v) => out.extend_from_slice(&guid_to_le(v)),
-        Value::String(v) => {
+        FieldValue::Bool(v) => out.extend_from_slice(&u32::from(*v).to_le_bytes()),
+        FieldValue::Char(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::I8(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::U8(v) => out.push(*v),
+        FieldValue::I16(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::U16(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::I32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::U32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::F32(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::Decimal(v) => out.extend_from_slice(v),
+        FieldValue::DateTime(v) => out.extend_from_slice(&v.to_le_bytes()),
+        FieldValue::Guid(v) => out.extend_from_slice(&guid_to_le(v)),
+        FieldValue::String(v) => {
             // A NUL inside the text would end it early for every reader: refuse it.
             if v.contains('\0') {
                 return None;
@@ -683,13 +683,13 @@ fn encode_value(value: &Value, out: &mut Vec<u8>) -> Option<()> {
                 out.extend_from_slice(&unit.to_le_bytes());
             }
         }
-        Value::Array(items) => {
+        FieldValue::Array(items) => {
             out.extend_from_slice(&u16::try_from(items.len()).ok()?.to_le_bytes());
             for item in items {
                 encode_value(item, out)?;
             }
         }
-        Value::Object(fields) => {
+        FieldValue::Object(fields) => {
             for (_, item) in fields {
                 encode_value(item, out)?;
             }

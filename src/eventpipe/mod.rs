@@ -8,8 +8,8 @@
 //!   the thread that wrote it, as two byte slices: its metadata and its payload.
 //! - [`EventMetadata::parse`] reads the metadata (ID, name, keywords, version, level, opcode,
 //!   the fields with their types, nested objects and arrays included), and
-//!   [`Payload::decode`] turns the payload into [`Value`]s. Both check every length and return a
-//!   [`FormatError`] for truncated or malformed bytes; neither panics, and both are bounded by
+//!   [`Payload::decode`] turns the payload into [`FieldValue`]s. Both check every length and return
+//!   a [`FormatError`] for truncated or malformed bytes; neither panics, and both are bounded by
 //!   the bytes they read (a payload decodes under a byte budget, field names are shared between
 //!   the metadata and the values, not copied). The one thing the metadata does not say is the
 //!   width of a `Bool`: four bytes, except in self-describing EventSource events, where it is
@@ -30,7 +30,7 @@
 //! `ICorProfilerInfo12` (not coreclr-3.x's); the parser and serializer always do.
 //!
 //! ```
-//! use corprof::eventpipe::{EventMetadata, Field, FieldType, Payload, Value};
+//! use corprof::eventpipe::{EventMetadata, Field, FieldType, FieldValue, Payload};
 //!
 //! // What EventPipe's metadata generator writes for `MyEvent(int count)`, ID 7.
 //! let mut blob = 7u32.to_le_bytes().to_vec();
@@ -45,7 +45,7 @@
 //! let metadata = EventMetadata::parse(&blob).unwrap();
 //! assert_eq!(metadata.fields, [Field::new("count", FieldType::I32)]);
 //! let payload = Payload::decode(&metadata, &42i32.to_le_bytes()).unwrap();
-//! assert_eq!(payload.get("count"), Some(&Value::I32(42)));
+//! assert_eq!(payload.get("count"), Some(&FieldValue::I32(42)));
 //! assert_eq!(payload.to_string(), "count=42");
 //! ```
 //!
@@ -60,9 +60,13 @@ mod runtime;
 #[cfg(corprof_method = "ICorProfilerInfo14::EventPipeCreateProvider2")]
 pub use callback::{MAX_CALLBACK_PROVIDERS, ProviderEnabled};
 pub use format::{
-    BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FormatError, FormatErrorKind, Payload,
-    Value,
+    BUDGET_BASE, BUDGET_PER_BYTE, BoolSize, EventMetadata, Field, FieldType, FieldValue, FormatError, FormatErrorKind,
+    Payload,
 };
+
+/// The name [`FieldValue`] had before (CHANGELOG.md).
+#[doc(hidden)]
+pub type Value = FieldValue;
 #[cfg(corprof_iface = "ICorProfilerInfo12")]
 pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};
 

@@ -1,7 +1,7 @@
 //! Sessions, providers and events: the `ICorProfilerInfo12` EventPipe methods behind types that
 //! only ever hand the runtime pointers to live buffers and handles it gave out itself.
 
-use super::format::{Field, FieldType, Payload, Value};
+use super::format::{Field, FieldType, FieldValue, Payload};
 use crate::types::{
     COR_PRF_EVENT_DATA, COR_PRF_EVENTPIPE_PARAM_DESC, COR_PRF_EVENTPIPE_PROVIDER_CONFIG, EVENTPIPE_EVENT,
     EVENTPIPE_PROVIDER, EVENTPIPE_SESSION, WCHAR,
@@ -324,13 +324,18 @@ impl Event {
     /// `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` and never reaches the runtime. Writing an event of
     /// another provider from there is allowed: the depth is then bounded by the number of
     /// providers.
-    pub fn write(&self, values: &[Value]) -> Result<()> {
+    pub fn write(&self, values: &[FieldValue]) -> Result<()> {
         self.write_with_activity(values, None, None)
     }
 
     /// [`Event::write`] with an activity ID and a related activity ID (`None`: the thread's
     /// current activity, and none).
-    pub fn write_with_activity(&self, values: &[Value], activity: Option<&GUID>, related: Option<&GUID>) -> Result<()> {
+    pub fn write_with_activity(
+        &self,
+        values: &[FieldValue],
+        activity: Option<&GUID>,
+        related: Option<&GUID>,
+    ) -> Result<()> {
         let bytes = Payload::encode(&self.fields, values).ok_or(HResult::E_INVALIDARG)?;
         let size = u32::try_from(bytes.len()).map_err(|_| HResult::E_INVALIDARG)?;
         // One descriptor for the whole payload: the runtime concatenates descriptors, so one or

@@ -70,24 +70,24 @@ fn all_scalars_blob() -> Vec<u8> {
 
 const A_GUID: GUID = GUID::parse("176FBED1-A55C-4796-98CA-A9DA0EF883E7");
 
-fn all_scalars_values() -> Vec<Value> {
+fn all_scalars_values() -> Vec<FieldValue> {
     vec![
-        Value::Bool(true),
-        Value::Char(u16::from(b'A')),
-        Value::I8(-124),
-        Value::U8(125),
-        Value::I16(-35),
-        Value::U16(98),
-        Value::I32(-560),
-        Value::U32(561),
-        Value::I64(2_147_483_648),
-        Value::U64(u64::MAX),
-        Value::F32(3.0),
-        Value::F64(3.023),
-        Value::Decimal([7; 16]),
-        Value::DateTime(132_243_707_160_000_000),
-        Value::Guid(A_GUID),
-        Value::String("Hello, é€😀".into()),
+        FieldValue::Bool(true),
+        FieldValue::Char(u16::from(b'A')),
+        FieldValue::I8(-124),
+        FieldValue::U8(125),
+        FieldValue::I16(-35),
+        FieldValue::U16(98),
+        FieldValue::I32(-560),
+        FieldValue::U32(561),
+        FieldValue::I64(2_147_483_648),
+        FieldValue::U64(u64::MAX),
+        FieldValue::F32(3.0),
+        FieldValue::F64(3.023),
+        FieldValue::Decimal([7; 16]),
+        FieldValue::DateTime(132_243_707_160_000_000),
+        FieldValue::Guid(A_GUID),
+        FieldValue::String("Hello, é€😀".into()),
     ]
 }
 
@@ -130,9 +130,9 @@ fn v1_metadata_with_every_scalar_type() {
 fn every_scalar_decodes_and_encodes_back() {
     let m = EventMetadata::parse(&all_scalars_blob()).unwrap();
     let p = Payload::decode(&m, &all_scalars_payload()).unwrap();
-    let values: Vec<Value> = p.fields.iter().map(|(_, v)| v.clone()).collect();
+    let values: Vec<FieldValue> = p.fields.iter().map(|(_, v)| v.clone()).collect();
     assert_eq!(values, all_scalars_values());
-    assert_eq!(p.get("id"), Some(&Value::Guid(A_GUID)));
+    assert_eq!(p.get("id"), Some(&FieldValue::Guid(A_GUID)));
     assert_eq!(Payload::encode(&m.fields, &values).unwrap(), all_scalars_payload());
     assert_eq!(
         p.to_string(),
@@ -155,7 +155,7 @@ fn bools_of_one_byte() {
         fields: fields.to_vec(),
     };
     let p = Payload::decode_with(&m, &[1, 9], BoolSize::One).unwrap();
-    assert_eq!(p.fields, [("on".into(), Value::Bool(true)), ("n".into(), Value::U8(9))]);
+    assert_eq!(p.fields, [("on".into(), FieldValue::Bool(true)), ("n".into(), FieldValue::U8(9))]);
     // The same two bytes with four-byte bools: too short.
     assert_eq!(Payload::decode(&m, &[1, 9]), Err(FormatError { kind: FormatErrorKind::Truncated, offset: 0 }));
 }
@@ -196,7 +196,7 @@ fn v2_metadata_with_arrays_and_an_opcode() {
     d.extend(utf16z(""));
     let p = Payload::decode(&m, &d).unwrap();
     assert_eq!(p.to_string(), "ch='d', ints=[0, -1, 2147483647], strs=[\"x\", \"\"]");
-    let values: Vec<Value> = p.fields.into_iter().map(|(_, v)| v).collect();
+    let values: Vec<FieldValue> = p.fields.into_iter().map(|(_, v)| v).collect();
     assert_eq!(Payload::encode(&m.fields, &values).unwrap(), d);
 }
 
@@ -250,7 +250,7 @@ fn objects_nested_in_both_versions() {
     d.extend(0u16.to_le_bytes());
     let p = Payload::decode(&m, &d).unwrap();
     assert_eq!(p.to_string(), "Arguments=[{Key=\"a\", Values=[-5]}, {Key=\"b\", Values=[]}]");
-    let values: Vec<Value> = p.fields.into_iter().map(|(_, v)| v).collect();
+    let values: Vec<FieldValue> = p.fields.into_iter().map(|(_, v)| v).collect();
     assert_eq!(Payload::encode(&m.fields, &values).unwrap(), d);
 }
 
@@ -343,14 +343,25 @@ fn arrays_of_empty_objects_have_a_budget() {
 #[test]
 fn encode_refuses_what_it_cannot_write() {
     let fields = [Field::new("i", FieldType::I32), Field::new("s", FieldType::String)];
-    assert_eq!(Payload::encode(&fields, &[Value::I32(1), Value::String("ok".into())]).unwrap().len(), 4 + 6);
-    assert_eq!(Payload::encode(&fields, &[Value::I32(1)]), None, "too few values");
-    assert_eq!(Payload::encode(&fields, &[Value::I64(1), Value::String("ok".into())]), None, "wrong type");
-    assert_eq!(Payload::encode(&fields, &[Value::I32(1), Value::String("a\0b".into())]), None, "a NUL in a string");
+    assert_eq!(Payload::encode(&fields, &[FieldValue::I32(1), FieldValue::String("ok".into())]).unwrap().len(), 4 + 6);
+    assert_eq!(Payload::encode(&fields, &[FieldValue::I32(1)]), None, "too few values");
+    assert_eq!(Payload::encode(&fields, &[FieldValue::I64(1), FieldValue::String("ok".into())]), None, "wrong type");
+    assert_eq!(
+        Payload::encode(&fields, &[FieldValue::I32(1), FieldValue::String("a\0b".into())]),
+        None,
+        "a NUL in a string"
+    );
     let ints = [Field::new("a", FieldType::Array(Box::new(FieldType::U8)))];
-    assert_eq!(Payload::encode(&ints, &[Value::Array(vec![Value::U8(0); 65_536])]), None, "too long an array");
-    assert_eq!(Payload::encode(&ints, &[Value::Array(vec![Value::U8(1); 65_535])]).unwrap().len(), 2 + 65_535);
-    assert_eq!(Payload::encode(&ints, &[Value::Array(vec![Value::I8(1)])]), None, "wrong element type");
+    assert_eq!(
+        Payload::encode(&ints, &[FieldValue::Array(vec![FieldValue::U8(0); 65_536])]),
+        None,
+        "too long an array"
+    );
+    assert_eq!(
+        Payload::encode(&ints, &[FieldValue::Array(vec![FieldValue::U8(1); 65_535])]).unwrap().len(),
+        2 + 65_535
+    );
+    assert_eq!(Payload::encode(&ints, &[FieldValue::Array(vec![FieldValue::I8(1)])]), None, "wrong element type");
 }
 
 #[test]

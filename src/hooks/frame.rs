@@ -1,7 +1,7 @@
 //! What a hook gets besides its data: [`HookFrame`], and through it the arguments and the return
 //! value in with-info mode.
 
-use super::sig::{MethodSignature, Value};
+use super::sig::{ElementValue, MethodSignature};
 use crate::types::{
     COR_PRF_ELT_INFO, COR_PRF_FRAME_INFO, COR_PRF_FUNCTION_ARGUMENT_INFO, COR_PRF_FUNCTION_ARGUMENT_RANGE, FunctionID,
 };
@@ -162,10 +162,10 @@ impl<'a> HookFrame<'a> {
     }
 
     /// The return value decoded by the signature's return type: `Ok(None)` for `void` and for
-    /// types [`Value`] does not decode.
-    pub fn return_value_as(&self, signature: &MethodSignature) -> Result<Option<Value>> {
+    /// types [`ElementValue`] does not decode.
+    pub fn return_value_as(&self, signature: &MethodSignature) -> Result<Option<ElementValue>> {
         let bytes = self.return_value()?;
-        Ok(Value::decode(signature.return_type(), bytes))
+        Ok(ElementValue::decode(signature.return_type(), bytes))
     }
 }
 
@@ -194,13 +194,14 @@ impl<'a> Arguments<'a> {
     }
 
     /// The declared parameters decoded by `signature` (`this` skipped): `None` for a type
-    /// [`Value`] does not decode, or when the ranges do not match the signature's parameters.
-    pub fn values(&self, signature: &MethodSignature) -> Vec<Option<Value>> {
+    /// [`ElementValue`] does not decode, or when the ranges do not match the signature's
+    /// parameters.
+    pub fn values(&self, signature: &MethodSignature) -> Vec<Option<ElementValue>> {
         let skip = signature.has_this() as usize;
         let params = signature.params();
         if self.ranges.len() != params.len() + skip {
             return vec![None; params.len()];
         }
-        params.iter().zip(&self.ranges[skip..]).map(|(ty, bytes)| Value::decode(*ty, bytes)).collect()
+        params.iter().zip(&self.ranges[skip..]).map(|(ty, bytes)| ElementValue::decode(*ty, bytes)).collect()
     }
 }

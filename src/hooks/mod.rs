@@ -30,8 +30,12 @@ mod unwind;
 
 pub use frame::{Arguments, HookFrame, HookKind};
 pub use hook_table::HookTable;
-pub use sig::{ElementType, MethodSignature, Value};
+pub use sig::{ElementType, ElementValue, MethodSignature};
 pub use unwind::{exception_catcher_enter, exception_unwind_function_enter, exception_unwind_function_leave};
+
+/// The name [`ElementValue`] had before (CHANGELOG.md).
+#[doc(hidden)]
+pub type Value = ElementValue;
 
 use crate::report::{drop_payload, log_panic};
 use crate::types::{COR_PRF_ELT_INFO, COR_PRF_MONITOR, FunctionID, FunctionIDOrClientID};

@@ -8,7 +8,7 @@ use crate::types::{FunctionID, ObjectID};
 use crate::{HResult, ProfilerInfo, Result};
 use std::fmt;
 
-/// A parameter's or return value's type, as far as [`Value::decode`] cares.
+/// A parameter's or return value's type, as far as [`ElementValue::decode`] cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElementType {
     /// `void`: no value.
@@ -49,7 +49,7 @@ pub enum ElementType {
 }
 
 impl ElementType {
-    /// Whether [`Value::decode`] gives a number, a `bool` or a `char` for this type.
+    /// Whether [`ElementValue::decode`] gives a number, a `bool` or a `char` for this type.
     pub fn is_primitive(self) -> bool {
         !matches!(self, ElementType::Void | ElementType::Reference | ElementType::Other)
     }
@@ -65,8 +65,8 @@ pub struct MethodSignature {
 
 impl MethodSignature {
     /// The signature of `function`'s method definition, read from its module's metadata: what
-    /// [`Value::decode`] needs to read the function's arguments and return value. Call it from
-    /// the mapper (once per function) and keep the result with the hook's data.
+    /// [`ElementValue::decode`] needs to read the function's arguments and return value. Call it
+    /// from the mapper (once per function) and keep the result with the hook's data.
     ///
     /// `Err(E_NOINTERFACE)` where corprof was built from a header folder without the metadata
     /// interfaces (coreclr-3.x's has no cor.h); `Err(META_E_BAD_SIGNATURE)` for a blob that
@@ -104,7 +104,7 @@ impl MethodSignature {
     }
 }
 
-/// What [`Value::decode`] makes of a signature's type.
+/// What [`ElementValue::decode`] makes of a signature's type.
 fn element(ty: &Type) -> ElementType {
     use ElementType::*;
     match ty {
@@ -130,10 +130,11 @@ fn element(ty: &Type) -> ElementType {
     }
 }
 
-/// A decoded argument or return value. Integers print in decimal, floating point as `f64`
-/// prints, booleans as `true`/`false`, characters as themselves, references as their address.
+/// An argument or return value decoded from its bytes by its [`ElementType`]. Integers print in
+/// decimal, floating point as `f64` prints, booleans as `true`/`false`, characters as
+/// themselves, references as their address.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
+pub enum ElementValue {
     /// A `bool`.
     Bool(bool),
     /// A `char`, as its UTF-16 unit.
@@ -163,40 +164,41 @@ pub enum Value {
     /// An `nuint`.
     USize(usize),
     /// An object reference as the object's address (0 for null). Plain bytes decode to this, so
-    /// it is an integer and not an [`ObjectID`]: [`Value::object_id`] makes the ID, with `unsafe`.
+    /// it is an integer and not an [`ObjectID`]: [`ElementValue::object_id`] makes the ID, with
+    /// `unsafe`.
     Reference(usize),
 }
 
-impl Value {
+impl ElementValue {
     /// Decodes `bytes` (an argument or return range) as `ty`: `None` for `void`, for types it
     /// does not decode ([`ElementType::Other`]) and for a range too short for the type.
-    pub fn decode(ty: ElementType, bytes: &[u8]) -> Option<Value> {
+    pub fn decode(ty: ElementType, bytes: &[u8]) -> Option<ElementValue> {
         fn take<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
             bytes.get(..N)?.try_into().ok()
         }
         use ElementType as T;
         Some(match ty {
-            T::Bool => Value::Bool(take::<1>(bytes)?[0] != 0),
-            T::Char => Value::Char(u16::from_le_bytes(take(bytes)?)),
-            T::I1 => Value::I8(i8::from_le_bytes(take(bytes)?)),
-            T::U1 => Value::U8(take::<1>(bytes)?[0]),
-            T::I2 => Value::I16(i16::from_le_bytes(take(bytes)?)),
-            T::U2 => Value::U16(u16::from_le_bytes(take(bytes)?)),
-            T::I4 => Value::I32(i32::from_le_bytes(take(bytes)?)),
-            T::U4 => Value::U32(u32::from_le_bytes(take(bytes)?)),
-            T::I8 => Value::I64(i64::from_le_bytes(take(bytes)?)),
-            T::U8 => Value::U64(u64::from_le_bytes(take(bytes)?)),
-            T::R4 => Value::F32(f32::from_le_bytes(take(bytes)?)),
-            T::R8 => Value::F64(f64::from_le_bytes(take(bytes)?)),
-            T::I => Value::ISize(isize::from_le_bytes(take(bytes)?)),
-            T::U => Value::USize(usize::from_le_bytes(take(bytes)?)),
-            T::Reference => Value::Reference(usize::from_le_bytes(take(bytes)?)),
+            T::Bool => ElementValue::Bool(take::<1>(bytes)?[0] != 0),
+            T::Char => ElementValue::Char(u16::from_le_bytes(take(bytes)?)),
+            T::I1 => ElementValue::I8(i8::from_le_bytes(take(bytes)?)),
+            T::U1 => ElementValue::U8(take::<1>(bytes)?[0]),
+            T::I2 => ElementValue::I16(i16::from_le_bytes(take(bytes)?)),
+            T::U2 => ElementValue::U16(u16::from_le_bytes(take(bytes)?)),
+            T::I4 => ElementValue::I32(i32::from_le_bytes(take(bytes)?)),
+            T::U4 => ElementValue::U32(u32::from_le_bytes(take(bytes)?)),
+            T::I8 => ElementValue::I64(i64::from_le_bytes(take(bytes)?)),
+            T::U8 => ElementValue::U64(u64::from_le_bytes(take(bytes)?)),
+            T::R4 => ElementValue::F32(f32::from_le_bytes(take(bytes)?)),
+            T::R8 => ElementValue::F64(f64::from_le_bytes(take(bytes)?)),
+            T::I => ElementValue::ISize(isize::from_le_bytes(take(bytes)?)),
+            T::U => ElementValue::USize(usize::from_le_bytes(take(bytes)?)),
+            T::Reference => ElementValue::Reference(usize::from_le_bytes(take(bytes)?)),
             T::Void | T::Other => return None,
         })
     }
 
-    /// The object a [`Value::Reference`] refers to, as the runtime's ID: `None` for any other
-    /// value and for a null reference.
+    /// The object an [`ElementValue::Reference`] refers to, as the runtime's ID: `None` for any
+    /// other value and for a null reference.
     ///
     /// # Safety
     /// The value must have been decoded from an argument or return range the runtime passed to the
@@ -206,34 +208,34 @@ impl Value {
     pub unsafe fn object_id(&self) -> Option<ObjectID> {
         match *self {
             // SAFETY: the caller vouches that the address is a reference the runtime passed.
-            Value::Reference(address) if address != 0 => Some(unsafe { ObjectID::from_raw(address) }),
+            ElementValue::Reference(address) if address != 0 => Some(unsafe { ObjectID::from_raw(address) }),
             _ => None,
         }
     }
 }
 
-impl fmt::Display for Value {
+impl fmt::Display for ElementValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Value::Bool(v) => write!(f, "{v}"),
+            ElementValue::Bool(v) => write!(f, "{v}"),
             // Escaped like Rust's debug output, so that a control character cannot break a line.
-            Value::Char(v) => match char::from_u32(v as u32) {
+            ElementValue::Char(v) => match char::from_u32(v as u32) {
                 Some(c) => write!(f, "{}", c.escape_debug()),
                 None => write!(f, "\\u{{{v:04x}}}"),
             },
-            Value::I8(v) => write!(f, "{v}"),
-            Value::U8(v) => write!(f, "{v}"),
-            Value::I16(v) => write!(f, "{v}"),
-            Value::U16(v) => write!(f, "{v}"),
-            Value::I32(v) => write!(f, "{v}"),
-            Value::U32(v) => write!(f, "{v}"),
-            Value::I64(v) => write!(f, "{v}"),
-            Value::U64(v) => write!(f, "{v}"),
-            Value::F32(v) => write!(f, "{}", v as f64),
-            Value::F64(v) => write!(f, "{v}"),
-            Value::ISize(v) => write!(f, "{v}"),
-            Value::USize(v) => write!(f, "{v}"),
-            Value::Reference(v) => write!(f, "{v:#x}"),
+            ElementValue::I8(v) => write!(f, "{v}"),
+            ElementValue::U8(v) => write!(f, "{v}"),
+            ElementValue::I16(v) => write!(f, "{v}"),
+            ElementValue::U16(v) => write!(f, "{v}"),
+            ElementValue::I32(v) => write!(f, "{v}"),
+            ElementValue::U32(v) => write!(f, "{v}"),
+            ElementValue::I64(v) => write!(f, "{v}"),
+            ElementValue::U64(v) => write!(f, "{v}"),
+            ElementValue::F32(v) => write!(f, "{}", v as f64),
+            ElementValue::F64(v) => write!(f, "{v}"),
+            ElementValue::ISize(v) => write!(f, "{v}"),
+            ElementValue::USize(v) => write!(f, "{v}"),
+            ElementValue::Reference(v) => write!(f, "{v:#x}"),
         }
     }
 }
@@ -261,24 +263,24 @@ mod tests {
 
     #[test]
     fn decodes_primitives() {
-        assert_eq!(Value::decode(ElementType::I4, &(-7i64).to_le_bytes()).unwrap().to_string(), "-7");
-        assert_eq!(Value::decode(ElementType::R8, &2.5f64.to_le_bytes()).unwrap().to_string(), "2.5");
-        assert_eq!(Value::decode(ElementType::Bool, &[1, 0, 0, 0]).unwrap().to_string(), "true");
-        assert_eq!(Value::decode(ElementType::I8, &[1, 2]), None, "too short");
-        assert_eq!(Value::decode(ElementType::Void, &[]), None);
+        assert_eq!(ElementValue::decode(ElementType::I4, &(-7i64).to_le_bytes()).unwrap().to_string(), "-7");
+        assert_eq!(ElementValue::decode(ElementType::R8, &2.5f64.to_le_bytes()).unwrap().to_string(), "2.5");
+        assert_eq!(ElementValue::decode(ElementType::Bool, &[1, 0, 0, 0]).unwrap().to_string(), "true");
+        assert_eq!(ElementValue::decode(ElementType::I8, &[1, 2]), None, "too short");
+        assert_eq!(ElementValue::decode(ElementType::Void, &[]), None);
     }
 
     #[test]
     fn references_decode_to_addresses_not_object_ids() {
         let bytes = 0x4141_4141_4140usize.to_le_bytes();
-        let value = Value::decode(ElementType::Reference, &bytes).unwrap();
-        assert_eq!(value, Value::Reference(0x4141_4141_4140));
+        let value = ElementValue::decode(ElementType::Reference, &bytes).unwrap();
+        assert_eq!(value, ElementValue::Reference(0x4141_4141_4140));
         assert_eq!(value.to_string(), "0x414141414140");
         // SAFETY: only the conversion is tested; the ID is never handed to the runtime.
         assert_eq!(unsafe { value.object_id() }.map(ObjectID::as_raw), Some(0x4141_4141_4140));
         // SAFETY: as above.
-        assert_eq!(unsafe { Value::Reference(0).object_id() }, None, "null is no object");
+        assert_eq!(unsafe { ElementValue::Reference(0).object_id() }, None, "null is no object");
         // SAFETY: as above.
-        assert_eq!(unsafe { Value::I32(5).object_id() }, None);
+        assert_eq!(unsafe { ElementValue::I32(5).object_id() }, None);
     }
 }

@@ -44,7 +44,7 @@ fn hooked() -> &'static RwLock<HashMap<FunctionID, usize>> {
 
 /// Remembers that the mapper hooked `function` with `raw` data.
 pub(super) fn record(function: FunctionID, raw: usize) {
-    hooked().write().unwrap_or_else(|p| p.into_inner()).insert(function, raw);
+    crate::sync::write(hooked()).insert(function, raw);
 }
 
 /// Makes the unwind callbacks call `P`'s `unwind`.
@@ -63,7 +63,7 @@ fn run_unwind<P: FunctionHooks>(raw: usize) {
 
 /// Forward `ExceptionUnwindFunctionEnter` here: an exception starts unwinding `function`.
 pub fn exception_unwind_function_enter(function: FunctionID) {
-    let data = HOOKED.get().and_then(|h| h.read().unwrap_or_else(|p| p.into_inner()).get(&function).copied());
+    let data = HOOKED.get().and_then(|h| crate::sync::read(h).get(&function).copied());
     UNWINDING.with(|u| {
         let mut u = u.borrow_mut();
         if u.len() >= MAX_UNWINDING {

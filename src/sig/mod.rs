@@ -34,6 +34,8 @@
 //! assert_eq!(sig.encode().unwrap(), blob);
 //! ```
 
+// The metadata wrappers exist only when the header folder has cor.h (coreclr-3.x's has none).
+#[cfg(corprof_iface = "IMetaDataImport")]
 mod metadata;
 pub(crate) mod runtime;
 

@@ -15,12 +15,22 @@
 //! [`MethodSignature::of_function`](crate::hooks::MethodSignature::of_function), which reads a
 //! signature here.
 
-use super::format::{Generics, MAX_FORMATTED_LEN, NameResolver, TypeName, format_method, format_type};
-use super::{MethodSig, Token, Type};
-use crate::types::{COR_PRF_FRAME_INFO, ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
+// Without cor.h only the `E_NOINTERFACE` half of `Names` is compiled, and what reads metadata
+// is unused.
+#![cfg_attr(not(corprof_iface = "IMetaDataImport"), allow(dead_code))]
+
+use super::format::{NameResolver, TypeName};
+use super::{MethodSig, Token};
+use crate::types::{ClassID, FunctionID, ModuleID, mdMethodDef, mdToken};
 use crate::{HResult, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
+#[cfg(corprof_iface = "IMetaDataImport")]
+use {
+    super::Type,
+    super::format::{Generics, MAX_FORMATTED_LEN, format_method, format_type},
+    crate::types::COR_PRF_FRAME_INFO,
+};
 
 /// How deep type arguments may nest in [`class_name`] (`List<List<…>>`) before it gives up: the
 /// runtime's types are finite, this only bounds the stack.
@@ -74,8 +84,8 @@ pub(crate) fn function_definition_sig(info: &ProfilerInfo, function: FunctionID)
     Names::new(info).function_sig(function)
 }
 
-/// The runtime's calls behind the functions above; the methods are implemented in the block
-/// below, where `MetaDataImport` names the wrapper when the header has one.
+/// The runtime's calls behind the functions above: read through `IMetaDataImport` when the
+/// header folder has cor.h (`corprof_iface = "IMetaDataImport"`), else `E_NOINTERFACE`.
 struct Names<'a> {
     info: &'a ProfilerInfo,
     /// The classes named so far in this call. Type arguments repeat (`Dictionary<T, T>`), and a
@@ -144,191 +154,161 @@ pub(crate) unsafe fn copy_blob(ptr: *const u8, len: u32) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec()
 }
 
-/// Takes `MetaDataImport`'s place when the header has no metadata interfaces: no value of it
-/// exists, opening one fails.
-#[allow(dead_code)]
-enum MetaDataImport {}
-
-#[allow(dead_code)]
-mod stand_in {
-    use crate::Result;
-
-    pub struct MethodProps {
-        pub class: crate::types::mdTypeDef,
-        pub name: String,
-        pub sig_blob: *const u8,
-        pub sig_blob_size: u32,
+/// The runtime's answers, read through the module's `IMetaDataImport`.
+#[cfg(corprof_iface = "IMetaDataImport")]
+impl Names<'_> {
+    fn import(&self, module: ModuleID) -> Result<crate::MetaDataImport> {
+        // ofRead is 0 (the parameter's type differs between headers).
+        self.info.get_module_metadata::<crate::MetaDataImport>(module, crate::wrapper_support::zeroed())
     }
 
-    /// The methods of `MetaDataImport` used here, on the stand-in (which has no values).
-    pub trait Absent {
-        fn get_method_props(&self, _: crate::types::mdMethodDef) -> Result<MethodProps>;
+    /// The method's owner, name and decoded signature.
+    fn method(import: &crate::MetaDataImport, method: mdMethodDef) -> Result<(Token, String, MethodSig)> {
+        let props = import.get_method_props(method)?;
+        // SAFETY: GetMethodProps succeeded, so `sig_blob` points to `sig_blob_size` bytes of
+        // the module's metadata, alive while `import` is; they are copied before it drops.
+        let blob = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
+        let sig = MethodSig::decode(&blob).map_err(|_| HResult::META_E_BAD_SIGNATURE)?;
+        Ok((token(props.class), props.name, sig))
+    }
+
+    fn class(&self, class: ClassID, depth: usize) -> Result<String> {
+        if depth > MAX_ARG_DEPTH {
+            return Err(HResult::E_FAIL);
+        }
+        if let Some(name) = self.classes.borrow().get(&class) {
+            return Ok(name.clone());
+        }
+        let name = self.class_uncached(class, depth)?;
+        self.classes.borrow_mut().insert(class, name.clone());
+        Ok(name)
+    }
+
+    /// The names of type arguments `args`, until their text passes what the formatter prints:
+    /// the rest are `…`, not asked for (one class may have thousands of arguments, each with
+    /// a name up to the formatter's limit).
+    fn arg_names(&self, args: &[ClassID], depth: usize) -> Result<Vec<String>> {
+        let mut total = 0usize;
+        let mut names = Vec::new();
+        for &arg in args {
+            if total > MAX_FORMATTED_LEN {
+                names.push("…".to_string());
+                continue;
+            }
+            let name = self.class(arg, depth)?;
+            total += name.len();
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    fn class_uncached(&self, class: ClassID, depth: usize) -> Result<String> {
+        if let Some(array) = self.info.is_array_class(class)? {
+            // The runtime gives every element type's class, primitives' too.
+            if array.base_class_id.as_raw() == 0 {
+                return Err(HResult::E_FAIL);
+            }
+            let element = self.class(array.base_class_id, depth + 1)?;
+            let commas = ",".repeat(array.rank.saturating_sub(1).min(31) as usize);
+            return Ok(format!("{element}[{commas}]"));
+        }
+        let c = self.info.get_class_id_info2(class)?;
+        let import = self.import(c.module_id)?;
+        let args = self.arg_names(&c.type_args, depth + 1)?;
+        let owner = token(c.type_def_token);
+        let resolver =
+            Instantiated { metadata: &import, class: owner, class_args: args, method: Token(0), method_args: vec![] };
+        Ok(format_type(&Type::Class(owner), &resolver, Generics::default()))
+    }
+
+    fn function(&self, function: FunctionID) -> Result<String> {
+        Ok(self.function_forms(function, None)?.1)
+    }
+
+    /// `function`'s short and full names, its class and method type arguments `exact`'s
+    /// when given (a frame's), else what `GetFunctionInfo2` without a frame reports.
+    fn function_forms(&self, function: FunctionID, exact: Option<Exact<'_>>) -> Result<(String, String)> {
+        let f = self.info.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
+        let import = self.import(f.module_id)?;
+        let (owner, name, sig) = Self::method(&import, f.token)?;
+        let (class_id, type_args) = match exact {
+            Some(e) if e.class.as_raw() != 0 => (e.class, e.method_args),
+            Some(e) => (f.class_id, e.method_args),
+            None => (f.class_id, &f.type_args[..]),
+        };
+        let type_args = if type_args.is_empty() { &f.type_args[..] } else { type_args };
+        // Shared code may come without its class; its parameters then print by name.
+        let class_args = match class_id.as_raw() {
+            0 => Vec::new(),
+            _ => match self.info.get_class_id_info2(class_id) {
+                Ok(c) => self.arg_names(&c.type_args, 1)?,
+                Err(_) => Vec::new(),
+            },
+        };
+        let method_args = self.arg_names(type_args, 1)?;
+        let method = token(f.token);
+        let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
+        let full = format_method(&resolver, owner, &name, &sig, Some(method));
+        let mut short = format_type(&Type::Class(owner), &resolver, Generics::default());
+        short.push_str("::");
+        short.push_str(&name);
+        if sig.generic_params > 0 {
+            let params: Vec<String> = (0..sig.generic_params.min(MAX_SHORT_METHOD_ARGS))
+                .map(|i| {
+                    format_type(&Type::MVar(i), &resolver, Generics { type_owner: None, method_owner: Some(method) })
+                })
+                .collect();
+            short.push('<');
+            short.push_str(&params.join(", "));
+            short.push('>');
+        }
+        Ok((short, full))
+    }
+
+    fn function_sig(&self, function: FunctionID) -> Result<MethodSig> {
+        let f = self.info.get_function_info(function)?;
+        let import = self.import(f.module_id)?;
+        Ok(Self::method(&import, f.token)?.2)
+    }
+
+    fn definition(&self, module: ModuleID, method: mdMethodDef) -> Result<String> {
+        let import = self.import(module)?;
+        let (owner, name, sig) = Self::method(&import, method)?;
+        Ok(format_method(&import, owner, &name, &sig, Some(token(method))))
     }
 }
 
-impl stand_in::Absent for MetaDataImport {
-    fn get_method_props(&self, _: mdMethodDef) -> Result<stand_in::MethodProps> {
-        match *self {}
+/// Without cor.h in the header folder (coreclr-3.x's has none) there is no `IMetaDataImport` to
+/// read names and signatures with: every function above answers as a runtime asked for an
+/// interface it lacks does.
+#[cfg(not(corprof_iface = "IMetaDataImport"))]
+impl Names<'_> {
+    fn class(&self, _: ClassID, _: usize) -> Result<String> {
+        Err(HResult::E_NOINTERFACE)
     }
-}
 
-impl NameResolver for MetaDataImport {
-    fn type_name(&self, _: Token) -> Option<TypeName> {
-        match *self {}
+    fn function(&self, _: FunctionID) -> Result<String> {
+        Err(HResult::E_NOINTERFACE)
     }
-}
 
-impl crate::wrapper_support::Wrapper for MetaDataImport {
-    // IID_IMetaDataImport, so that a runtime asked for it answers as for the real wrapper.
-    const ROOT_IID: crate::GUID = crate::GUID::parse("7DAC8207-D3AE-4C75-9B67-92801A497D44");
-    fn from_unknown(_: &crate::IUnknown) -> Result<Self> {
+    fn function_forms(&self, _: FunctionID, _: Option<Exact<'_>>) -> Result<(String, String)> {
+        Err(HResult::E_NOINTERFACE)
+    }
+
+    fn function_sig(&self, _: FunctionID) -> Result<MethodSig> {
+        Err(HResult::E_NOINTERFACE)
+    }
+
+    fn definition(&self, _: ModuleID, _: mdMethodDef) -> Result<String> {
         Err(HResult::E_NOINTERFACE)
     }
 }
 
-const _: () = {
-    #[allow(unused_imports)]
-    use self::stand_in::Absent as _;
-    // With cor.h in the header folder, this glob's `MetaDataImport` (the wrapper) shadows the
-    // stand-in above; without, the stand-in is what the code below names.
-    #[allow(unused_imports)]
-    use crate::*;
-
-    impl Names<'_> {
-        fn import(&self, module: ModuleID) -> Result<MetaDataImport> {
-            // ofRead is 0 (the parameter's type differs between headers).
-            self.info.get_module_metadata::<MetaDataImport>(module, crate::wrapper_support::zeroed())
-        }
-
-        /// The method's owner, name and decoded signature.
-        fn method(import: &MetaDataImport, method: mdMethodDef) -> Result<(Token, String, MethodSig)> {
-            let props = import.get_method_props(method)?;
-            // SAFETY: GetMethodProps succeeded, so `sig_blob` points to `sig_blob_size` bytes of
-            // the module's metadata, alive while `import` is; they are copied before it drops.
-            let blob = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
-            let sig = MethodSig::decode(&blob).map_err(|_| HResult::META_E_BAD_SIGNATURE)?;
-            Ok((token(props.class), props.name, sig))
-        }
-
-        fn class(&self, class: ClassID, depth: usize) -> Result<String> {
-            if depth > MAX_ARG_DEPTH {
-                return Err(HResult::E_FAIL);
-            }
-            if let Some(name) = self.classes.borrow().get(&class) {
-                return Ok(name.clone());
-            }
-            let name = self.class_uncached(class, depth)?;
-            self.classes.borrow_mut().insert(class, name.clone());
-            Ok(name)
-        }
-
-        /// The names of type arguments `args`, until their text passes what the formatter prints:
-        /// the rest are `…`, not asked for (one class may have thousands of arguments, each with
-        /// a name up to the formatter's limit).
-        fn arg_names(&self, args: &[ClassID], depth: usize) -> Result<Vec<String>> {
-            let mut total = 0usize;
-            let mut names = Vec::new();
-            for &arg in args {
-                if total > MAX_FORMATTED_LEN {
-                    names.push("…".to_string());
-                    continue;
-                }
-                let name = self.class(arg, depth)?;
-                total += name.len();
-                names.push(name);
-            }
-            Ok(names)
-        }
-
-        fn class_uncached(&self, class: ClassID, depth: usize) -> Result<String> {
-            if let Some(array) = self.info.is_array_class(class)? {
-                // The runtime gives every element type's class, primitives' too.
-                if array.base_class_id.as_raw() == 0 {
-                    return Err(HResult::E_FAIL);
-                }
-                let element = self.class(array.base_class_id, depth + 1)?;
-                let commas = ",".repeat(array.rank.saturating_sub(1).min(31) as usize);
-                return Ok(format!("{element}[{commas}]"));
-            }
-            let c = self.info.get_class_id_info2(class)?;
-            let import = self.import(c.module_id)?;
-            let args = self.arg_names(&c.type_args, depth + 1)?;
-            let owner = token(c.type_def_token);
-            let resolver = Instantiated {
-                metadata: &import,
-                class: owner,
-                class_args: args,
-                method: Token(0),
-                method_args: vec![],
-            };
-            Ok(format_type(&Type::Class(owner), &resolver, Generics::default()))
-        }
-
-        fn function(&self, function: FunctionID) -> Result<String> {
-            Ok(self.function_forms(function, None)?.1)
-        }
-
-        /// `function`'s short and full names, its class and method type arguments `exact`'s
-        /// when given (a frame's), else what `GetFunctionInfo2` without a frame reports.
-        fn function_forms(&self, function: FunctionID, exact: Option<Exact<'_>>) -> Result<(String, String)> {
-            let f = self.info.get_function_info2(function, COR_PRF_FRAME_INFO::NULL)?;
-            let import = self.import(f.module_id)?;
-            let (owner, name, sig) = Self::method(&import, f.token)?;
-            let (class_id, type_args) = match exact {
-                Some(e) if e.class.as_raw() != 0 => (e.class, e.method_args),
-                Some(e) => (f.class_id, e.method_args),
-                None => (f.class_id, &f.type_args[..]),
-            };
-            let type_args = if type_args.is_empty() { &f.type_args[..] } else { type_args };
-            // Shared code may come without its class; its parameters then print by name.
-            let class_args = match class_id.as_raw() {
-                0 => Vec::new(),
-                _ => match self.info.get_class_id_info2(class_id) {
-                    Ok(c) => self.arg_names(&c.type_args, 1)?,
-                    Err(_) => Vec::new(),
-                },
-            };
-            let method_args = self.arg_names(type_args, 1)?;
-            let method = token(f.token);
-            let resolver = Instantiated { metadata: &import, class: owner, class_args, method, method_args };
-            let full = format_method(&resolver, owner, &name, &sig, Some(method));
-            let mut short = format_type(&Type::Class(owner), &resolver, Generics::default());
-            short.push_str("::");
-            short.push_str(&name);
-            if sig.generic_params > 0 {
-                let params: Vec<String> = (0..sig.generic_params.min(MAX_SHORT_METHOD_ARGS))
-                    .map(|i| {
-                        format_type(
-                            &Type::MVar(i),
-                            &resolver,
-                            Generics { type_owner: None, method_owner: Some(method) },
-                        )
-                    })
-                    .collect();
-                short.push('<');
-                short.push_str(&params.join(", "));
-                short.push('>');
-            }
-            Ok((short, full))
-        }
-
-        fn function_sig(&self, function: FunctionID) -> Result<MethodSig> {
-            let f = self.info.get_function_info(function)?;
-            let import = self.import(f.module_id)?;
-            Ok(Self::method(&import, f.token)?.2)
-        }
-
-        fn definition(&self, module: ModuleID, method: mdMethodDef) -> Result<String> {
-            let import = self.import(module)?;
-            let (owner, name, sig) = Self::method(&import, method)?;
-            Ok(format_method(&import, owner, &name, &sig, Some(token(method))))
-        }
-    }
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sig::Type;
+    use crate::sig::format::{Generics, format_method, format_type};
 
     /// `Shop.Box`1` (TypeDef 3, parameter `T`) with `Pick` (MethodDef 7, parameter `U`).
     struct Table;

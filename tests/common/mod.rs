@@ -48,8 +48,9 @@ pub fn profile_dir() -> PathBuf {
 /// its own, which cargo ran one after another: tests of one file run together (libtest's threads),
 /// tests of two files never do. Their timing checks (sample ratios, a 30 ms spin on its own path,
 /// exit races that must show a Drop) were written for that. The group is the caller's file
-/// (`#[track_caller]`); every test of tests/runtime takes the guard first
-/// (`runtime_lock_is_taken_first` checks), and a failing test gives it back as it unwinds.
+/// (`#[track_caller]`); every test of tests/runtime takes the guard first (the tidy test
+/// `runtime_tests_take_the_runtime_lock_first` checks), and a failing test gives it back as it
+/// unwinds.
 #[track_caller]
 pub fn runtime_lock() -> RuntimeGuard {
     runtime_group(std::panic::Location::caller().file())
@@ -96,8 +97,8 @@ pub fn workspace_bin(name: &str) -> PathBuf {
 }
 
 /// The build the harness runs before a test loads a profiler or runs a tool: scripts/test's own
-/// build step, word for word (`the_harness_builds_as_the_test_command_does` checks). The same
-/// command, so that the same features resolve: a narrower `cargo build -p <profiler>` resolves
+/// build step, word for word (the tidy test `the_harness_builds_as_the_test_command_does`
+/// checks). The same command, so that the same features resolve: a narrower `cargo build -p <profiler>` resolves
 /// the build dependencies' features (syn, libc, ...) for that one package, which builds a second
 /// corprof and relinks every profiler each time the two builds alternate.
 pub const WORKSPACE_BUILD: [&str; 5] = ["build", "--workspace", "--all-targets", "--features", "corprof-gen/cli"];

@@ -2,10 +2,10 @@
 //! argument comes only through `unsafe`, and every method that dereferences an ObjectID is
 //! `unsafe`, so a stale or forged one reaches the runtime only through a promise in `unsafe`.
 use corprof::ProfilerInfo;
-use corprof::hooks::Value;
+use corprof::hooks::ElementValue;
 use corprof::types::ObjectID;
 
-fn stale(info: &ProfilerInfo, kept: ObjectID, value: Value) {
+fn stale(info: &ProfilerInfo, kept: ObjectID, value: ElementValue) {
     let _ = value.object_id();
     let _ = info.get_object_size2(kept);
     let _ = info.get_class_from_object(kept);

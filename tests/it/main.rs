@@ -6,7 +6,6 @@
 //! tests/decoder_bounds.rs.
 
 mod capabilities;
-mod clsids;
 mod constants;
 mod eventpipe_callback;
 #[allow(dead_code)] // used only by the tests whose interfaces the header declares

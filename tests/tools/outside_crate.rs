@@ -132,6 +132,7 @@ const ROOT_ITEMS: &[&str] = &[
     "mod sig",
     "mod stack",
     "mod suspend",
+    "mod sync",
     "mod threads",
     "mod types",
     "struct CallbackCounts",

@@ -151,7 +151,7 @@ pub struct WrapperSpec {
     #[serde(default)]
     pub suspends: bool,
     /// The other contexts in which the runtime takes the call without refusing it and then
-    /// crashes: the wrapper refuses there first (`corprof::threads::context`).
+    /// crashes: the wrapper refuses there first (corprof's `src/context.rs`).
     #[serde(default)]
     pub refuse_in: Vec<Context>,
 }

@@ -10,8 +10,8 @@
 //!   names only (`Callback::name()` keeps the header's).
 //! - Items: [`iid_const`], [`vtbl`], [`thunk`], [`wrapper_name`] (`ICorProfilerInfo` →
 //!   `ProfilerInfo`), [`wrapper_method`] (with [`RESERVED`]), [`result_struct`] and
-//!   [`results_module`]. The view asks these; its own sources spell no name (test
-//!   `view::tests::the_view_spells_no_names`).
+//!   [`results_module`]. The view asks these; its own sources spell no name (the tidy test
+//!   `generator::the_view_spells_no_names`).
 
 /// Mixed-case or ambiguous abbreviations, each one word: matched case-sensitively where a word
 /// starts and only when the next character does not continue it in lower case (`ID` matches
@@ -39,7 +39,8 @@ pub const ACRONYMS: &[(&str, &str)] = &[
     ("IP", "ip"),
 ];
 
-/// Header typos, fixed in Rust names (`ICorProfilerCallback11::LoadAsNotficationOnly`).
+/// Header typos, fixed in Rust names (runtime-main's `ICorProfilerCallback11` declares
+/// `LoadAsNotficationOnly`).
 pub const TYPOS: &[(&str, &str)] = &[("Notfication", "Notification"), ("MAchine", "Machine")];
 
 /// Hungarian prefixes dropped from parameter and field names: pointer (`p`, `pp`), count (`c`,

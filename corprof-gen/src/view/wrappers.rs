@@ -122,7 +122,7 @@ pub struct CallMethodView {
     pub binds_hr: bool,
     pub check: TokenStream,
     pub result: TokenStream,
-    /// Has out buffers: the call runs inside `wrap::ask_then_fill`.
+    /// Has out buffers: the call runs inside `imp::ask_then_fill`.
     pub has_buffers: bool,
     /// The buffers' tuple: `(Buffer::<u16>::new(),)`.
     pub buffers: TokenStream,
@@ -300,7 +300,7 @@ struct Lowering<'a> {
     finish: Vec<TokenStream>,
     /// Out values the call writes, declared right before it.
     locals: Vec<Local>,
-    /// Out buffers, grown by `wrap::ask_then_fill`.
+    /// Out buffers, grown by `imp::ask_then_fill`.
     buffers: Vec<BufferUse>,
     /// What the method returns, in parameter order.
     outputs: Vec<Output<'a>>,
@@ -555,7 +555,7 @@ fn take_over(l: &mut Lowering<'_>, local: &Ident, expr: TokenStream) -> TokenStr
 }
 
 /// Sized outputs (text or array, with capacity and written-count parameters): a `Buffer` grown by
-/// `wrap::ask_then_fill`, or, in an HCORENUM method, the batch `CorEnum` hands the call.
+/// `imp::ask_then_fill`, or, in an HCORENUM method, the batch `CorEnum` hands the call.
 fn lower_buffer<'a>(l: &mut Lowering<'a>, i: usize, kind: &CallKind) {
     let root = l.root;
     let m = l.m;

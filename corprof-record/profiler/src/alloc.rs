@@ -25,6 +25,7 @@
 
 use crate::alloc_tick::AllocationTick;
 use crate::frames::{self, Frame};
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, ClassID, FunctionID};
 use corprof::{FrameContext, LiveObject, ProfilerInfo, Result};
 use corprof_record::profile::{Profile, Unit};
@@ -138,7 +139,7 @@ impl AllocMode {
     }
 
     fn lock(&self) -> MutexGuard<'_, Recorded> {
-        self.recorded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.recorded)
     }
 
     fn record(&self, info: &ProfilerInfo, sites: Vec<Frame>, class: ClassID, weight: f64) {

@@ -22,12 +22,13 @@
 use crate::alloc::function_short_name;
 use corprof::ProfilerInfo;
 use corprof::hooks::HookTable;
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, FunctionID, ModuleID};
 use corprof_record::profile::{Profile, Unit};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The call-path tree's root node.
@@ -184,10 +185,6 @@ thread_local! {
     /// This thread's tree, registered with the mode on first use. One mode per process (the
     /// profiler's), so the thread-local need not know which mode it belongs to.
     static TREE: RefCell<Option<Arc<Mutex<ThreadTree>>>> = const { RefCell::new(None) };
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Which functions the calls mode hooks.

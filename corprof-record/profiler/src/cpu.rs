@@ -12,6 +12,7 @@ use crate::frames::{self, Frame};
 use crate::pauses::Pauses;
 use crate::{Clock, Context, Recording, Started, write_atomically};
 use corprof::names::FunctionNames;
+use corprof::sync::lock;
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, FunctionID};
 use corprof::{CorProfilerCallback, FrameContext, ProfilerInfo};
@@ -42,7 +43,7 @@ pub(crate) struct Stop {
 
 impl Stop {
     fn lock(&self) -> MutexGuard<'_, bool> {
-        self.stopped.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.stopped)
     }
 
     pub(crate) fn raise(&self) {

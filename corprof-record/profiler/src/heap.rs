@@ -12,6 +12,7 @@
 //! GarbageCollectionFinished, the runtime still suspended so no class can unload, the classes
 //! are named. Every other GC goes by untouched.
 
+use corprof::sync::lock;
 use corprof::types::{
     BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR,
     ClassID, UINT_PTR,
@@ -21,7 +22,7 @@ use corprof_record::heap::{RootKind, Snapshot, SnapshotBuilder};
 use corprof_record::settings;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The default object limit: about 40 bytes each while collecting and building, so a full
@@ -81,10 +82,6 @@ struct Shared {
     taken: Mutex<Option<std::result::Result<Snapshot, String>>>,
     /// Held by whoever is taking the snapshot, so the timer and the end of the run take one.
     taking: Mutex<()>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn say_error(what: &str) {

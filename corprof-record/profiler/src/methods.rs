@@ -10,6 +10,7 @@
 
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::instrument::{Call, Decision, Handler, Instrumentation, MAX_METHODS, Method, Outcome, Target};
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR};
 use corprof::{CorProfilerCallback, ProfilerInfo};
 use corprof_record::latency::{BUCKETS, MethodLatency, MethodsReport, bucket_of};
@@ -271,7 +272,7 @@ impl CorProfilerCallback for MethodsRecording {}
 
 impl Recording for MethodsRecording {
     fn after_mask(&self) -> Result<(), String> {
-        let instrumentation = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let instrumentation = lock(&self.waiting).take();
         let Some(instrumentation) = instrumentation else { return Ok(()) };
         let started = instrumentation.start(&self.info).map_err(|e| format!("the wrapping did not start: {e}"))?;
         let _ = self.started.set(started);

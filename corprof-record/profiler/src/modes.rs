@@ -11,6 +11,7 @@ use crate::calls::CallsMode;
 use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::eventpipe::{self, Level, ProviderConfig, Session};
+use corprof::sync::lock;
 use corprof::types::{BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, UINT_PTR};
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, ClassID, EVENTPIPE_PROVIDER, ThreadID};
 use corprof::{CorProfilerCallback, LiveObject, ProfilerInfo, Result};
@@ -78,7 +79,7 @@ struct Ticks {
 
 impl Ticks {
     fn is_runtime(&self, info: &ProfilerInfo, provider: EVENTPIPE_PROVIDER) -> bool {
-        let mut known = self.runtime.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = lock(&self.runtime);
         *known.entry(provider).or_insert_with(|| {
             // SAFETY: `provider` is the handle of the provider whose event the runtime is
             // delivering right now.
@@ -122,7 +123,7 @@ impl Recording for AllocRecording {
             ProviderConfig::new(alloc_tick::RUNTIME_PROVIDER).keywords(alloc_tick::GC_KEYWORD).level(Level::Verbose);
         let session = Session::start(&self.info, &[gc], false)
             .map_err(|e| format!("the runtime refused an EventPipe session for AllocationTick: {}", e.describe()))?;
-        *ticks.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+        *lock(&ticks.session) = Some(session);
         Ok(())
     }
 
@@ -130,7 +131,7 @@ impl Recording for AllocRecording {
         // Before a detach the session must end (no delivery to a profiler on its way out); at
         // Shutdown it is left to the runtime, which ends it itself.
         if let (Some(ticks), true) = (&self.ticks, self.attached) {
-            let session = ticks.session.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let session = lock(&ticks.session).take();
             if let Some(Err(e)) = session.map(Session::stop) {
                 eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
             }

@@ -27,6 +27,7 @@ use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock, thread_cpu_ns};
 use crate::frames::{self, Frame};
 use crate::pauses::Pauses;
 use crate::{Context, Recording, Started, write_atomically};
+use corprof::sync::lock;
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_HIGH_MONITOR, COR_PRF_MONITOR, DWORD, ThreadID};
 use corprof::{CorProfilerCallback, ProfilerInfo};
@@ -34,7 +35,7 @@ use corprof_record::profile::{Profile, Unit};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -381,7 +382,8 @@ struct Owner {
 }
 
 /// The sampled threads. The handler never touches it; callbacks and the sampler thread do,
-/// under its mutex.
+/// under its mutex. Each change to it is whole before anything could panic, so a poisoned
+/// registry is still good: it is taken with `corprof::sync::lock`.
 struct Registry {
     clock: Clock,
     interval: Duration,
@@ -725,12 +727,6 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         events: COR_PRF_MONITOR::EXCEPTIONS,
         events_high: COR_PRF_HIGH_MONITOR(0),
     })
-}
-
-fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
-    // Every change to the registry is complete before a panic could happen, so a poisoned
-    // lock's data is still good.
-    registry.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The running signal sampler.

@@ -21,12 +21,13 @@
 use corprof::LiveObject;
 use corprof::hooks::{self, HookFrame, HookTable};
 use corprof::names::FunctionNames;
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, FunctionID};
 use corprof::{CorProfilerCallback, FunctionHooks, HResult, HookMode, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// The CLSID this profiler answers to.
@@ -120,10 +121,6 @@ impl ThreadTree {
 thread_local! {
     /// This thread's tree, registered with the profiler on first use.
     static TREE: RefCell<Option<Arc<Mutex<ThreadTree>>>> = const { RefCell::new(None) };
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub struct CallTree {

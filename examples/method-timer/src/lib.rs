@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use corprof::instrument::{Call, Handler, Instrumentation, Method, Outcome, Target};
+use corprof::sync::lock;
 use corprof::types::COR_PRF_MONITOR;
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::collections::BTreeMap;
@@ -33,7 +34,7 @@ impl Handler for Timer {
     }
     fn end(&self, method: &Method, began: u64, outcome: Outcome) {
         let ns = (self.start.elapsed().as_nanos() as u64).saturating_sub(began);
-        let mut times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        let mut times = lock(&self.times);
         let t = times.entry(method.name().to_owned()).or_default();
         t.calls += 1;
         t.threw += u64::from(outcome == Outcome::Threw);
@@ -66,7 +67,7 @@ impl CorProfilerCallback for MethodTimer {
     }
 
     fn shutdown(&self) -> Result<()> {
-        let times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        let times = lock(&self.times);
         let lines: String = times
             .iter()
             .map(|(name, t)| {

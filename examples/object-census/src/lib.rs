@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_GC_REASON, COR_PRF_MONITOR, ClassID};
 use corprof::{CorProfilerCallback, IUnknown, LiveObject, ProfilerInfo, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -59,7 +60,7 @@ impl ObjectCensus {
     }
 
     fn census(&self) -> MutexGuard<'_, Census> {
-        self.census.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.census)
     }
 
     fn name(&self, census: &mut Census, info: &ProfilerInfo, class: ClassID) -> String {

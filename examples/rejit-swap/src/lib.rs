@@ -34,6 +34,7 @@ use corprof::il::{Instruction, OpCode, Operand};
 use corprof::interfaces::ICorProfilerFunctionControl;
 use corprof::rewrite::{self, RewriteError};
 use corprof::sig::Token;
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, CorOpenFlags, FunctionID, ModuleID, ReJITID, mdMethodDef};
 use corprof::{CorProfilerCallback, HResult, IUnknown, MetaDataEmit, MetaDataImport, ProfilerInfo, Result};
 use std::io::Write;
@@ -58,7 +59,7 @@ static SWAP: OnceLock<Swap> = OnceLock::new();
 
 impl Swap {
     fn say(&self, line: String) {
-        match &mut *self.log.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &mut *lock(&self.log) {
             Some(file) => {
                 let _ = writeln!(file, "{line}");
             }
@@ -69,7 +70,7 @@ impl Swap {
     /// The configured method: the first loaded module whose metadata has the type and a method
     /// of that name.
     fn find_target(&self) -> Result<(ModuleID, mdMethodDef)> {
-        let mut target = self.target.lock().unwrap_or_else(|e| e.into_inner());
+        let mut target = lock(&self.target);
         if let Some(found) = *target {
             return Ok(found);
         }
@@ -108,7 +109,7 @@ impl Swap {
 
     /// Whether `function` is the configured method.
     fn is_target(&self, function: FunctionID) -> bool {
-        let target = *self.target.lock().unwrap_or_else(|e| e.into_inner());
+        let target = *lock(&self.target);
         let Ok(f) = self.info.get_function_info(function) else { return false };
         target == Some((f.module_id, f.token))
     }

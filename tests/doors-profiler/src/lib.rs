@@ -28,6 +28,7 @@
 use corprof::eventpipe::{Provider, ProviderConfig, Session};
 use corprof::hooks::{self, HookFrame};
 use corprof::metadata::MetaDataImport;
+use corprof::sync::lock;
 use corprof::types::{
     AssemblyID, COR_PRF_MODULE_FLAGS, COR_PRF_MONITOR, COR_PRF_REJIT_FLAGS, ClassID, CorOpenFlags, FunctionID, ModuleID,
 };
@@ -90,14 +91,14 @@ impl Doors {
             let started = Session::start(&inner, &[ProviderConfig::new("Doors-Reenter")], false);
             say(format!("callback {n} start session {}", shown(started.as_ref().map(|_| ()).map_err(|e| *e))));
             if let Ok(s) = started {
-                SESSIONS.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                lock(&SESSIONS).push(s);
             }
         });
         say(format!("create provider {}", shown(created.as_ref().map(|_| ()).map_err(|e| *e))));
         let started = Session::start(info, &[ProviderConfig::new("Doors-Reenter")], false);
         say(format!("start session {}", shown(started.as_ref().map(|_| ()).map_err(|e| *e))));
         if let Ok(s) = started {
-            SESSIONS.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+            lock(&SESSIONS).push(s);
         }
         say(format!("callbacks ran {}", STARTS.load(Ordering::Relaxed)));
     }
@@ -197,14 +198,14 @@ impl CorProfilerCallback for Doors {
             let f = info.get_function_info(function)?;
             let m = info.get_module_info2(f.module_id)?;
             let kept = Kept { function, class: f.class_id, module: f.module_id, assembly: m.assembly_id };
-            let mut both = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let mut both = lock(&self.kept);
             if m.module_flags.contains(COR_PRF_MODULE_FLAGS::COR_PRF_MODULE_COLLECTIBLE) {
                 both.1 = Some(kept);
             } else {
                 both.0 = Some(kept);
             }
         } else if name.contains(" Unload.Program::AfterUnload(") {
-            let both = *self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let both = *lock(&self.kept);
             self.after_unload(info, function, both);
         }
         Ok(())

@@ -30,6 +30,7 @@
 //! `<result>` is `Ok` or the HRESULT's name and code.
 
 use corprof::interfaces::ICorProfilerInfo;
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::io::Write;
@@ -110,7 +111,7 @@ fn detach_once_started(info: ProfilerInfo) {
     const WAIT: Duration = Duration::from_secs(30);
     let mut seen = 0u64;
     loop {
-        let loads = MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner());
+        let loads = lock(&MODULE_LOADS);
         let (loads, timeout) =
             MODULE_LOADED.wait_timeout_while(loads, WAIT, |n| *n == seen).unwrap_or_else(|p| p.into_inner());
         if timeout.timed_out() {
@@ -137,7 +138,7 @@ static RELEASED_NOW: Condvar = Condvar::new();
 
 impl Drop for GateProfiler {
     fn drop(&mut self) {
-        *RELEASED.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        *lock(&RELEASED) = true;
         RELEASED_NOW.notify_all();
     }
 }
@@ -145,7 +146,7 @@ impl Drop for GateProfiler {
 /// Waits for the runtime to release the profiler object, at most 30 s (a bound for a runtime
 /// that never does, which the late call's line then shows).
 fn wait_until_released() {
-    let released = RELEASED.lock().unwrap_or_else(|p| p.into_inner());
+    let released = lock(&RELEASED);
     let (_released, timeout) =
         RELEASED_NOW.wait_timeout_while(released, Duration::from_secs(30), |r| !*r).unwrap_or_else(|p| p.into_inner());
     if timeout.timed_out() {
@@ -203,7 +204,7 @@ impl CorProfilerCallback for GateProfiler {
     }
 
     fn module_load_finished(&self, _module: ModuleID, _status: HResult) -> Result<()> {
-        *MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        *lock(&MODULE_LOADS) += 1;
         MODULE_LOADED.notify_all();
         Ok(())
     }

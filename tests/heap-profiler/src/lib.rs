@@ -4,6 +4,7 @@
 //! per fact to the file in `CORPROF_HEAP_OUT`.
 
 use corprof::heap::{HeapRange, ObjectHandle};
+use corprof::sync::lock;
 use corprof::types::{
     BOOL, COR_PRF_GC_REASON, COR_PRF_HANDLE_TYPE, COR_PRF_MONITOR, ClassID, CorOpenFlags, ObjectID, SIZE_T,
 };
@@ -47,7 +48,7 @@ impl Heap {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     fn class_name(&self, class: ClassID) -> Result<String> {

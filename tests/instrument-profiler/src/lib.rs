@@ -5,7 +5,8 @@
 
 #![forbid(unsafe_code)]
 
-use corprof::instrument::{Call, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target, Value};
+use corprof::instrument::{Call, CallValue, Handler, Instrumentation, ManagedHandler, Method, Outcome, Target};
+use corprof::sync::lock;
 use corprof::types::{COR_PRF_MONITOR, ModuleID};
 use corprof::{CorProfilerCallback, HResult, IUnknown, ProfilerInfo, Result};
 use std::cell::RefCell;
@@ -23,7 +24,7 @@ struct Seen {
     unpaired: u64,
     last: Option<Outcome>,
     /// The arguments of the first call.
-    first: Option<Vec<Value>>,
+    first: Option<Vec<CallValue>>,
 }
 
 /// Counts per method; `begin` hands out a sequence number that `end` must get back, checked
@@ -406,7 +407,7 @@ impl CorProfilerCallback for Profiler {
         _function: corprof::types::FunctionID,
         status: HResult,
     ) -> Result<()> {
-        REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).push(status.describe());
+        lock(&REJIT_ERRORS).push(status.describe());
         Ok(())
     }
 
@@ -550,7 +551,7 @@ impl CorProfilerCallback for Profiler {
                 text += &format!("unmatched {target}\n");
             }
         }
-        for status in REJIT_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for status in lock(&REJIT_ERRORS).iter() {
             text += &format!("rejit error seen by the profiler: {status}\n");
         }
         let n = never_blocking();

@@ -15,6 +15,7 @@
 use corprof::LiveObject;
 use corprof::hooks::{self, HookFrame};
 use corprof::names::FunctionNames;
+use corprof::sync::lock;
 use corprof::threads::ThreadNames;
 use corprof::types::{COR_PRF_MONITOR, DWORD, FunctionID, ThreadID};
 use corprof::{
@@ -38,7 +39,7 @@ pub struct Names {
 
 impl Names {
     fn say(&self, line: String) {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        lock(&self.lines).push(line);
     }
 
     fn info(&self) -> Result<&ProfilerInfo> {
@@ -125,8 +126,7 @@ impl CorProfilerCallback for Names {
 
     fn shutdown(&self) -> Result<()> {
         if let Some(path) = std::env::var_os("CORPROF_NAMES_OUT") {
-            let text: String =
-                self.lines.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|l| format!("{l}\n")).collect();
+            let text: String = lock(&self.lines).iter().map(|l| format!("{l}\n")).collect();
             std::fs::write(path, text).map_err(|_| HResult::E_FAIL)?;
         }
         Ok(())
