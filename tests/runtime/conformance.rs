@@ -373,8 +373,8 @@ const NOTIFICATION_MAIN_FACTS: &[&str] =
     &["main: initialize", "main: compiled Main", "main: compiled Catch", "main: compiled Throw", "main: shutdown"];
 
 /// The main profiler and, through CORECLR_NOTIFICATION_PROFILERS, a notification-only one (the
-/// same library under the peer's CLSID); each writes its own facts. `peer` is what the notification profiler must write (`None`: it must not
-/// load at all).
+/// same library under the peer's CLSID); each writes its own facts. `peer` is what the
+/// notification profiler must write (`None`: it must not load at all).
 fn notification(runtime: &'static str, peer: Option<&[&str]>) {
     let row = ConformanceRow::new(NOTIFICATION.name, runtime, "");
     let _row = if peer.is_none() {
