@@ -283,6 +283,7 @@ pub enum CallValue {
 
 /// The name [`CallValue`] had before (CHANGELOG.md).
 #[doc(hidden)]
+#[deprecated(note = "renamed `CallValue`")]
 pub type Value = CallValue;
 
 /// What a wrapped method's return value or argument is, as the IL passes it.

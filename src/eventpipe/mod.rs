@@ -66,6 +66,7 @@ pub use format::{
 
 /// The name [`FieldValue`] had before (CHANGELOG.md).
 #[doc(hidden)]
+#[deprecated(note = "renamed `FieldValue`")]
 pub type Value = FieldValue;
 #[cfg(corprof_iface = "ICorProfilerInfo12")]
 pub use runtime::{Event, EventDefinition, Level, Provider, ProviderConfig, Session, provider_name};

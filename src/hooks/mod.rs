@@ -35,6 +35,7 @@ pub use unwind::{exception_catcher_enter, exception_unwind_function_enter, excep
 
 /// The name [`ElementValue`] had before (CHANGELOG.md).
 #[doc(hidden)]
+#[deprecated(note = "renamed `ElementValue`")]
 pub type Value = ElementValue;
 
 use crate::report::{drop_payload, log_panic};

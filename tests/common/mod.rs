@@ -403,7 +403,7 @@ pub struct ConformanceRow {
 
 impl ConformanceRow {
     /// `what` says what the scenario checks (a scenario with a folder under tests/conformance/
-    /// takes it from its crate doc instead; pass "").
+    /// takes it from its module's doc, `<folder>/mod.rs`, instead; pass "").
     pub fn new(scenario: &str, runtime: &str, what: &'static str) -> ConformanceRow {
         let dir = profile_dir().parent().expect("the target directory").join("conformance");
         std::fs::create_dir_all(&dir).expect("cannot create target/conformance");

@@ -1,7 +1,8 @@
 //! The conformance suite: the runtime team's profiler test scenarios (dotnet/runtime
 //! `src/tests/profiler/`), re-expressed with corprof. Each scenario is a folder
-//! `tests/conformance/<scenario>/` holding a small profiler crate and its C# app; a run passes
-//! when the app exits 100 and the profiler's fact lines are exactly the expected ones.
+//! `tests/conformance/<scenario>/` holding its C# app and its module of the conformance profiler
+//! (one library, `tests/conformance/lib.rs`, the scenario chosen by `CORPROF_CONF_SCENARIO`); a
+//! run passes when the app exits 100 and the profiler's fact lines are exactly the expected ones.
 //!
 //! Every test records its outcome in `target/conformance/<scenario>.<runtime>` (a
 //! `ConformanceRow`, as other tests do for their scenarios); `scripts/conformance-report` turns
@@ -10,30 +11,18 @@
 use crate::common::conformance::*;
 use crate::common::*;
 
-const GC: Scenario = Scenario { name: "gc", app: "ConfGc", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E01" };
-const THREADS: Scenario =
-    Scenario { name: "threads", app: "ConfThreads", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E03" };
-const LOADING: Scenario =
-    Scenario { name: "loading", app: "ConfLoading", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E04" };
-const STATICS: Scenario =
-    Scenario { name: "statics", app: "ConfStatics", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E05" };
-const TRANSITIONS: Scenario =
-    Scenario { name: "transitions", app: "ConfTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E06" };
-const INLINING: Scenario =
-    Scenario { name: "inlining", app: "ConfInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E07" };
-const NOTIFICATION: Scenario =
-    Scenario { name: "notification", app: "ConfNotification", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E08" };
-const NOTIFICATION_PEER_CLSID: &str = "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E09";
-const EXCEPTIONS: Scenario =
-    Scenario { name: "exceptions", app: "ConfExceptions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E02" };
-const ALLOCBYCLASS: Scenario =
-    Scenario { name: "allocbyclass", app: "ConfAllocByClass", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E11" };
-const CLASSUNLOAD: Scenario =
-    Scenario { name: "classunload", app: "ConfClassUnload", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E12" };
-const DISPENSER: Scenario =
-    Scenario { name: "dispenser", app: "ConfDispenser", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E13" };
-const GCBASIC: Scenario =
-    Scenario { name: "gcbasic", app: "ConfGcBasic", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E10" };
+const GC: Scenario = Scenario { name: "gc", app: "ConfGc" };
+const THREADS: Scenario = Scenario { name: "threads", app: "ConfThreads" };
+const LOADING: Scenario = Scenario { name: "loading", app: "ConfLoading" };
+const STATICS: Scenario = Scenario { name: "statics", app: "ConfStatics" };
+const TRANSITIONS: Scenario = Scenario { name: "transitions", app: "ConfTransitions" };
+const INLINING: Scenario = Scenario { name: "inlining", app: "ConfInlining" };
+const NOTIFICATION: Scenario = Scenario { name: "notification", app: "ConfNotification" };
+const EXCEPTIONS: Scenario = Scenario { name: "exceptions", app: "ConfExceptions" };
+const ALLOCBYCLASS: Scenario = Scenario { name: "allocbyclass", app: "ConfAllocByClass" };
+const CLASSUNLOAD: Scenario = Scenario { name: "classunload", app: "ConfClassUnload" };
+const DISPENSER: Scenario = Scenario { name: "dispenser", app: "ConfDispenser" };
+const GCBASIC: Scenario = Scenario { name: "gcbasic", app: "ConfGcBasic" };
 
 /// Three full and one gen0 induced GC, then two the allocator starts: exactly six GCs started and
 /// finished (the app exits 100 only when its process ran those six), the generation arrays of the
@@ -316,9 +305,7 @@ fn statics_on_coreclr_3() {
         "3.1.23 crashes (SIGSEGV) in GetAppDomainStaticAddress for a collectible module's class at GarbageCollectionFinished, its context alive (reworked in .NET 5, dotnet/runtime#34677): the walks skip collectible modules, and the crash is asserted",
     );
     run_scenario(&STATICS, "3", &statics_facts(false), &[NO_CONCURRENT_GC, ("CORPROF_CONF_SKIP_COLLECTIBLE", "1")]);
-    let lib = profiler_lib("conformance_statics");
-    let app = repo_root().join("tests/conformance/statics/bin/ConfStatics.dll");
-    let run = run_profiled("3", app.to_str().unwrap(), STATICS.clsid, &lib, &[NO_CONCURRENT_GC]);
+    let run = STATICS.run("3", &[NO_CONCURRENT_GC]);
     assert_eq!(run.code, None, "the walk of a collectible class's statics on 3.1.23: {}", run.describe());
 }
 
@@ -336,9 +323,13 @@ const TRANSITIONS_FACTS: &[&str] = &[
 /// The app's DllImport finds the profiler's library by name on LD_LIBRARY_PATH: the same file the
 /// runtime loaded as the profiler.
 fn transitions(runtime: &'static str) {
-    let lib = profiler_lib("conformance_transitions");
-    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
-    check_with(&TRANSITIONS, runtime, TRANSITIONS_FACTS, &[("LD_LIBRARY_PATH", &dir)]);
+    check_with(&TRANSITIONS, runtime, TRANSITIONS_FACTS, &[("LD_LIBRARY_PATH", &library_dir())]);
+}
+
+/// The folder of the conformance profiler, for an app's DllImport of it (`LD_LIBRARY_PATH`).
+fn library_dir() -> String {
+    let lib = library();
+    lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string()
 }
 
 #[test]
@@ -381,9 +372,9 @@ fn inlining_on_coreclr_3() {
 const NOTIFICATION_MAIN_FACTS: &[&str] =
     &["main: initialize", "main: compiled Main", "main: compiled Catch", "main: compiled Throw", "main: shutdown"];
 
-/// The main profiler and, through CORECLR_NOTIFICATION_PROFILERS, a notification-only one; each
-/// writes its own facts. `peer` is what the notification profiler must write (`None`: it must not
-/// load at all).
+/// The main profiler and, through CORECLR_NOTIFICATION_PROFILERS, a notification-only one (the
+/// same library under the peer's CLSID); each writes its own facts. `peer` is what the
+/// notification profiler must write (`None`: it must not load at all).
 fn notification(runtime: &'static str, peer: Option<&[&str]>) {
     let row = ConformanceRow::new(NOTIFICATION.name, runtime, "");
     let _row = if peer.is_none() {
@@ -391,8 +382,7 @@ fn notification(runtime: &'static str, peer: Option<&[&str]>) {
     } else {
         row
     };
-    let peer_lib = profiler_lib("conformance_notification_peer");
-    let list = format!("{}={{{NOTIFICATION_PEER_CLSID}}};", peer_lib.display());
+    let list = format!("{}={{{PEER_CLSID}}};", library().display());
     let peer_out = TempFile::new(&format!("conformance-notification-peer-{runtime}"));
     let env = [
         ("CORECLR_ENABLE_NOTIFICATION_PROFILERS", "1"),
@@ -563,11 +553,7 @@ fn dispenser_on_coreclr_3() {
     check(&DISPENSER, "3", &facts.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-const DYNAMICOPTIMIZATION: Scenario = Scenario {
-    name: "dynamicoptimization",
-    app: "ConfDynamicOptimization",
-    clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E30",
-};
+const DYNAMICOPTIMIZATION: Scenario = Scenario { name: "dynamicoptimization", app: "ConfDynamicOptimization" };
 
 /// The app's three copies per flag, as the flags set at Initialize leave them: `asks` JITInlining
 /// requests for Run's call of Inlinee, and the tier MethodLoadVerbose reports.
@@ -587,8 +573,7 @@ fn dynamicoptimization(runtime: &'static str) {
         "switching the flags after Initialize came with .NET 10 (dotnet/runtime#113924); this runtime refuses \
          it with E_FAIL and keeps the mask, and every copy compiles as the flags set at Initialize say",
     );
-    let lib = profiler_lib("conformance_dynamicoptimization");
-    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
+    let dir = library_dir();
     let refused = |flag: &str, kept: &str| {
         format!(
             "SetEventMask2 turning {flag} {}: E_FAIL (0x80004005); the mask keeps it {kept}",
@@ -656,8 +641,7 @@ fn dynamicoptimization_on_coreclr_3() {
     dynamicoptimization("3");
 }
 
-const ELTTRANSITIONS: Scenario =
-    Scenario { name: "elttransitions", app: "ConfEltTransitions", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E21" };
+const ELTTRANSITIONS: Scenario = Scenario { name: "elttransitions", app: "ConfEltTransitions" };
 
 /// `src/tests/profiler/elttransitions/elttransitions.cs`: the forward P/Invoke shows only as its
 /// transitions (no hook runs for it on either runtime: the regression of dotnet/runtime#130242 is
@@ -685,9 +669,7 @@ const ELTTRANSITIONS_UNMANAGED_CALLERS_ONLY: &[&str] = &[
 ];
 
 fn elttransitions(runtime: &'static str, expected: &[&str]) {
-    let lib = profiler_lib("conformance_elttransitions");
-    let dir = lib.parent().expect("the library's folder").to_str().expect("UTF-8 path").to_string();
-    check_with(&ELTTRANSITIONS, runtime, expected, &[("LD_LIBRARY_PATH", &dir)]);
+    check_with(&ELTTRANSITIONS, runtime, expected, &[("LD_LIBRARY_PATH", &library_dir())]);
 }
 
 #[test]
@@ -706,20 +688,7 @@ fn elttransitions_on_coreclr_3() {
     elttransitions("3", &expected);
 }
 
-const ELTSLOWPATH: Scenario =
-    Scenario { name: "eltslowpath", app: "ConfEltSlowPath", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E22" };
-
-/// Runs `scenario` on `runtime` whatever the app's exit code: the run and the profiler's lines.
-fn run_for_lines(scenario: &Scenario, runtime: &'static str, env: &[(&'static str, &str)]) -> (Run, Vec<String>) {
-    let lib = profiler_lib(&format!("conformance_{}", scenario.name));
-    let out = TempFile::new(&format!("conformance-{}-{runtime}", scenario.name));
-    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
-    let mut env = env.to_vec();
-    env.push(("CORPROF_CONF_OUT", out.path()));
-    let run = run_profiled(runtime, app.to_str().expect("UTF-8 path"), scenario.clsid, &lib, &env);
-    let lines = out.read().unwrap_or_default().lines().map(str::to_string).collect();
-    (run, lines)
-}
+const ELTSLOWPATH: Scenario = Scenario { name: "eltslowpath", app: "ConfEltSlowPath" };
 
 /// What `src/tests/profiler/elt/slowpatheltenter.cs` checks, for every method of the app: each
 /// argument's range has its size and holds its value (the string through GetStringLayout2).
@@ -821,8 +790,7 @@ fn eltslowpath_on_coreclr_3() {
     }
 }
 
-const REJITINLINING: Scenario =
-    Scenario { name: "rejitinlining", app: "ConfRejitInlining", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E23" };
+const REJITINLINING: Scenario = Scenario { name: "rejitinlining", app: "ConfRejitInlining" };
 
 /// `src/tests/profiler/rejit/rejit.cs` (ReJIT with inlining): the JIT inlines InlineeTarget into
 /// TriggerDirectInlining and into InlineeChain1, itself inlined into TriggerInliningChain. The
@@ -886,8 +854,7 @@ fn rejitinlining_on_coreclr_3() {
     rejitinlining("3");
 }
 
-const GCHEAPENUMERATION: Scenario =
-    Scenario { name: "gcheapenumeration", app: "ConfGcHeapEnumeration", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E24" };
+const GCHEAPENUMERATION: Scenario = Scenario { name: "gcheapenumeration", app: "ConfGcHeapEnumeration" };
 
 /// `src/tests/profiler/gcheapenumeration/gcheapenumeration.cs` needs ICorProfilerInfo15, which
 /// came after 8.0.4: both runtimes answer E_NOINTERFACE for it (8.0.4 has up to
@@ -924,4 +891,43 @@ fn gcheapenumeration_on_coreclr_8() {
 fn gcheapenumeration_on_coreclr_3() {
     let _runtime = runtime_lock();
     gcheapenumeration("3", "E_NOINTERFACE (0x80004002)", "ICorProfilerInfo11");
+}
+
+/// A value of `CORPROF_CONF_SCENARIO` that names no scenario, or none at all: the profiler says
+/// so in one line and fails Initialize with E_FAIL (corprof's own line says that), and the app
+/// runs to its end unprofiled.
+fn no_scenario(runtime: &'static str) {
+    let names = "allocbyclass, classunload, dispenser, dynamicoptimization, eltslowpath, elttransitions, \
+                 eventpipe, exceptions, gc, gcbasic, gcheapenumeration, inlining, loading, multiple, \
+                 notification, rejitinlining, reversestartup, statics, threads, transitions";
+    for (scenario, why) in [
+        (Some("gcc"), format!("CORPROF_CONF_SCENARIO=\"gcc\" is not a scenario: name one of {names}")),
+        (None, format!("CORPROF_CONF_SCENARIO is not set: name one of {names}")),
+    ] {
+        let out = TempFile::new(&format!("conformance-no-scenario-{runtime}"));
+        let mut env = vec![("CORPROF_CONF_OUT", out.path())];
+        env.extend(scenario.map(|name| (SCENARIO, name)));
+        let run = run_profiled(runtime, &INLINING.app_path(), CLSID, &library(), &env);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (Some(100), "inlining scenario done 61\n"),
+            "{scenario:?} on CoreCLR {runtime}\n{}",
+            run.describe()
+        );
+        let said: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(said, [format!("conformance: {why}").as_str(), INITIALIZE_FAILED_E_FAIL], "{}", run.describe());
+        assert_eq!(out.read(), None, "{scenario:?}: no scenario ran, so no fact was written");
+    }
+}
+
+#[test]
+fn no_scenario_fails_initialize_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    no_scenario("8");
+}
+
+#[test]
+fn no_scenario_fails_initialize_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    no_scenario("3");
 }

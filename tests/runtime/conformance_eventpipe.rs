@@ -6,8 +6,7 @@
 use crate::common::conformance::*;
 use crate::common::*;
 
-const EVENTPIPE: Scenario =
-    Scenario { name: "eventpipe", app: "ConfEventPipe", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E20" };
+const EVENTPIPE: Scenario = Scenario { name: "eventpipe", app: "ConfEventPipe" };
 
 /// Every line is a decoded event (metadata: ID, version, level, fields; then the payload) or
 /// the result of a call; the profiler's Probe is delivered inside its `write` (synchronously),

@@ -1,19 +1,19 @@
 //! Conformance scenarios driven through the runtime's diagnostics IPC (`corprof-attach`): a
 //! profiler loaded at startup through a diagnostic port (`reversestartup`), and several profiler
 //! objects of one library loaded at startup and attached, each detaching (`multiple`). Like
-//! tests/runtime/conformance.rs, each scenario is a folder `tests/conformance/<scenario>/` (a profiler
-//! crate and its C# app) and each test records its row in `target/conformance/`; here the test
-//! starts the app itself, since the tool must talk to it while it runs (the harness builds
-//! `corprof-attach` and the profilers).
+//! tests/runtime/conformance.rs, each scenario is a folder `tests/conformance/<scenario>/` (its
+//! module of the conformance profiler and its C# app) and each test records its row in
+//! `target/conformance/`; here the test starts the app itself, with the variable that chooses the
+//! scenario, since the tool must talk to it while it runs (the harness builds `corprof-attach` and
+//! the profiler).
 
-use crate::common::conformance::Scenario;
+use crate::common::conformance::{CLSID, Scenario, library};
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-const REVERSE_STARTUP: Scenario =
-    Scenario { name: "reversestartup", app: "ConfReverseStartup", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E31" };
+const REVERSE_STARTUP: Scenario = Scenario { name: "reversestartup", app: "ConfReverseStartup" };
 
 /// How long the tool waits for the runtime, and the test for the app's socket.
 const WAIT: Duration = Duration::from_secs(30);
@@ -27,10 +27,10 @@ fn text(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).expect("corprof-attach printed non-UTF-8")
 }
 
-/// The app of a scenario, started with `env` (and `args`), not waited for.
-fn start(scenario: &Scenario, runtime: &'static str, args: &[&str], env: &[(&str, &str)]) -> Child {
-    let app = repo_root().join(format!("tests/conformance/{}/bin/{}.dll", scenario.name, scenario.app));
-    app_command(runtime, app.to_str().expect("UTF-8 path"), args, env)
+/// The app of a scenario, started with `env` (and `args`) and the scenario chosen for any
+/// profiler loaded into it, not waited for.
+fn start(scenario: &Scenario, runtime: &'static str, args: &[&str], env: &[(&'static str, &str)]) -> Child {
+    app_command(runtime, &scenario.app_path(), args, &scenario.env(env))
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start scripts/dotnet-run: {e}"))
 }
@@ -82,7 +82,7 @@ fn startup_tool(target: &[&str], lib: &Path, more: &[&str]) -> Output {
     Command::new(attach_tool())
         .arg("--startup")
         .args(target)
-        .args(["--clsid", REVERSE_STARTUP.clsid, "--profiler"])
+        .args(["--clsid", CLSID, "--profiler"])
         .arg(lib)
         .args(more)
         .output()
@@ -113,7 +113,7 @@ impl Outcome {
 /// The app started with `DOTNET_DiagnosticPorts=<socket>` and the tool listening there (it waits
 /// `timeout_ms` for the runtime).
 fn through_port(runtime: &'static str, test: &str, timeout_ms: &str) -> Outcome {
-    let lib = profiler_lib("conformance_reversestartup");
+    let lib = library();
     let dir = TempDir::new("ipc", test);
     let socket = dir.file("port.sock");
     let out = TempFile::new(&format!("conformance-reversestartup-{test}"));
@@ -141,7 +141,7 @@ fn through_port(runtime: &'static str, test: &str, timeout_ms: &str) -> Outcome 
 /// as the socket is there when the runtime pauses, else once the app's Main runs (the socket comes
 /// before the runtime loads a startup profiler, so a command sent then could still make it).
 fn through_own_socket(runtime: &'static str, test: &str, suspend: bool, changes: &[&[&str]]) -> (Vec<Output>, Outcome) {
-    let lib = profiler_lib("conformance_reversestartup");
+    let lib = library();
     let dir = TempDir::new("ipc", test);
     let hold = dir.file("go");
     let out = TempFile::new(&format!("conformance-reversestartup-{test}"));
@@ -190,7 +190,7 @@ fn assert_started(o: &Outcome, lib: &Path) {
 fn reversestartup_on_coreclr_8() {
     let _runtime = runtime_lock();
     let _row = ConformanceRow::new(REVERSE_STARTUP.name, "8", "");
-    let lib = profiler_lib("conformance_reversestartup");
+    let lib = library();
 
     let port = through_port("8", "port_8", "30000");
     assert_started(&port, &lib);
@@ -275,8 +275,7 @@ fn reversestartup_on_coreclr_3() {
 
 // ---------------------------------------------------------------- multiple
 
-const MULTIPLE: Scenario =
-    Scenario { name: "multiple", app: "ConfMultiple", clsid: "6A0F3C21-4B7E-4D9A-8E15-2C3B4A5D6E32" };
+const MULTIPLE: Scenario = Scenario { name: "multiple", app: "ConfMultiple" };
 
 /// How many copies of the profiler load at startup, and how many attach then.
 const AT_STARTUP: usize = 4;
@@ -301,10 +300,10 @@ fn wait_until(child: &mut Child, log: &TempFile, what: &str, mut done: impl FnMu
     }
 }
 
-/// `corprof-attach --pid <pid> --clsid <multiple> --profiler <lib>`.
+/// `corprof-attach --pid <pid> --clsid <the conformance CLSID> --profiler <lib>`.
 fn attach_multiple(pid: u32, lib: &Path) -> Output {
     Command::new(attach_tool())
-        .args(["--pid", &pid.to_string(), "--clsid", MULTIPLE.clsid, "--profiler"])
+        .args(["--pid", &pid.to_string(), "--clsid", CLSID, "--profiler"])
         .arg(lib)
         .args(["--timeout-ms", "10000"])
         .output()
@@ -339,10 +338,10 @@ type Answer = (Option<i32>, String);
 /// attach, the app's second exception, the wait for its detach. Returns what each attach answered
 /// (exit status and stderr), the app's run and the log by object.
 fn multiple(runtime: &'static str, test: &str, detaches: usize) -> (Vec<Answer>, Run, Vec<Vec<String>>) {
-    let lib = profiler_lib("conformance_multiple");
+    let lib = library();
     let dir = TempDir::new("ipc", test);
     let log = TempFile::new(&format!("conformance-multiple-{test}"));
-    let list: String = (0..AT_STARTUP).map(|_| format!("{}={{{}}};", lib.display(), MULTIPLE.clsid)).collect();
+    let list: String = (0..AT_STARTUP).map(|_| format!("{}={{{CLSID}}};", lib.display())).collect();
     let env = [
         ("CORECLR_ENABLE_PROFILING", "1"),
         ("CORECLR_ENABLE_NOTIFICATION_PROFILERS", "1"),

@@ -1,5 +1,5 @@
 //! The tests that start CoreCLR (8.0.4 and 3.1.23), in one binary: each module loads a profiler
-//! crate of this workspace (examples/, tests/*-profiler, tests/conformance/*, corprof-record's
+//! crate of this workspace (examples/, tests/*-profiler, tests/conformance, corprof-record's
 //! profiler), or the C reference profilers of bench/, into a C# app of tests/apps (built by
 //! `scripts/setup`). The harness (`common`, shared with tests/tools) runs the test command's
 //! workspace build (`common::WORKSPACE_BUILD`) before the first profiler is loaded, so

@@ -80,7 +80,7 @@ namespace ConfDynamicOptimization
 
     static class Program
     {
-        const string Lib = "libconformance_dynamicoptimization.so";
+        const string Lib = "libconformance.so";
 
         // which: 1 COR_PRF_DISABLE_OPTIMIZATIONS, 2 COR_PRF_DISABLE_INLINING; on: 1 or 0.
         [DllImport(Lib)]

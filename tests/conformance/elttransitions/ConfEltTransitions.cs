@@ -29,7 +29,7 @@ namespace ConfEltTransitions
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         delegate int Callback(int x);
 
-        [DllImport("libconformance_elttransitions.so")]
+        [DllImport("libconformance.so")]
         static extern int conf_do_pinvoke(IntPtr callback, int x);
 
         [MethodImpl(MethodImplOptions.NoInlining)]

@@ -11,10 +11,10 @@ namespace ConfTransitions
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         delegate int Callback(int x);
 
-        [DllImport("libconformance_transitions.so")]
+        [DllImport("libconformance.so")]
         static extern int conf_add(int a, int b);
 
-        [DllImport("libconformance_transitions.so")]
+        [DllImport("libconformance.so")]
         static extern int conf_call_back(Callback callback, int x);
 
         static int Twice(int x) { return 2 * x; }
