@@ -92,7 +92,7 @@ fn every_profiler_crate_has_its_own_clsid() {
     let roots = ["tests/", "examples/", "bench/"]
         .into_iter()
         .flat_map(|dir| repo.files(dir, "/src/lib.rs"))
-        .chain(repo.files("tests/conformance/", "/lib.rs").into_iter().filter(|f| *f == "tests/conformance/lib.rs"))
+        .chain(repo.files("tests/conformance/", "/lib.rs").filter(|f| *f == "tests/conformance/lib.rs"))
         .filter(|f| !f.split('/').any(|part| matches!(part, "bin" | "obj")));
     for lib in roots {
         for (line, clsid) in clsids_of(&repo.read(lib)) {
