@@ -135,6 +135,13 @@ impl Recording for AllocRecording {
                 eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
             }
         }
+        let own = self.mode.own_bytes();
+        if own > 0 {
+            eprintln!(
+                "corprof: alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session",
+                own as f64 / 1024.0
+            );
+        }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
     }
 }
