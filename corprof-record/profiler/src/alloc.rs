@@ -150,7 +150,7 @@ impl AllocMode {
     }
 
     /// The bytes left out as the tool's own (its EventPipe session's start), rounded.
-    pub fn own_bytes(&self) -> u64 {
+    pub(crate) fn own_bytes(&self) -> u64 {
         self.lock().own.round() as u64
     }
 
@@ -332,6 +332,36 @@ mod tests {
             // ~2000 samples: one standard deviation is ≤ 2.3%; 10% is over 4.
             assert!(error < 0.10, "size {size}: estimated {estimated}, true {truth}");
         }
+    }
+
+    /// Only the runtime's own source's deferred enable is left out: not the app's sources, not an
+    /// app's listener enabling the runtime's source, not the source's constructor alone.
+    #[test]
+    fn only_the_deferred_enable_of_the_runtimes_source_is_the_sessions() {
+        // SAFETY: these IDs are only compared and looked up by this test, never given to the
+        // runtime.
+        let f = |n: usize| Some(unsafe { FunctionID::from_raw(n as _) });
+        let names: HashMap<FunctionID, String> = [
+            (1, DO_COMMAND),
+            (2, SOURCE_CTOR),
+            (3, "App.Program::Main"),
+            (4, "App.Events::.ctor"),
+            (5, "System.Diagnostics.Tracing.EventListener::EnableEvents"),
+            (6, "System.Diagnostics.Tracing.ManifestBuilder::.ctor"),
+        ]
+        .into_iter()
+        .map(|(n, name)| (f(n).unwrap(), name.to_string()))
+        .collect();
+        let left_out = |stack: &[Frame]| enabled_for_the_session(stack, &names);
+        // Leaf first, as walked: the command under the runtime source's constructor, a native
+        // run (the static constructor's) between.
+        assert!(left_out(&[f(6), f(1), None, f(2), None, f(3)]));
+        assert!(left_out(&[f(1), f(2)]));
+        assert!(!left_out(&[f(6), f(1), f(4), f(3)]), "the app's own source");
+        assert!(!left_out(&[f(6), f(1), f(5), f(3)]), "the app's listener enabling the runtime's source");
+        assert!(!left_out(&[f(6), f(2), f(3)]), "the constructor without the command");
+        assert!(!left_out(&[f(2), f(1), f(3)]), "the constructor called under the command");
+        assert!(!left_out(&[]));
     }
 
     #[test]
