@@ -130,7 +130,7 @@ impl AllocMode {
             },
         };
         let sites = walk_this_thread(info);
-        self.record(info, sites, class, None, weight, Origin::Callback);
+        self.record(info, sites, class, weight, Origin::Callback);
         Ok(())
     }
 
@@ -146,30 +146,7 @@ impl AllocMode {
         // SAFETY: a tick's TypeID is the handle of the type just allocated, live on this thread
         // during the delivery, and a type's handle is its ClassID in the profiling API.
         let class = unsafe { ClassID::from_raw(tick.type_id) };
-        self.record(info, sites, class, None, tick.amount as f64, Origin::Tick);
-    }
-
-    /// An AllocationTick read from the session over the diagnostics IPC (ipc_session.rs, .NET
-    /// Core 3.1), on the thread reading it, away from the allocation: the stack is the one the
-    /// runtime walked for the event, addresses innermost first, each resolved here, and the type
-    /// is named by the tick itself, so that no ID is handed to the runtime.
-    pub(crate) fn ipc_tick(&self, info: &ProfilerInfo, tick: &AllocationTick, stack: &[u64]) {
-        let mut sites = Vec::with_capacity(stack.len() + 1);
-        for &ip in stack.iter().take(MAX_FRAMES - 1) {
-            // Every address is a return address (the innermost too: the call to the allocation
-            // helper): look up the call before it.
-            // SAFETY: the runtime only looks the address up in its code ranges; it does not read
-            // memory at it.
-            let function = unsafe { info.get_function_from_ip(ip.wrapping_sub(1) as *const corprof::types::BYTE) };
-            frames::push(&mut sites, function.ok());
-        }
-        // The runtime's walk holds managed frames only; the walks in the process end in the
-        // native frames that called the first one.
-        frames::push(&mut sites, None);
-        // SAFETY: the tick's TypeID is the runtime's handle of the allocated type, which is its
-        // ClassID; it serves only as this type's key here, its name given with it.
-        let class = unsafe { ClassID::from_raw(tick.type_id) };
-        self.record(info, sites, class, Some(tick.type_name.clone()), tick.amount as f64, Origin::Tick);
+        self.record(info, sites, class, tick.amount as f64, Origin::Tick);
     }
 
     /// The bytes left out as the tool's own (its EventPipe session's start), rounded.
@@ -181,17 +158,7 @@ impl AllocMode {
         self.recorded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Records `weight` bytes on `sites` for `class`, named `class_name` or, when that is `None`,
-    /// by the runtime.
-    fn record(
-        &self,
-        info: &ProfilerInfo,
-        sites: Vec<Frame>,
-        class: ClassID,
-        class_name: Option<String>,
-        weight: f64,
-        origin: Origin,
-    ) {
+    fn record(&self, info: &ProfilerInfo, sites: Vec<Frame>, class: ClassID, weight: f64, origin: Origin) {
         // Names are looked up outside the lock (the runtime may take its own locks) for the IDs
         // not yet known, then stored.
         let (new_functions, new_class) = {
@@ -209,10 +176,8 @@ impl AllocMode {
             .into_iter()
             .map(|f| (f, function_short_name(info, f).unwrap_or_else(|e| format!("[function {e:?}]"))))
             .collect();
-        let class_name = new_class.then(|| {
-            class_name
-                .unwrap_or_else(|| corprof::sig::class_name(info, class).unwrap_or_else(|e| format!("[class {e:?}]")))
-        });
+        let class_name =
+            new_class.then(|| corprof::sig::class_name(info, class).unwrap_or_else(|e| format!("[class {e:?}]")));
         let mut r = self.lock();
         r.functions.extend(function_names);
         if let Some(name) = class_name {

@@ -19,10 +19,8 @@ pub mod calls;
 mod cpu;
 mod frames;
 pub mod heap;
-mod ipc_session;
 mod methods;
 mod modes;
-mod nettrace;
 pub mod pauses;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod signal;

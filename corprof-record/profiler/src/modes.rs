@@ -9,7 +9,6 @@ use crate::alloc::{AllocMode, Sampling};
 use crate::alloc_tick::{self, AllocationTick};
 use crate::calls::CallsMode;
 use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
-use crate::ipc_session::{self, IpcSession};
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::eventpipe::{self, Level, ProviderConfig, Session};
 use corprof::types::{BOOL, COR_PRF_GC_REASON, COR_PRF_GC_ROOT_FLAGS, COR_PRF_GC_ROOT_KIND, UINT_PTR};
@@ -18,8 +17,7 @@ use corprof::{CorProfilerCallback, LiveObject, ProfilerInfo, Result};
 use corprof_record::settings;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 fn refuse_attach(ctx: &Context<'_>, mode: &str, why: &str) -> std::result::Result<(), String> {
     if ctx.attached {
@@ -33,9 +31,8 @@ fn setting<'a>(ctx: &'a Context<'_>, key: &str) -> Option<&'a str> {
     ctx.settings.pairs.get(key).map(String::as_str)
 }
 
-/// alloc: the runtime's AllocationTick (sampled: in-process on .NET 5+, over the diagnostics IPC
-/// on .NET Core 3.1) or every allocation (exact; and sampled on 3.1 when that IPC session cannot be
-/// had), with its stack.
+/// alloc: the runtime's AllocationTick (.NET 5+, sampled) or every allocation (exact, and
+/// sampled on .NET Core 3.1), with its stack.
 pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     let sampling = Sampling::from_setting(setting(ctx, settings::ALLOC))?;
     let event_pipe = ctx.info.get_runtime_information().is_ok_and(|rt| rt.major_version >= 5);
@@ -48,85 +45,39 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         };
         refuse_attach(ctx, "alloc", why)?;
     }
-    let mode = Arc::new(AllocMode::new(sampling));
-    let ipc = Arc::new(Mutex::new(IpcState::None));
-    let over_ipc = !ticks && sampling != Sampling::Exact && !ipc_session::diagnostics_disabled();
-    if over_ipc {
-        let (ticked, info, state) = (Arc::clone(&mode), ctx.info.clone(), Arc::clone(&ipc));
-        *lock(&ipc) = IpcState::Starting;
-        ipc_session::start_when_listening(
-            IPC_START_WAIT,
-            move |tick, stack| ticked.ipc_tick(&info, &tick, stack),
-            move |started| {
-                let mut state = lock(&state);
-                *state = match (started, std::mem::replace(&mut *state, IpcState::None)) {
-                    (Ok(session), IpcState::Starting) => IpcState::Running(session),
-                    // The recording ended first: the session has nothing more to give it.
-                    (Ok(session), _) => {
-                        let _ = session.stop();
-                        IpcState::None
-                    }
-                    (Err(why), _) => IpcState::Failed(why),
-                };
-            },
-        );
-    } else if !ticks && sampling != Sampling::Exact {
-        // Sampling then needs ObjectAllocated, which moves every allocation to the runtime's slow
-        // path: most of an allocation-heavy app's cost (BENCHMARKS.md §9: the callback alone,
-        // counting and nothing else, costs most of it).
-        eprintln!("{}", slow_path_warning("the app's diagnostics are disabled"));
+    if !ticks && sampling != Sampling::Exact {
+        // Sampling here is cheap only after the callback: asking for ObjectAllocated at all moves
+        // every allocation to the runtime's slow path, which is most of an allocation-heavy app's
+        // cost (BENCHMARKS.md §9: the callback alone, counting and nothing else, costs most of it).
+        eprintln!("{}", SLOW_PATH_WARNING);
     }
+    let recording = AllocRecording {
+        mode: AllocMode::new(sampling),
+        info: ctx.info.clone(),
+        ticks: ticks.then(Ticks::default),
+        attached: ctx.attached,
+    };
     let (events, events_high) = if ticks {
         (COR_PRF_MONITOR::ENABLE_STACK_SNAPSHOT, COR_PRF_HIGH_MONITOR::EVENT_PIPE)
-    } else if over_ipc {
-        (COR_PRF_MONITOR(0), COR_PRF_HIGH_MONITOR(0))
     } else {
         (AllocMode::MASK, COR_PRF_HIGH_MONITOR(0))
     };
-    let recording =
-        AllocRecording { mode, info: ctx.info.clone(), ticks: ticks.then(Ticks::default), ipc, attached: ctx.attached };
     Ok(Started { recording: Box::new(recording), events, events_high })
 }
 
-/// How long the alloc mode on .NET Core 3.1 waits for the runtime's diagnostics socket.
-const IPC_START_WAIT: Duration = Duration::from_secs(10);
-
-/// The AllocationTick session over the diagnostics IPC (.NET Core 3.1).
-enum IpcState {
-    /// None asked for, or over.
-    None,
-    /// Waiting for the runtime's diagnostics server.
-    Starting,
-    Running(IpcSession),
-    /// It could not start, for this reason.
-    Failed(String),
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// What the sampled alloc mode says as it starts on .NET Core 3.1 when it cannot read
-/// AllocationTick over the diagnostics IPC (`why`): the app's slowdown that `bash
-/// scripts/bench-record` measured in two runs (section 6: 720 MB of objects of one size on one
-/// thread, CoreCLR 3.1.23).
-pub(crate) fn slow_path_warning(why: &str) -> String {
-    format!(
-        "corprof: alloc on .NET Core 3.1 without AllocationTick over the diagnostics IPC ({why}) sends every \
-         allocation through the runtime's slow path (ObjectAllocated): an allocation-heavy app runs 7.7-8.8x slower \
-         with 24-byte objects, 3.6-4.4x with 104-byte ones, 1.1-1.2x with 2 KB ones (CoreCLR 3.1.23, BENCHMARKS.md \
-         section 9)"
-    )
-}
+/// What the sampled alloc mode says as it starts on .NET Core 3.1: the app's slowdown that
+/// `bash scripts/bench-record` measured in two runs (section 6: 720 MB of objects of one size on
+/// one thread, CoreCLR 3.1.23).
+pub(crate) const SLOW_PATH_WARNING: &str = "corprof: alloc on .NET Core 3.1 sends every allocation through the \
+     runtime's slow path (ObjectAllocated; no in-process EventPipe before .NET 5): an allocation-heavy app runs \
+     7.7-8.8x slower with 24-byte objects, 3.6-4.4x with 104-byte ones, 1.1-1.2x with 2 KB ones (CoreCLR 3.1.23, \
+     BENCHMARKS.md section 9)";
 
 struct AllocRecording {
-    mode: Arc<AllocMode>,
+    mode: AllocMode,
     info: ProfilerInfo,
-    /// Reading AllocationTick in the process, if so.
+    /// Reading AllocationTick, if so.
     ticks: Option<Ticks>,
-    /// Reading AllocationTick over the diagnostics IPC (.NET Core 3.1), if so, until the end
-    /// (shared with the thread that starts it).
-    ipc: Arc<Mutex<IpcState>>,
     /// Started by an attach: the session stops before the profiler detaches.
     attached: bool,
 }
@@ -197,16 +148,6 @@ impl Recording for AllocRecording {
             if let Some(Err(e)) = session.map(Session::stop) {
                 eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
             }
-        }
-        let ipc = std::mem::replace(&mut *lock(&self.ipc), IpcState::None);
-        let failed = match ipc {
-            IpcState::Running(session) => session.stop().err(),
-            IpcState::Failed(why) => Some(format!("it did not start: {why}; nothing was recorded")),
-            IpcState::Starting => Some("it had not started yet; nothing was recorded".to_string()),
-            IpcState::None => None,
-        };
-        if let Some(why) = failed {
-            eprintln!("corprof: alloc: the AllocationTick session over the diagnostics IPC: {why}");
         }
         let own = self.mode.own_bytes();
         if own > 0 {
