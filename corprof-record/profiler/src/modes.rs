@@ -46,9 +46,10 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         refuse_attach(ctx, "alloc", why)?;
     }
     if !ticks && sampling != Sampling::Exact {
-        // Sampling here is cheap only after the callback: asking for ObjectAllocated at all moves
-        // every allocation to the runtime's slow path, which is most of an allocation-heavy app's
-        // cost (BENCHMARKS.md §9: the callback alone, counting and nothing else, costs most of it).
+        // The countdown keeps the callback cheap, not the allocations: asking for ObjectAllocated
+        // at all sends every one down the runtime's slow path (the callback alone, counting and
+        // nothing else, costs most of it), and 3.1's cheap source, AllocationTick over the
+        // diagnostics IPC, counts allocation contexts, not the app's bytes (BENCHMARKS.md §9).
         eprintln!("{}", SLOW_PATH_WARNING);
     }
     let recording = AllocRecording {
@@ -68,7 +69,7 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
 /// What the sampled alloc mode says as it starts on .NET Core 3.1: the app's slowdown that
 /// `bash scripts/bench-record` measured in two runs (section 6: 720 MB of objects of one size on
 /// one thread, CoreCLR 3.1.23).
-pub(crate) const SLOW_PATH_WARNING: &str = "corprof: alloc on .NET Core 3.1 sends every allocation through the \
+const SLOW_PATH_WARNING: &str = "corprof: alloc on .NET Core 3.1 sends every allocation through the \
      runtime's slow path (ObjectAllocated; no in-process EventPipe before .NET 5): an allocation-heavy app runs \
      7.7-8.8x slower with 24-byte objects, 3.6-4.4x with 104-byte ones, 1.1-1.2x with 2 KB ones (CoreCLR 3.1.23, \
      BENCHMARKS.md section 9)";
