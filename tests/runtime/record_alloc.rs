@@ -103,3 +103,119 @@ fn alloc_sampled_on_coreclr_3() {
     let _runtime = runtime_lock();
     sampled("3", "alloc_sampled_on_coreclr_3");
 }
+
+/// RecordAllocTotal's `byte[1000]`, header included (as above).
+const CHUNK: u64 = 1024;
+
+fn record_total(runtime: &'static str, how: &str, objects: u32, test: &str) -> Profile {
+    let n = objects.to_string();
+    let settings = [("CORPROF_RECORD_MODE", "alloc"), ("CORPROF_RECORD_ALLOC", "sampled")];
+    record_support::record(
+        runtime,
+        "RecordAllocTotal",
+        &[&n, how],
+        &settings,
+        &format!("RecordAllocTotal done {n}\n"),
+        test,
+    )
+}
+
+const TRACING: &str = "System.Diagnostics.Tracing.";
+
+/// The bytes of the stacks with a `System.Diagnostics.Tracing` frame that the app did not call
+/// (no frame of the app's above it), and those stacks. The runtime's own start-up and exit do
+/// allocate there, with or without a profiler (`RuntimeEventSource`'s start, the event sources'
+/// disposal: 4 KB on 3.1.23, which exact mode shows and sampling may hit), so a stack rooted there
+/// is the process's, unless it holds `EventSource.DoCommand`: the enabling that only a session
+/// open at start-up makes.
+fn tracing_bytes_not_the_apps(profile: &Profile) -> (u64, String) {
+    let runtimes_own = |frames: &[String]| {
+        let root = frames.iter().find(|f| *f != "[native]").map_or("", String::as_str);
+        (root.starts_with("System.StartupHookProvider::") || root == "System.AppContext::OnProcessExit")
+            && !frames.iter().any(|f| f.ends_with("EventSource::DoCommand"))
+    };
+    let mut listed = String::new();
+    let mut bytes = 0;
+    for (frames, (value, _)) in &profile.stacks {
+        let apps = frames.iter().any(|f| f.starts_with("RecordAllocTotalApp."));
+        if frames.iter().any(|f| f.starts_with(TRACING)) && !apps && !runtimes_own(frames) {
+            bytes += value;
+            listed += &format!("{value} {}\n", frames.join(";"));
+        }
+    }
+    (bytes, listed)
+}
+
+/// The app allocates a known number of bytes and calls nothing of System.Diagnostics.Tracing:
+/// the profile's total is those bytes within 5%, and nothing is under a Tracing frame. On
+/// 8.0.4 the ticks come from the profiler's own EventPipe session, whose start made the runtime
+/// allocate ~660 KB there (8% of this app's 8 MiB: both checks fail without the filter); each
+/// tick carries the bytes since the one before, so the total is exact but for the start-up's
+/// ~100 KB and the last tick's remainder. On 3.1.23 the countdown samples about one allocation
+/// in 100 KB: 1 GiB gives ~10,500 samples, one standard deviation of the total 1%, 5% five.
+fn totals_are_the_apps(runtime: &'static str, objects: u32, test: &str) {
+    let profile = record_total(runtime, "plain", objects, test);
+    let (tracing, listed) = tracing_bytes_not_the_apps(&profile);
+    assert_eq!(tracing, 0, "CoreCLR {runtime}: bytes under System.Diagnostics.Tracing the app did not call:\n{listed}");
+    let truth = CHUNK * objects as u64;
+    let total: u64 = profile.stacks.values().map(|(v, _)| v).sum();
+    let error = (total as f64 - truth as f64) / truth as f64;
+    assert!(error.abs() < 0.05, "CoreCLR {runtime}: {total} bytes for {truth} ({error:+.3}):\n{}", profile.text);
+    let app = "[native];RecordAllocTotalApp.Program::Main;RecordAllocTotalApp.Program::Allocate;[alloc System.Byte[]]";
+    let bytes = profile.stacks.iter().find(|(f, _)| f.join(";") == app).map(|(_, (v, _))| *v);
+    let share = bytes.unwrap_or(0) as f64 / total as f64;
+    assert!(share > 0.95, "CoreCLR {runtime}: {app} {share:.3} of the total:\n{}", profile.text);
+}
+
+#[test]
+fn alloc_sampled_totals_are_the_apps_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    totals_are_the_apps("8", 8 * 1024, "alloc_sampled_totals_are_the_apps_on_coreclr_8");
+}
+
+#[test]
+fn alloc_sampled_totals_are_the_apps_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    totals_are_the_apps("3", 1024 * 1024, "alloc_sampled_totals_are_the_apps_on_coreclr_3");
+}
+
+/// An app's own event source keeps its bytes, those of the System.Diagnostics.Tracing frames
+/// it calls included: 100,000 events, each a `byte[1000]` in `AppEvents::Chunk` and what
+/// `WriteEvent` allocates to hand the event to the app's listener (its arguments, ~150 bytes).
+/// Chunk's 102 MB are ~1000 samples (±3.2%; ±20% tested); WriteEvent's ~15 MB ~150.
+fn an_apps_event_source_keeps_its_bytes(runtime: &'static str, test: &str) {
+    let objects = 100_000u32;
+    let profile = record_total(runtime, "eventsource", objects, test);
+    let chunk = "RecordAllocTotalApp.AppEvents::Chunk";
+    let of = |keep: &dyn Fn(&[String]) -> bool| -> u64 {
+        profile.stacks.iter().filter(|(f, _)| keep(f)).map(|(_, (v, _))| v).sum()
+    };
+    let arrays = of(&|f| f.ends_with(&[chunk.to_string(), "[alloc System.Byte[]]".to_string()]));
+    let truth = (CHUNK * objects as u64) as f64;
+    let error = (arrays as f64 - truth) / truth;
+    assert!(
+        error.abs() < 0.20,
+        "CoreCLR {runtime}: Chunk's arrays {arrays} for {truth} ({error:+.3}):\n{}",
+        profile.text
+    );
+    let called = of(&|f| {
+        f.iter()
+            .position(|x| x == chunk)
+            .is_some_and(|at| f[at + 1..].iter().any(|x| x == "System.Diagnostics.Tracing.EventSource::WriteEvent"))
+    });
+    assert!(called > 1_000_000, "CoreCLR {runtime}: {called} bytes under Chunk's WriteEvent:\n{}", profile.text);
+    let (tracing, listed) = tracing_bytes_not_the_apps(&profile);
+    assert_eq!(tracing, 0, "CoreCLR {runtime}: bytes under System.Diagnostics.Tracing the app did not call:\n{listed}");
+}
+
+#[test]
+fn alloc_sampled_keeps_an_apps_event_source_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    an_apps_event_source_keeps_its_bytes("8", "alloc_sampled_keeps_an_apps_event_source_on_coreclr_8");
+}
+
+#[test]
+fn alloc_sampled_keeps_an_apps_event_source_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    an_apps_event_source_keeps_its_bytes("3", "alloc_sampled_keeps_an_apps_event_source_on_coreclr_3");
+}

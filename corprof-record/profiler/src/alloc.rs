@@ -78,6 +78,18 @@ struct Recorded {
     classes: HashMap<ClassID, String>,
     /// Weighted bytes of allocations whose stack was not kept (the stack table was full).
     truncated: f64,
+    /// Bytes of ticks left out as the tool's own: the runtime building its managed event
+    /// source's descriptors for the session this mode opened (see [`enabled_for_the_session`]).
+    own: f64,
+}
+
+/// Where a sample came from.
+#[derive(Clone, Copy, PartialEq)]
+enum Origin {
+    /// ObjectAllocated: no session of ours, nothing to leave out.
+    Callback,
+    /// An AllocationTick from the session this mode opened.
+    Tick,
 }
 
 thread_local! {
@@ -119,7 +131,7 @@ impl AllocMode {
             },
         };
         let sites = walk_this_thread(info);
-        self.record(info, sites, class, weight);
+        self.record(info, sites, class, weight, Origin::Callback);
         Ok(())
     }
 
@@ -135,14 +147,19 @@ impl AllocMode {
         // SAFETY: a tick's TypeID is the handle of the type just allocated, live on this thread
         // during the delivery, and a type's handle is its ClassID in the profiling API.
         let class = unsafe { ClassID::from_raw(tick.type_id) };
-        self.record(info, sites, class, tick.amount as f64);
+        self.record(info, sites, class, tick.amount as f64, Origin::Tick);
+    }
+
+    /// The bytes left out as the tool's own (its EventPipe session's start), rounded.
+    pub(crate) fn own_bytes(&self) -> u64 {
+        self.lock().own.round() as u64
     }
 
     fn lock(&self) -> MutexGuard<'_, Recorded> {
         lock(&self.recorded)
     }
 
-    fn record(&self, info: &ProfilerInfo, sites: Vec<Frame>, class: ClassID, weight: f64) {
+    fn record(&self, info: &ProfilerInfo, sites: Vec<Frame>, class: ClassID, weight: f64, origin: Origin) {
         // Names are looked up outside the lock (the runtime may take its own locks) for the IDs
         // not yet known, then stored.
         let (new_functions, new_class) = {
@@ -166,6 +183,10 @@ impl AllocMode {
         r.functions.extend(function_names);
         if let Some(name) = class_name {
             r.classes.insert(class, name);
+        }
+        if origin == Origin::Tick && enabled_for_the_session(&sites, &r.functions) {
+            r.own += weight;
+            return;
         }
         let key = (sites, class);
         if let Some(bytes) = r.bytes.get_mut(&key) {
@@ -195,6 +216,33 @@ impl AllocMode {
         profile
     }
 }
+
+/// The runtime's enable command for a session that was open before the managed
+/// `NativeRuntimeEventSource` existed (the session this mode opens at Initialize): the command
+/// waits until the source's constructor registers it, which then runs it on whichever thread
+/// first touched the source (on CoreCLR 8.0.4 the main thread, in `RuntimeEventSource`'s start-up
+/// initialisation, before Main). `EventSource.DoCommand` under `NativeRuntimeEventSource..ctor`
+/// is that command and nothing else: an app enabling the source itself (an EventListener) runs
+/// DoCommand from `EnableEvents`, not from the constructor, and keeps its bytes, as do the app's
+/// own event sources.
+///
+/// Why left out here and not avoided: on a short app on CoreCLR 8.0.4 this command allocated
+/// 658 KiB of the 866 KiB reported (the source's descriptors and EventPipe metadata, hundreds of
+/// events by reflection), and no session that gets AllocationTick can skip it. AllocationTick
+/// comes from the runtime's provider only; a session names its providers by name; the managed
+/// source registers under the same name, so every such session enables it, and its enable command
+/// builds the descriptors before it looks at keywords or level. A session started after the
+/// source exists (an attach) has the runtime run the command while starting it, and tried so on
+/// CoreCLR 8.0.4 with no filter at all, no tick of it reached the profile: only the launch's
+/// deferred command needs leaving out.
+fn enabled_for_the_session(sites: &[Frame], names: &HashMap<FunctionID, String>) -> bool {
+    let named = |frame: &Frame, name: &str| frame.is_some_and(|f| names.get(&f).is_some_and(|n| n == name));
+    // Leaf first: the command, then (towards the root) the constructor that ran it.
+    sites.iter().position(|f| named(f, DO_COMMAND)).is_some_and(|at| sites[at..].iter().any(|f| named(f, SOURCE_CTOR)))
+}
+
+const DO_COMMAND: &str = "System.Diagnostics.Tracing.EventSource::DoCommand";
+const SOURCE_CTOR: &str = "System.Diagnostics.Tracing.NativeRuntimeEventSource::.ctor";
 
 /// This thread's stack, leaf first, at most [`MAX_FRAMES`] frames; empty when the runtime
 /// refuses the walk (CORPROF_E_STACKSNAPSHOT_UNSAFE: the bytes still count, on no stack).
@@ -285,6 +333,36 @@ mod tests {
             // ~2000 samples: one standard deviation is ≤ 2.3%; 10% is over 4.
             assert!(error < 0.10, "size {size}: estimated {estimated}, true {truth}");
         }
+    }
+
+    /// Only the runtime's own source's deferred enable is left out: not the app's sources, not an
+    /// app's listener enabling the runtime's source, not the source's constructor alone.
+    #[test]
+    fn only_the_deferred_enable_of_the_runtimes_source_is_the_sessions() {
+        // SAFETY: these IDs are only compared and looked up by this test, never given to the
+        // runtime.
+        let f = |n: usize| Some(unsafe { FunctionID::from_raw(n as _) });
+        let names: HashMap<FunctionID, String> = [
+            (1, DO_COMMAND),
+            (2, SOURCE_CTOR),
+            (3, "App.Program::Main"),
+            (4, "App.Events::.ctor"),
+            (5, "System.Diagnostics.Tracing.EventListener::EnableEvents"),
+            (6, "System.Diagnostics.Tracing.ManifestBuilder::.ctor"),
+        ]
+        .into_iter()
+        .map(|(n, name)| (f(n).unwrap(), name.to_string()))
+        .collect();
+        let left_out = |stack: &[Frame]| enabled_for_the_session(stack, &names);
+        // Leaf first, as walked: the command under the runtime source's constructor, a native
+        // run (the static constructor's) between.
+        assert!(left_out(&[f(6), f(1), None, f(2), None, f(3)]));
+        assert!(left_out(&[f(1), f(2)]));
+        assert!(!left_out(&[f(6), f(1), f(4), f(3)]), "the app's own source");
+        assert!(!left_out(&[f(6), f(1), f(5), f(3)]), "the app's listener enabling the runtime's source");
+        assert!(!left_out(&[f(6), f(2), f(3)]), "the constructor without the command");
+        assert!(!left_out(&[f(2), f(1), f(3)]), "the constructor called under the command");
+        assert!(!left_out(&[]));
     }
 
     #[test]

@@ -46,6 +46,13 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         };
         refuse_attach(ctx, "alloc", why)?;
     }
+    if !ticks && sampling != Sampling::Exact {
+        // The countdown keeps the callback cheap, not the allocations: asking for ObjectAllocated
+        // at all sends every one down the runtime's slow path (the callback alone, counting and
+        // nothing else, costs most of it), and 3.1's cheap source, AllocationTick over the
+        // diagnostics IPC, counts allocation contexts, not the app's bytes (BENCHMARKS.md §9).
+        eprintln!("{}", SLOW_PATH_WARNING);
+    }
     let recording = AllocRecording {
         mode: AllocMode::new(sampling),
         info: ctx.info.clone(),
@@ -59,6 +66,14 @@ pub(crate) fn alloc(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     };
     Ok(Started { recording: Box::new(recording), events, events_high })
 }
+
+/// What the sampled alloc mode says as it starts on .NET Core 3.1: the app's slowdown that
+/// `bash scripts/bench-record` measured in two runs (section 6: 720 MB of objects of one size on
+/// one thread, CoreCLR 3.1.23).
+const SLOW_PATH_WARNING: &str = "corprof: alloc on .NET Core 3.1 sends every allocation through the \
+     runtime's slow path (ObjectAllocated; no in-process EventPipe before .NET 5): an allocation-heavy app runs \
+     7.7-8.8x slower with 24-byte objects, 3.6-4.4x with 104-byte ones, 1.1-1.2x with 2 KB ones (CoreCLR 3.1.23, \
+     BENCHMARKS.md section 9)";
 
 struct AllocRecording {
     mode: AllocMode,
@@ -135,6 +150,13 @@ impl Recording for AllocRecording {
             if let Some(Err(e)) = session.map(Session::stop) {
                 eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
             }
+        }
+        let own = self.mode.own_bytes();
+        if own > 0 {
+            eprintln!(
+                "corprof: alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session",
+                own as f64 / 1024.0
+            );
         }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
     }

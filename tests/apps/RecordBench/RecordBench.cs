@@ -2,13 +2,17 @@
 // so the profiled and the unprofiled runs compare the work alone (start-up and exit excluded).
 //
 //   RecordBench <threads> <rounds> cpu|alloc [busy]
+//   RecordBench <threads> <rounds> objects <bytes> [wait]
 //
 // cpu: each thread runs `rounds` rounds of arithmetic through a few small methods (calls the
 // profiler's stack walks must go through); alloc: each round also allocates short-lived arrays
 // and strings, ~2 KB per round. With `busy` (default: all threads), only that many threads work;
 // the others wait, blocked, until the work is done (a server's idle pool threads: the profiler
-// still walks them each tick). Prints `elapsed-ms <ms>` (the work, from all threads started to
-// all done) and exits 0.
+// still walks them each tick). objects: each round allocates one object of `bytes` bytes on x64,
+// header included, and nothing else (24: an `object`, the smallest; more: a byte array, rounded
+// up to 8); with `wait`, the app prints `ready <pid>` and waits for a line on stdin before the
+// work (a tracing session is started in between). Prints `elapsed-ms <ms>` (the work, from all
+// threads started to all done) and exits 0.
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -41,6 +45,21 @@ namespace RecordBenchApp
             Sink = x.ToString();
         }
 
+        // One object of `bytes` bytes per round, nothing else.
+        public static long Objects(int rounds, int bytes)
+        {
+            if (bytes <= 24)
+            {
+                for (int r = 0; r < rounds; r++) Sink = new object();
+            }
+            else
+            {
+                int length = bytes - 24;
+                for (int r = 0; r < rounds; r++) Sink = new byte[length];
+            }
+            return rounds;
+        }
+
         public static long Run(int rounds, bool alloc)
         {
             long x = 1;
@@ -60,7 +79,14 @@ namespace RecordBenchApp
             int threads = int.Parse(args[0]);
             int rounds = int.Parse(args[1]);
             bool alloc = args[2] == "alloc";
-            int busy = args.Length > 3 ? int.Parse(args[3]) : threads;
+            bool objects = args[2] == "objects";
+            int bytes = objects ? int.Parse(args[3]) : 0;
+            int busy = !objects && args.Length > 3 ? int.Parse(args[3]) : threads;
+            if (objects && args.Length > 4 && args[4] == "wait")
+            {
+                Console.WriteLine("ready " + Process.GetCurrentProcess().Id);
+                Console.ReadLine();
+            }
             var workers = new Thread[busy];
             var idlers = new Thread[threads - busy];
             long total = 0;
@@ -71,7 +97,7 @@ namespace RecordBenchApp
                 workers[t] = new Thread(() =>
                 {
                     start.WaitOne();
-                    Interlocked.Add(ref total, Work.Run(rounds, alloc));
+                    Interlocked.Add(ref total, objects ? Work.Objects(rounds, bytes) : Work.Run(rounds, alloc));
                 });
                 workers[t].Name = "Worker" + t;
                 workers[t].Start();
