@@ -43,6 +43,14 @@ namespace RecordStressApp
         static int Deref(Node node) { return node.Value; }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Plain(int n)
+        {
+            long x = n;
+            for (int i = 0; i < 50000; i++) x = x * 31 + i;
+            return x & 1;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
         static int Divide(int a, int b) { return a / b; }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
@@ -59,6 +67,10 @@ namespace RecordStressApp
             Node none = null;
             for (int n = 0; n < rounds; n++)
             {
+                // Plain work between the faults: while the runtime handles a fault the sampler's
+                // signal waits, so a thread doing nothing else is seldom sampled, and the test
+                // asks for samples of every thread.
+                sum += Plain(n);
                 try { sum += Deref(none); } catch (NullReferenceException) { nulls++; }
                 try { sum += Divide(n, n - n); } catch (DivideByZeroException) { divides++; }
                 try { Throw(n % 8, n); } catch (AppError e) { own++; sum += e.Message.Length; }
