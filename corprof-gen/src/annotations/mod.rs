@@ -12,7 +12,7 @@ mod yaml;
 
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
-use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
@@ -357,7 +357,8 @@ impl Annotations {
 
     /// Merges files in order, finding names through one index: searching the list for each
     /// name made loading 40,000 interfaces take most of a minute. The index borrows the names
-    /// (a copy of each was a tenth of a big load). An interface named in two files is an error.
+    /// (copying each cost an allocation an interface). An interface named in two files is an
+    /// error.
     fn merge_all(parts: impl IntoIterator<Item = Annotations>, errors: &mut Errors) -> Annotations {
         let mut all = Annotations::default();
         let mut files = Vec::new();
@@ -365,7 +366,7 @@ impl Annotations {
             all.interfaces.extend(part.interfaces);
             files.extend(part.files);
         }
-        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut index: HashMap<&str, usize> = HashMap::new();
         index.reserve(all.interfaces.len());
         let mut keep = Vec::with_capacity(all.interfaces.len());
         for (i, iface) in all.interfaces.iter().enumerate() {

@@ -6,7 +6,7 @@
 //! deeper than [`MAX_DEPTH`], which the loader refuses before serde_yaml sees it. The scan is
 //! linear in the text's length, whatever it holds.
 
-use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 use std::borrow::Cow;
 
 /// One key of a block map: 1-based line and column, and the last line of its block.
@@ -53,8 +53,7 @@ pub(crate) struct Outline<'a> {
     /// Index 0 is the document itself.
     keys: Vec<Key<'a>>,
     /// (parent index, name) → the key's index: one table for the whole text, borrowing the
-    /// names, rather than a map of owned names in every key (which cost an allocation or two
-    /// per key and most of the outline's time on big files).
+    /// names, rather than a map of owned names in every key (two allocations a key).
     children: Children<'a>,
     pub duplicates: Vec<Duplicate>,
     pub unclosed: Option<Unclosed>,
@@ -64,7 +63,7 @@ pub(crate) struct Outline<'a> {
     pub too_deep: Option<(u32, u32)>,
 }
 
-type Children<'a> = FxHashMap<(usize, Cow<'a, str>), usize>;
+type Children<'a> = HashMap<(usize, Cow<'a, str>), usize>;
 
 impl<'a> Outline<'a> {
     pub fn scan(text: &'a str) -> Outline<'a> {
