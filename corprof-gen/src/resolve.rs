@@ -187,7 +187,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
     for iface in &header.interfaces {
         let is_callback = header.is_callback(iface);
         let iface_ann = ann.interface(&iface.name);
-        let safe = is_callback || iface.loc.file == header.main_header || iface_ann.is_some();
+        let safe = is_callback || *iface.loc.file == *header.main_header || iface_ann.is_some();
         let mut methods = Vec::new();
         for m in &iface.methods {
             let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.is_for(&m.name)));
@@ -240,10 +240,10 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         docs::warn_undocumented(&undocumented, &mut errors);
     }
     // One warning per file, not one per entry: a fresh bootstrap drafts hundreds.
-    let mut files: Vec<&str> = drafts.iter().map(|l| l.file.as_str()).collect();
+    let mut files: Vec<&str> = drafts.iter().map(|l| &*l.file).collect();
     files.dedup();
     for file in files {
-        let here: Vec<&&Loc> = drafts.iter().filter(|l| l.file == file).collect();
+        let here: Vec<&&Loc> = drafts.iter().filter(|l| &*l.file == file).collect();
         errors.push(
             Diagnostic::warning(format!("{} draft annotation(s) in {file} are not reviewed yet", here.len()))
                 .at((*here[0]).clone())
@@ -264,7 +264,7 @@ pub fn family_name(name: &str) -> &str {
 /// re-exports the trait), a base interface that gets no binding (the vtable embeds the base's).
 fn check_header(header: &Header, errors: &mut Errors) {
     if !header.interfaces.iter().any(|i| header.is_callback(i)) {
-        let at = Loc { file: header.main_header.clone(), line: 1, col: 0 };
+        let at = Loc { file: header.main_header.as_str().into(), line: 1, col: 0 };
         errors.push(
             Diagnostic::error(format!(
                 "{} declares no callback interface (`{CALLBACK_ROOT}` or one derived from it)",

@@ -350,7 +350,7 @@ impl Annotations {
                 "{file} is not UTF-8: byte 0x{:02X} at byte offset {offset} does not start a valid character",
                 bytes[offset]
             ))
-            .at(Loc { file: file.to_string(), line: line as u32, col: col as u32 })
+            .at(Loc { file: file.into(), line: line as u32, col: col as u32 })
             .help("annotation files are UTF-8 YAML: save the file as UTF-8")
         })
     }

@@ -10,6 +10,7 @@ use super::{
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
 use serde_yaml::{Mapping, Value};
+use std::sync::Arc;
 
 /// The file's YAML value and the outline that places its keys (file:line:col), or the syntax
 /// error: how each of the three files (annotations, docs, header list) starts. Text nested deeper
@@ -32,7 +33,8 @@ fn read<'a>(file: &str, text: &'a str) -> Result<(Value, Outline<'a>), Errors> {
 pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
     let (root, outline) = read(file, text)?;
     // Each name is looked up once, under its parent's place, as the walk goes down.
-    let loc = |place| at(file, outline.at(place));
+    let shown: Arc<str> = file.into();
+    let loc = |place| shared(&shown, outline.at(place));
     let root_loc = loc(outline.root());
     let mut errors = Errors::default();
     let mut out = Annotations::default();
@@ -155,7 +157,12 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
 }
 
 fn at(file: &str, (line, col): (u32, u32)) -> Loc {
-    Loc { file: file.to_string(), line, col }
+    Loc { file: file.into(), line, col }
+}
+
+/// A place in a file whose name every place shares.
+fn shared(file: &Arc<str>, (line, col): (u32, u32)) -> Loc {
+    Loc { file: file.clone(), line, col }
 }
 
 /// A YAML syntax error at the line that caused it. serde_yaml says where its parser gave up:
@@ -350,7 +357,8 @@ fn short(v: &Value) -> String {
 pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::MethodDocs>, Errors> {
     use super::docs::MethodDocs;
     let (root, outline) = read(file, text)?;
-    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let shown: Arc<str> = file.into();
+    let pos = |path: &[&str]| shared(&shown, outline.pos(path));
     let mut errors = Errors::default();
     let mut out = Vec::new();
     for (iface_key, methods) in mapping_of(root, &pos(&[]), "file", &mut errors) {
@@ -428,7 +436,8 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
 pub(super) fn parse_headers(file: &str, text: &str) -> Result<super::headers::HeaderList, Errors> {
     use super::headers::{EntryHeader, HeaderList, HeaderSpec};
     let (root, outline) = read(file, text)?;
-    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let shown: Arc<str> = file.into();
+    let pos = |path: &[&str]| shared(&shown, outline.pos(path));
     let mut errors = Errors::default();
     let mut list = HeaderList::default();
     let example = "write `<header>: { required: true, why: \"<why the generator reads it>\" }`";
