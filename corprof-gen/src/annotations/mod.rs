@@ -12,8 +12,8 @@ mod yaml;
 
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
-use std::collections::HashMap;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 

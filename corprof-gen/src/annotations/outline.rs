@@ -6,8 +6,8 @@
 //! deeper than [`MAX_DEPTH`], which the loader refuses before serde_yaml sees it. The scan is
 //! linear in the text's length, whatever it holds.
 
-use std::collections::HashMap;
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// One key of a block map: 1-based line and column, and the last line of its block.
 #[derive(Clone, Debug, Default)]
