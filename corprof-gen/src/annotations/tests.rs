@@ -327,12 +327,15 @@ mod differential {
         }
     }
 
-    /// A text and where each key was written: its path, then its 1-based line and column (none
-    /// for a key inside a flow collection).
+    /// Where each key was written: its path, then its 1-based line and column (none for a key
+    /// inside a flow collection).
+    type Written = HashMap<Vec<String>, Option<(u32, u32)>>;
+
+    /// A text and where its keys were written.
     struct Gen {
         rng: Rng,
         lines: Vec<String>,
-        keys: HashMap<Vec<String>, Option<(u32, u32)>>,
+        keys: Written,
         anchors: usize,
         counter: usize,
     }
@@ -467,7 +470,7 @@ mod differential {
         }
     }
 
-    fn generate(seed: u64) -> (String, HashMap<Vec<String>, Option<(u32, u32)>>) {
+    fn generate(seed: u64) -> (String, Written) {
         let mut g = Gen { rng: Rng(seed | 1), lines: Vec::new(), keys: HashMap::new(), anchors: 0, counter: 0 };
         for _ in 0..8 {
             g.rng.next();
