@@ -101,7 +101,7 @@ fn forty_thousand_entries_load_and_resolve_in_linear_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// 50 MB in the two shapes that cost most: a million and a half entries, most of them unknown
+/// 50 MB in the two shapes that cost most: about a million entries, most of them unknown
 /// names, and one big value. A file holds at most 16 MiB (corprof-gen's input cap), so the
 /// entries are four files of 12.5 MB and the value is 15 MiB: one 50 MB file would be refused
 /// unread and measure nothing. Slow in a debug build (about a minute; serde_yaml alone is most
