@@ -209,20 +209,20 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                     ApiParam { ir: p.clone(), spec, spec_loc: pa.map(|pa| pa.loc.clone()) }
                 })
                 .collect();
-            let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
-            let wrapper = match method_ann.and_then(|ma| ma.wrapper.as_ref()) {
+            let s_false = method_ann.and_then(|ma| ma.ret.as_deref()).and_then(|(r, _)| r.s_false.clone());
+            let wrapper = match method_ann.and_then(|ma| ma.wrapper.as_deref()) {
                 Some((WrapperSpec { manual: Some(at), .. }, _)) => WrapperRule::Manual(at.clone()),
                 Some((WrapperSpec { unsafe_reason: Some(why), .. }, _)) => WrapperRule::Unsafe(why.clone()),
                 _ => WrapperRule::Generated,
             };
-            let suspends = method_ann.and_then(|ma| ma.wrapper.as_ref()).is_some_and(|(w, _)| w.suspends);
+            let suspends = method_ann.and_then(|ma| ma.wrapper.as_deref()).is_some_and(|(w, _)| w.suspends);
             let refuse_in =
-                method_ann.and_then(|ma| ma.wrapper.as_ref()).map(|(w, _)| w.refuse_in.clone()).unwrap_or_default();
+                method_ann.and_then(|ma| ma.wrapper.as_deref()).map(|(w, _)| w.refuse_in.clone()).unwrap_or_default();
             let docs = docs::entry_for(&ann.docs, &iface.name, &m.name, method_ann).cloned();
             if safe && docs.is_none() {
                 undocumented.push(format!("{}::{}", iface.name, m.name));
             }
-            let answered_by = method_ann.and_then(|ma| ma.answered_by.as_ref()).map(|(f, _)| f.clone());
+            let answered_by = method_ann.and_then(|ma| ma.answered_by.as_deref()).map(|(f, _)| f.clone());
             let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, refuse_in, docs, answered_by };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
@@ -423,7 +423,7 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
     if let [m] = matching[..] {
         return Some(m);
     }
-    if let Some((since, loc)) = &ma.since {
+    if let Some((since, loc)) = ma.since.as_deref() {
         // An older header's interface, from before the method was appended: skip, as for an
         // absent interface, but still say which declared name is close (a typo stays visible).
         let mut d = Diagnostic::info(format!(
@@ -453,7 +453,7 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
 
 /// `return:` describes an HRESULT of a method the profiler calls.
 fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((_, loc)) = &ma.ret else { return };
+    let Some((_, loc)) = ma.ret.as_deref() else { return };
     let returns_hresult = method.ret.is_hresult();
     if cx.header.is_callback(iface) || !returns_hresult {
         cx.errors.push(
@@ -469,7 +469,7 @@ fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Method
 
 /// `wrapper:` is about the safe wrapper of a method the profiler calls, and says one thing.
 fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((spec, loc)) = &ma.wrapper else { return };
+    let Some((spec, loc)) = ma.wrapper.as_deref() else { return };
     let returns_hresult = method.ret.is_hresult();
     let problem = if cx.header.is_callback(iface) || !returns_hresult {
         Some("describes the safe wrapper of a method the profiler calls and that returns HRESULT")
@@ -498,7 +498,7 @@ fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Metho
 /// `answered_by:` names a function of corprof's `imp` module, and only a callback's thunk can
 /// call one first.
 fn check_answered_by(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((name, loc)) = &ma.answered_by else { return };
+    let Some((name, loc)) = ma.answered_by.as_deref() else { return };
     let identifier = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     let problem = if !cx.header.is_callback(iface) {

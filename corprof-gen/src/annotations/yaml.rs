@@ -80,7 +80,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 let loc = loc(outline.under(method_place, &param));
                 if param == RETURN_KEY {
                     match serde_yaml::from_value::<ReturnSpec>(spec) {
-                        Ok(r) => method_ann.ret = Some((r, loc)),
+                        Ok(r) => method_ann.ret = Some(Box::new((r, loc))),
                         Err(e) => errors.push(
                             Diagnostic::error(format!("invalid `{RETURN_KEY}` annotation: {e}"))
                                 .at(loc)
@@ -91,7 +91,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 }
                 if param == WRAPPER_KEY {
                     match serde_yaml::from_value::<WrapperSpec>(spec) {
-                        Ok(w) => method_ann.wrapper = Some((w, loc)),
+                        Ok(w) => method_ann.wrapper = Some(Box::new((w, loc))),
                         Err(e) => errors.push(
                             Diagnostic::error(format!("invalid `{WRAPPER_KEY}` annotation: {e}"))
                                 .at(loc)
@@ -102,7 +102,9 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 }
                 if param == SINCE_KEY {
                     match spec {
-                        Value::String(text) if !text.trim().is_empty() => method_ann.since = Some((text, loc)),
+                        Value::String(text) if !text.trim().is_empty() => {
+                            method_ann.since = Some(Box::new((text, loc)))
+                        }
                         _ => errors.push(
                             Diagnostic::error(format!("invalid `{SINCE_KEY}` annotation: expected a text"))
                                 .at(loc)
@@ -114,7 +116,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 if param == ANSWERED_BY_KEY {
                     match spec {
                         Value::String(name) if !name.trim().is_empty() => {
-                            method_ann.answered_by = Some((name.trim().to_string(), loc));
+                            method_ann.answered_by = Some(Box::new((name.trim().to_string(), loc)));
                         }
                         _ => errors.push(
                             Diagnostic::error(format!("invalid `{ANSWERED_BY_KEY}` annotation: expected a function name"))
