@@ -15,18 +15,20 @@ use std::sync::Arc;
 /// The file's YAML value and the outline that places its keys (file:line:col), or the syntax
 /// error: how each of the three files (annotations, docs, header list) starts. Text nested deeper
 /// than [`MAX_DEPTH`] is refused first, by the outline's linear scan: serde_yaml's parser would
-/// take time in the square of the depth before its own limit answered.
+/// take time in the square of the depth before its own limit answered. The outline is made again
+/// once serde_yaml is done: on a big file each is hundreds of bytes an entry, and serde_yaml's
+/// events are as many again, so the three are never held at once (a rescan costs a few percent
+/// of the load).
 fn read<'a>(file: &str, text: &'a str) -> Result<(Value, Outline<'a>), Errors> {
-    let outline = Outline::scan(text);
-    if let Some(place) = outline.too_deep {
+    if let Some(place) = Outline::scan(text).too_deep {
         return Err(Diagnostic::error(format!("annotation YAML nested deeper than {MAX_DEPTH} levels"))
             .at(at(file, place))
             .note("an annotation needs about 5 (interface, method, parameter, its map, a list in it)")
             .into());
     }
     match serde_yaml::from_str(text) {
-        Ok(root) => Ok((root, outline)),
-        Err(e) => Err(syntax_error(file, text, &outline, &e).into()),
+        Ok(root) => Ok((root, Outline::scan(text))),
+        Err(e) => Err(syntax_error(file, text, &Outline::scan(text), &e).into()),
     }
 }
 
