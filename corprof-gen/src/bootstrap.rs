@@ -43,7 +43,7 @@ pub(crate) fn drafts(header: &Header, written: &[&Annotations], extra: &[String]
     for iface in &header.interfaces {
         let named: Vec<&InterfaceAnn> = written.iter().filter_map(|a| a.interface(&iface.name)).collect();
         let wanted = header.is_callback(iface)
-            || iface.loc.file == header.main_header
+            || *iface.loc.file == *header.main_header
             || !named.is_empty()
             || extra.contains(&iface.name);
         if !wanted {

@@ -267,7 +267,7 @@ impl<'tu> Walker<'_> {
 
     fn loc(&self, c: &Cursor<'_>) -> Loc {
         let l = c.location();
-        Loc { file: relative_to(Path::new(&l.file), self.include_dir), line: l.line, col: l.column }
+        Loc { file: relative_to(Path::new(&l.file), self.include_dir).into(), line: l.line, col: l.column }
     }
 
     /// A COM interface: a struct with a base and virtual methods (MIDL_INTERFACE or

@@ -74,7 +74,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> HashMap<String, IdlParam> {
             for (offset, p) in split_top(&decl[open + 1..open + len - 1], ',') {
                 let Some((attrs, param_name)) = param(p) else { continue };
                 let at = params_at + offset + (p.len() - p.trim_start().len());
-                let loc = Loc { file: file.to_string(), line: line_of(at), col: 0 };
+                let loc = Loc { file: file.into(), line: line_of(at), col: 0 };
                 out.insert(key(iface, &method, param_name), IdlParam { attrs, loc });
             }
         }

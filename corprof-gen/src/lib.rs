@@ -162,6 +162,13 @@ fn load_all(cfg: &Config) -> Result<Loaded, Errors> {
 /// Runs the whole pipeline.
 pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let Loaded { api, header, ann, warnings, entry } = load_all(cfg)?;
+    // What the annotations still give, taken before they go: the rest works from `api`, and
+    // a big annotation set (a million entries) would otherwise stay in memory through bindgen,
+    // the template and the formatting, the costliest steps in memory.
+    let mut inputs = header.files.clone();
+    inputs.extend(ann.files.iter().cloned());
+    let cfgs = capabilities::cfgs(&header, &ann);
+    drop(ann);
     let include_dirs = canonical(&cfg.include_dirs);
     let iface_names: Vec<&str> = header.interfaces.iter().map(|i| i.name.as_str()).collect();
     let types = types::generate(&include_dirs, &entry.includes, &iface_names, &header)?;
@@ -169,9 +176,6 @@ pub fn generate(cfg: &Config) -> Result<Generated, Errors> {
     let text = view.render().map_err(|e| Errors::from(Diagnostic::error(format!("template failed: {e}"))))?;
     // After formatting: prettyplease keeps doc comments, not a file's leading `//` line.
     let code = format!("{}\n\n{}", generated_line(&entry.found), format_rust(&text)?);
-    let mut inputs = header.files.clone();
-    inputs.extend(ann.files.iter().cloned());
-    let cfgs = capabilities::cfgs(&header, &ann);
     Ok(Generated { code, inputs, warnings: warnings.items, cfgs })
 }
 

@@ -93,9 +93,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    for m in &output.messages {
-        say(m);
-    }
+    // One buffer for them all: a million diagnostics are not a million writes.
+    let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+    let _ = output.messages.iter().try_for_each(|m| writeln!(err, "{m}")).and_then(|()| err.flush());
+    drop(err);
     // `expand | head` closes the pipe early, and a disk fills: one line, not a panic.
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(output.stdout.as_bytes()).and_then(|()| out.flush()) {

@@ -187,7 +187,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
     for iface in &header.interfaces {
         let is_callback = header.is_callback(iface);
         let iface_ann = ann.interface(&iface.name);
-        let safe = is_callback || iface.loc.file == header.main_header || iface_ann.is_some();
+        let safe = is_callback || *iface.loc.file == *header.main_header || iface_ann.is_some();
         let mut methods = Vec::new();
         for m in &iface.methods {
             let method_ann = iface_ann.and_then(|ia| ia.methods.iter().find(|ma| ma.is_for(&m.name)));
@@ -209,20 +209,20 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
                     ApiParam { ir: p.clone(), spec, spec_loc: pa.map(|pa| pa.loc.clone()) }
                 })
                 .collect();
-            let s_false = method_ann.and_then(|ma| ma.ret.as_ref()).and_then(|(r, _)| r.s_false.clone());
-            let wrapper = match method_ann.and_then(|ma| ma.wrapper.as_ref()) {
+            let s_false = method_ann.and_then(|ma| ma.ret.as_deref()).and_then(|(r, _)| r.s_false.clone());
+            let wrapper = match method_ann.and_then(|ma| ma.wrapper.as_deref()) {
                 Some((WrapperSpec { manual: Some(at), .. }, _)) => WrapperRule::Manual(at.clone()),
                 Some((WrapperSpec { unsafe_reason: Some(why), .. }, _)) => WrapperRule::Unsafe(why.clone()),
                 _ => WrapperRule::Generated,
             };
-            let suspends = method_ann.and_then(|ma| ma.wrapper.as_ref()).is_some_and(|(w, _)| w.suspends);
+            let suspends = method_ann.and_then(|ma| ma.wrapper.as_deref()).is_some_and(|(w, _)| w.suspends);
             let refuse_in =
-                method_ann.and_then(|ma| ma.wrapper.as_ref()).map(|(w, _)| w.refuse_in.clone()).unwrap_or_default();
+                method_ann.and_then(|ma| ma.wrapper.as_deref()).map(|(w, _)| w.refuse_in.clone()).unwrap_or_default();
             let docs = docs::entry_for(&ann.docs, &iface.name, &m.name, method_ann).cloned();
             if safe && docs.is_none() {
                 undocumented.push(format!("{}::{}", iface.name, m.name));
             }
-            let answered_by = method_ann.and_then(|ma| ma.answered_by.as_ref()).map(|(f, _)| f.clone());
+            let answered_by = method_ann.and_then(|ma| ma.answered_by.as_deref()).map(|(f, _)| f.clone());
             let method = ApiMethod { ir: m.clone(), params, s_false, wrapper, suspends, refuse_in, docs, answered_by };
             let consumed = method.consumed();
             for p in method.params.iter().filter(|p| safe && p.ir.ty.is_pointer() && p.spec.is_none()) {
@@ -240,10 +240,10 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         docs::warn_undocumented(&undocumented, &mut errors);
     }
     // One warning per file, not one per entry: a fresh bootstrap drafts hundreds.
-    let mut files: Vec<&str> = drafts.iter().map(|l| l.file.as_str()).collect();
+    let mut files: Vec<&str> = drafts.iter().map(|l| &*l.file).collect();
     files.dedup();
     for file in files {
-        let here: Vec<&&Loc> = drafts.iter().filter(|l| l.file == file).collect();
+        let here: Vec<&&Loc> = drafts.iter().filter(|l| &*l.file == file).collect();
         errors.push(
             Diagnostic::warning(format!("{} draft annotation(s) in {file} are not reviewed yet", here.len()))
                 .at((*here[0]).clone())
@@ -264,7 +264,7 @@ pub fn family_name(name: &str) -> &str {
 /// re-exports the trait), a base interface that gets no binding (the vtable embeds the base's).
 fn check_header(header: &Header, errors: &mut Errors) {
     if !header.interfaces.iter().any(|i| header.is_callback(i)) {
-        let at = Loc { file: header.main_header.clone(), line: 1, col: 0 };
+        let at = Loc { file: header.main_header.as_str().into(), line: 1, col: 0 };
         errors.push(
             Diagnostic::error(format!(
                 "{} declares no callback interface (`{CALLBACK_ROOT}` or one derived from it)",
@@ -423,7 +423,7 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
     if let [m] = matching[..] {
         return Some(m);
     }
-    if let Some((since, loc)) = &ma.since {
+    if let Some((since, loc)) = ma.since.as_deref() {
         // An older header's interface, from before the method was appended: skip, as for an
         // absent interface, but still say which declared name is close (a typo stays visible).
         let mut d = Diagnostic::info(format!(
@@ -453,7 +453,7 @@ fn check_method_known<'a>(cx: &mut Cx<'a>, iface: &'a Interface, ma: &MethodAnn)
 
 /// `return:` describes an HRESULT of a method the profiler calls.
 fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((_, loc)) = &ma.ret else { return };
+    let Some((_, loc)) = ma.ret.as_deref() else { return };
     let returns_hresult = method.ret.is_hresult();
     if cx.header.is_callback(iface) || !returns_hresult {
         cx.errors.push(
@@ -469,7 +469,7 @@ fn check_return(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Method
 
 /// `wrapper:` is about the safe wrapper of a method the profiler calls, and says one thing.
 fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((spec, loc)) = &ma.wrapper else { return };
+    let Some((spec, loc)) = ma.wrapper.as_deref() else { return };
     let returns_hresult = method.ret.is_hresult();
     let problem = if cx.header.is_callback(iface) || !returns_hresult {
         Some("describes the safe wrapper of a method the profiler calls and that returns HRESULT")
@@ -498,7 +498,7 @@ fn check_wrapper(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &Metho
 /// `answered_by:` names a function of corprof's `imp` module, and only a callback's thunk can
 /// call one first.
 fn check_answered_by(cx: &mut Cx<'_>, iface: &Interface, method: &Method, ma: &MethodAnn) {
-    let Some((name, loc)) = &ma.answered_by else { return };
+    let Some((name, loc)) = ma.answered_by.as_deref() else { return };
     let identifier = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     let problem = if !cx.header.is_callback(iface) {

@@ -89,7 +89,7 @@ impl HeaderList {
             if let Some((_, first)) = &found {
                 errors.push(
                     Diagnostic::error(format!("a second {HEADERS_FILE} among the annotation folders"))
-                        .at(Loc { file: shown, line: 1, col: 1 })
+                        .at(Loc { file: shown.into(), line: 1, col: 1 })
                         .note(format!("the headers are listed in {first} already"))
                         .help("list the headers in one annotation folder only"),
                 );

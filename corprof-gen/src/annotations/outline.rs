@@ -6,13 +6,14 @@
 //! deeper than [`MAX_DEPTH`], which the loader refuses before serde_yaml sees it. The scan is
 //! linear in the text's length, whatever it holds.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// One key of a block map: 1-based line and column, and the last line of its block.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Key {
-    /// Empty for sequence items.
-    name: String,
+pub(crate) struct Key<'a> {
+    /// Empty for sequence items. Borrowed from the text unless quoted.
+    name: Cow<'a, str>,
     pub line: u32,
     pub col: u32,
     /// The last line holding the key or its value (blank and comment lines after it excluded).
@@ -22,10 +23,9 @@ pub(crate) struct Key {
     pub inline: bool,
     /// The indentation of the first key beneath this one.
     pub child_indent: Option<usize>,
-    children: HashMap<String, usize>,
 }
 
-impl Key {
+impl Key<'_> {
     pub fn indent(&self) -> usize {
         self.col as usize - 1
     }
@@ -49,9 +49,12 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// A construct still open at the end of the text: `"`, `'`, `[` or `{`, and where it opened.
 pub(crate) type Unclosed = (char, u32, u32);
 
-pub(crate) struct Outline {
+pub(crate) struct Outline<'a> {
     /// Index 0 is the document itself.
-    keys: Vec<Key>,
+    keys: Vec<Key<'a>>,
+    /// (parent index, name) → the key's index: one table for the whole text, borrowing the
+    /// names, rather than a map of owned names in every key (two allocations a key).
+    children: Children<'a>,
     pub duplicates: Vec<Duplicate>,
     pub unclosed: Option<Unclosed>,
     /// The line where a second YAML document starts.
@@ -60,9 +63,15 @@ pub(crate) struct Outline {
     pub too_deep: Option<(u32, u32)>,
 }
 
-impl Outline {
-    pub fn scan(text: &str) -> Outline {
+type Children<'a> = HashMap<(usize, Cow<'a, str>), usize>;
+
+impl<'a> Outline<'a> {
+    pub fn scan(text: &'a str) -> Outline<'a> {
         let mut s = Scanner::default();
+        // About a key a line: reserved once rather than grown (and rehashed) on a big file.
+        let newlines = text.bytes().filter(|&b| b == b'\n').count();
+        s.keys.reserve(newlines + 1);
+        s.children.reserve(newlines);
         s.keys.push(Key::default());
         for (i, line) in lines(text.strip_prefix('\u{feff}').unwrap_or(text)).enumerate() {
             s.line(line, i as u32 + 1);
@@ -70,9 +79,10 @@ impl Outline {
         s.pop_to(0);
         let open = s.flow.quote.is_some() || s.flow.depth > 0;
         let too_deep = s.too_deep.or(s.flow.too_deep);
-        let (keys, duplicates) = (s.keys, s.duplicates);
+        let (keys, duplicates, children) = (s.keys, s.duplicates, s.children);
         Outline {
             keys,
+            children,
             duplicates,
             unclosed: s.flow.opened.filter(|_| open),
             second_document: s.second_document,
@@ -81,26 +91,53 @@ impl Outline {
     }
 
     /// The key at `path` (interface, method, parameter), if written in block style.
-    pub fn key(&self, path: &[&str]) -> Option<&Key> {
+    pub fn key(&self, path: &[&str]) -> Option<&Key<'a>> {
         let mut at = 0;
         for name in path {
-            at = *self.keys[at].children.get(*name)?;
+            at = self.child(at, name)?;
         }
         Some(&self.keys[at])
+    }
+
+    fn child(&self, parent: usize, name: &str) -> Option<usize> {
+        self.children.get(&(parent, Cow::Borrowed(name))).copied()
+    }
+
+    /// The root of a walk down the keys ([`Outline::under`]): the document itself.
+    pub fn root(&self) -> Place {
+        Place { key: 0, found: true }
+    }
+
+    /// One step down from `parent` to its key `name`, as [`Outline::pos`] walks a whole path:
+    /// a loader going through the tree level by level looks each name up once.
+    pub fn under(&self, parent: Place, name: &str) -> Place {
+        match parent.found.then(|| self.child(parent.key, name)).flatten() {
+            Some(key) => Place { key, found: true },
+            None => Place { found: false, ..parent },
+        }
+    }
+
+    /// Where a place is written: its key's, or the closest written parent's; 1:1 for the root.
+    pub fn at(&self, place: Place) -> (u32, u32) {
+        match place.key {
+            0 => (1, 1),
+            k => (self.keys[k].line, self.keys[k].col),
+        }
     }
 
     /// Where `path` is written, or where its closest written parent is (`I: { M: { a: in } }`
     /// shows `a` at `I`); 1:1 when nothing of it is.
     pub fn pos(&self, path: &[&str]) -> (u32, u32) {
-        let mut at = None;
-        for name in path {
-            match self.keys[at.unwrap_or(0)].children.get(*name) {
-                Some(&k) => at = Some(k),
-                None => break,
-            }
-        }
-        at.map_or((1, 1), |k| (self.keys[k].line, self.keys[k].col))
+        self.at(path.iter().fold(self.root(), |place, name| self.under(place, name)))
     }
+}
+
+/// A step of a walk down the outline's keys: the key reached, and whether every name on the way
+/// was found (after a miss the walk stays at the last key found).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    key: usize,
+    found: bool,
 }
 
 /// Lines as YAML counts them: `\n`, `\r\n` and a lone `\r` all end one.
@@ -125,8 +162,9 @@ pub(crate) fn lines_with_ends(text: &str) -> impl Iterator<Item = &str> {
 }
 
 #[derive(Default)]
-struct Scanner {
-    keys: Vec<Key>,
+struct Scanner<'a> {
+    keys: Vec<Key<'a>>,
+    children: Children<'a>,
     duplicates: Vec<Duplicate>,
     /// Open block keys and sequence items: (indentation, key index).
     stack: Vec<(usize, usize)>,
@@ -142,7 +180,7 @@ struct Scanner {
     too_deep: Option<(u32, u32)>,
 }
 
-impl Scanner {
+impl<'a> Scanner<'a> {
     /// Pushes an open key or item; notes where the nesting first gets too deep.
     fn push(&mut self, indent: usize, key: usize, n: u32) {
         self.stack.push((indent, key));
@@ -151,7 +189,7 @@ impl Scanner {
         }
     }
 
-    fn line(&mut self, line: &str, n: u32) {
+    fn line(&mut self, line: &'a str, n: u32) {
         let body = line.trim_start_matches([' ', '\t']);
         let indent = line.len() - body.len();
         if indent == 0 && (marker(body, "---") || marker(body, "...")) {
@@ -190,7 +228,7 @@ impl Scanner {
         let (mut col, mut rest) = (indent, body);
         // A sequence item: keys inside it belong to it, not to the map above.
         while let Some(after) = rest.strip_prefix('-').filter(|a| a.is_empty() || a.starts_with([' ', '\t'])) {
-            let item = self.new_key(String::new(), n, col);
+            let item = self.new_key(Cow::Borrowed(""), n, col);
             self.push(col, item, n);
             let value = after.trim_start_matches([' ', '\t']);
             col += rest.len() - value.len();
@@ -202,16 +240,16 @@ impl Scanner {
                 let parent = self.stack.last().map_or(0, |&(_, k)| k);
                 self.keys[parent].child_indent.get_or_insert(col);
                 let key = self.new_key(name.clone(), n, col);
-                match self.keys[parent].children.get(&name) {
+                match self.children.get(&(parent, name.clone())) {
                     Some(&first) => {
                         let names = self.stack.iter().map(|&(_, k)| &self.keys[k].name);
-                        let mut path: Vec<String> = names.filter(|n| !n.is_empty()).cloned().collect();
-                        path.push(name);
+                        let mut path: Vec<String> = names.filter(|n| !n.is_empty()).map(|n| n.to_string()).collect();
+                        path.push(name.into_owned());
                         let first = (self.keys[first].line, self.keys[first].col);
                         self.duplicates.push(Duplicate { path, first, second: (n, col as u32 + 1) });
                     }
                     None => {
-                        self.keys[parent].children.insert(name, key);
+                        self.children.insert((parent, name), key);
                     }
                 }
                 self.push(col, key, n);
@@ -256,7 +294,7 @@ impl Scanner {
         }
     }
 
-    fn new_key(&mut self, name: String, n: u32, col: usize) -> usize {
+    fn new_key(&mut self, name: Cow<'a, str>, n: u32, col: usize) -> usize {
         self.keys.push(Key { name, line: n, col: col as u32 + 1, end: n, ..Key::default() });
         self.keys.len() - 1
     }
@@ -358,11 +396,11 @@ impl Flow {
 }
 
 /// `Name:` or `"Name":` at the start of `s` → (`Name`, the text after the colon).
-fn leading_key(s: &str) -> Option<(String, &str)> {
+fn leading_key(s: &str) -> Option<(Cow<'_, str>, &str)> {
     let (key, rest) = match s.chars().next()? {
         q @ ('"' | '\'') => {
             let (key, len) = quoted(&s[1..], q)?;
-            (key, s[1 + len..].trim_start_matches([' ', '\t']))
+            (Cow::Owned(key), s[1 + len..].trim_start_matches([' ', '\t']))
         }
         '[' | '{' | '&' | '!' | '*' | '?' | '|' | '>' | '#' => return None,
         _ => {
@@ -373,7 +411,7 @@ fn leading_key(s: &str) -> Option<(String, &str)> {
             if s[..end].contains(" #") {
                 return None;
             }
-            (s[..end].trim_end().to_string(), &s[end..])
+            (Cow::Borrowed(s[..end].trim_end()), &s[end..])
         }
     };
     let after = rest.strip_prefix(':')?;

@@ -295,3 +295,286 @@ fn deep_nesting_costs_linear_time() {
         assert!(e.to_string().contains("nested deeper than"), "{e}");
     }
 }
+
+/// The outline against serde_yaml on generated YAML: for every text serde_yaml accepts, each key
+/// path of its value tree is placed where the generator wrote that key, or, for a key inside a
+/// flow collection (which the outline does not follow), where its closest block parent is. The
+/// texts mix what the two must agree on: indentation widths, block scalars whose lines look like
+/// keys, flow maps and sequences (some spanning lines), quoted keys, comments, anchors and
+/// aliases, sequences at their key's indentation, `---`, CRLF. Then each text is damaged a little
+/// (a character dropped, doubled or put in), and where serde_yaml still accepts it, every key the
+/// outline claims to have found must be that key's text.
+mod differential {
+    use super::outline::{Outline, lines};
+    use serde_yaml::Value;
+    use std::collections::HashMap;
+
+    /// xorshift64*: the cases are the same on every run, so a failure repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, percent: usize) -> bool {
+            self.below(100) < percent
+        }
+    }
+
+    /// Where each key was written: its path, then its 1-based line and column (none for a key
+    /// inside a flow collection).
+    type Written = HashMap<Vec<String>, Option<(u32, u32)>>;
+
+    /// A text and where its keys were written.
+    struct Gen {
+        rng: Rng,
+        lines: Vec<String>,
+        keys: Written,
+        anchors: usize,
+        counter: usize,
+    }
+
+    impl Gen {
+        fn push(&mut self, line: String) -> u32 {
+            self.lines.push(line);
+            self.lines.len() as u32
+        }
+
+        /// A fresh key: the name it means and how it is written.
+        fn key(&mut self) -> (String, String) {
+            self.counter += 1;
+            let n = self.counter;
+            match self.rng.below(8) {
+                0 => (format!("q {n}: #x"), format!("\"q {n}: #x\"")),
+                1 => (format!("it's{n}"), format!("'it''s{n}'")),
+                2 => (format!("e\"{n}\\"), format!("\"e\\\"{n}\\\\\"")),
+                3 => (format!("K x{n}"), format!("K x{n}")),
+                4 => (format!("a-b.{n}"), format!("a-b.{n}")),
+                _ => (format!("k{n}"), format!("k{n}")),
+            }
+        }
+
+        fn scalar(&mut self) -> String {
+            match self.rng.below(9) {
+                0 => "\"quoted # not: a comment\"".into(),
+                1 => "'it''s: [x'".into(),
+                2 => "7".into(),
+                3 => "~".into(),
+                4 => {
+                    self.anchors += 1;
+                    format!("&anc{} in", self.anchors)
+                }
+                5 if self.anchors > 0 => format!("*anc{}", 1 + self.rng.below(self.anchors)),
+                6 => "a#b".into(),
+                _ => "in".into(),
+            }
+        }
+
+        /// A flow collection, its keys recorded under `path` without a place.
+        fn flow(&mut self, path: &[String], depth: usize) -> String {
+            if self.rng.chance(30) || depth > 2 {
+                let items: Vec<String> = (0..self.rng.below(3)).map(|_| self.scalar()).collect();
+                return format!("[{}]", items.join(", "));
+            }
+            let mut entries = Vec::new();
+            for _ in 0..self.rng.below(3) + 1 {
+                let (name, written) = self.key();
+                let mut sub = path.to_vec();
+                sub.push(name);
+                let value = if self.rng.chance(30) { self.flow(&sub, depth + 1) } else { self.scalar() };
+                self.keys.insert(sub, None);
+                entries.push(format!("{written}: {value}"));
+            }
+            format!("{{ {} }}", entries.join(", "))
+        }
+
+        fn comment(&mut self, indent: usize) {
+            let at = self.rng.below(indent + 3);
+            match self.rng.below(10) {
+                0 => drop(self.push(format!("{}# a: comment", " ".repeat(at)))),
+                1 => drop(self.push(String::new())),
+                _ => {}
+            }
+        }
+
+        /// A block map whose keys are indented by `indent`.
+        fn map(&mut self, path: &[String], indent: usize, depth: usize) {
+            let pad = " ".repeat(indent);
+            for _ in 0..self.rng.below(3) + 1 {
+                self.comment(indent);
+                let (name, written) = self.key();
+                let mut sub = path.to_vec();
+                sub.push(name);
+                let step = 1 + self.rng.below(4);
+                let inner = " ".repeat(indent + step);
+                let trailing = if self.rng.chance(15) { " # b: c" } else { "" };
+                let line = self.lines.len() as u32 + 1;
+                self.keys.insert(sub.clone(), Some((line, indent as u32 + 1)));
+                match self.rng.below(if depth >= 3 { 5 } else { 7 }) {
+                    0 => drop(self.push(format!("{pad}{written}:{trailing}"))),
+                    1 => {
+                        let scalar = self.scalar();
+                        self.push(format!("{pad}{written}: {scalar}{trailing}"));
+                    }
+                    2 => {
+                        let header = ["|", ">", "|-", ">+", "|+"][self.rng.below(5)];
+                        self.push(format!("{pad}{written}: {header}{trailing}"));
+                        // The first line sets the scalar's indentation: not a deeper one.
+                        let texts = ["x: y", "", "- z", "\"q", "  [ { deeper: 1", "# not a comment"];
+                        for (i, text) in texts.into_iter().enumerate() {
+                            if i == 0 || self.rng.chance(50) {
+                                let text = if text.is_empty() { String::new() } else { format!("{inner}{text}") };
+                                self.push(text);
+                            }
+                        }
+                        self.push(format!("{inner}last: line"));
+                    }
+                    3 => {
+                        let flow = self.flow(&sub, 0);
+                        if self.rng.chance(30) && flow.len() > 4 {
+                            // The collection goes on on the next line, indented deeper.
+                            let cut = flow.find(", ").unwrap_or(1) + 1;
+                            self.push(format!("{pad}{written}: {}", &flow[..cut]));
+                            self.push(format!("{inner}{}", &flow[cut..].trim_start()));
+                        } else {
+                            self.push(format!("{pad}{written}: {flow}{trailing}"));
+                        }
+                    }
+                    4 => {
+                        // A sequence, deeper or at its key's own indentation.
+                        self.push(format!("{pad}{written}:{trailing}"));
+                        let at = if self.rng.chance(50) { pad.clone() } else { inner.clone() };
+                        for _ in 0..self.rng.below(3) + 1 {
+                            let scalar = self.scalar();
+                            self.push(format!("{at}- {scalar}"));
+                        }
+                    }
+                    _ => {
+                        let anchor = if self.rng.chance(20) {
+                            self.counter += 1;
+                            format!(" &map{}", self.counter)
+                        } else {
+                            String::new()
+                        };
+                        self.push(format!("{pad}{written}:{anchor}{trailing}"));
+                        self.map(&sub, indent + step, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+
+    fn generate(seed: u64) -> (String, Written) {
+        let mut g = Gen { rng: Rng(seed | 1), lines: Vec::new(), keys: HashMap::new(), anchors: 0, counter: 0 };
+        for _ in 0..8 {
+            g.rng.next();
+        }
+        if g.rng.chance(15) {
+            g.push("---".into());
+        }
+        let indent = if g.rng.chance(20) { 1 + g.rng.below(2) } else { 0 };
+        g.map(&[], indent, 0);
+        let end = if g.rng.chance(25) { "\r\n" } else { "\n" };
+        let mut text = g.lines.join(end);
+        text.push_str(end);
+        (text, g.keys)
+    }
+
+    /// Every path of string keys in the value tree, through maps only.
+    fn paths(v: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        if let Value::Mapping(m) = v {
+            for (k, v) in m {
+                if let Value::String(k) = k {
+                    path.push(k.clone());
+                    out.push(path.clone());
+                    paths(v, path, out);
+                    path.pop();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_outline_places_the_keys_serde_yaml_reads() {
+        let (mut accepted, cases) = (0, 3000);
+        for seed in 0..cases {
+            let (text, written) = generate(seed);
+            let value: Value = match serde_yaml::from_str(&text) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            accepted += 1;
+            let outline = Outline::scan(&text);
+            let mut found = Vec::new();
+            paths(&value, &mut Vec::new(), &mut found);
+            let mut block: Vec<&Vec<String>> = written.iter().filter(|(_, at)| at.is_some()).map(|(p, _)| p).collect();
+            block.sort();
+            for path in &block {
+                assert!(found.contains(path), "seed {seed}: serde_yaml has no {path:?}\n{text}");
+            }
+            for path in &found {
+                // The closest written key on the path: itself, or a block parent of a flow key.
+                let expected =
+                    (1..=path.len()).rev().find_map(|n| written.get(&path[..n]).copied().flatten()).unwrap_or((1, 1));
+                let names: Vec<&str> = path.iter().map(String::as_str).collect();
+                assert_eq!(outline.pos(&names), expected, "seed {seed}: {path:?}\n{text}");
+            }
+            assert!(outline.duplicates.is_empty() && outline.too_deep.is_none(), "seed {seed}\n{text}");
+        }
+        // Most texts are valid YAML, so the comparison is not vacuous.
+        assert!(accepted > cases * 9 / 10, "serde_yaml accepted only {accepted} of {cases}");
+    }
+
+    /// Whether the text at `line`:`col` writes the key `name` (plain or quoted).
+    fn writes(text: &str, (line, col): (u32, u32), name: &str) -> bool {
+        let Some(line) = lines(text).nth(line as usize - 1) else { return false };
+        let rest: String = line.chars().skip(col as usize - 1).collect();
+        if rest.starts_with(name) {
+            return true;
+        }
+        let Some(q @ ('"' | '\'')) = rest.chars().next() else { return false };
+        rest.char_indices()
+            .skip(1)
+            .filter(|&(_, c)| c == q)
+            .any(|(i, _)| serde_yaml::from_str::<String>(&rest[..=i]).is_ok_and(|s| s == name))
+    }
+
+    #[test]
+    fn on_damaged_yaml_the_outline_finds_no_key_where_serde_yaml_has_another() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut checked = 0;
+        for seed in 0..3000 {
+            let (text, _) = generate(seed);
+            let mut chars: Vec<char> = text.chars().collect();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(chars.len());
+                match rng.below(3) {
+                    0 => drop(chars.remove(at)),
+                    1 => chars.insert(at, chars[at]),
+                    _ => chars
+                        .insert(at, [' ', ':', '#', '"', '\'', '[', '{', '}', '|', '>', '-', '\n', '&'][rng.below(13)]),
+                }
+            }
+            let text: String = chars.into_iter().collect();
+            let Ok(value) = serde_yaml::from_str::<Value>(&text) else { continue };
+            let outline = Outline::scan(&text);
+            let mut found = Vec::new();
+            paths(&value, &mut Vec::new(), &mut found);
+            for path in &found {
+                let names: Vec<&str> = path.iter().map(String::as_str).collect();
+                if let Some(key) = outline.key(&names) {
+                    checked += 1;
+                    let name = path.last().expect("a path has a key");
+                    assert!(writes(&text, (key.line, key.col), name), "{path:?} at {}:{}\n{text}", key.line, key.col);
+                }
+            }
+        }
+        assert!(checked > 1000, "only {checked} keys checked");
+    }
+}

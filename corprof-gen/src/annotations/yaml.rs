@@ -9,29 +9,35 @@ use super::{
 };
 use crate::diag::{Diagnostic, Errors};
 use crate::ir::Loc;
-use serde_yaml::Value;
+use serde_yaml::{Mapping, Value};
+use std::sync::Arc;
 
 /// The file's YAML value and the outline that places its keys (file:line:col), or the syntax
 /// error: how each of the three files (annotations, docs, header list) starts. Text nested deeper
 /// than [`MAX_DEPTH`] is refused first, by the outline's linear scan: serde_yaml's parser would
-/// take time in the square of the depth before its own limit answered.
-fn read(file: &str, text: &str) -> Result<(Value, Outline), Errors> {
-    let outline = Outline::scan(text);
-    if let Some(place) = outline.too_deep {
+/// take time in the square of the depth before its own limit answered. The outline is made again
+/// once serde_yaml is done: on a big file each is hundreds of bytes an entry, and serde_yaml's
+/// events are as many again, so the three are never held at once (a rescan costs a few percent
+/// of the load).
+fn read<'a>(file: &str, text: &'a str) -> Result<(Value, Outline<'a>), Errors> {
+    if let Some(place) = Outline::scan(text).too_deep {
         return Err(Diagnostic::error(format!("annotation YAML nested deeper than {MAX_DEPTH} levels"))
             .at(at(file, place))
             .note("an annotation needs about 5 (interface, method, parameter, its map, a list in it)")
             .into());
     }
     match serde_yaml::from_str(text) {
-        Ok(root) => Ok((root, outline)),
-        Err(e) => Err(syntax_error(file, text, &outline, &e).into()),
+        Ok(root) => Ok((root, Outline::scan(text))),
+        Err(e) => Err(syntax_error(file, text, &Outline::scan(text), &e).into()),
     }
 }
 
 pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
     let (root, outline) = read(file, text)?;
-    let pos = |path: &[&str]| at(file, outline.pos(path));
+    // Each name is looked up once, under its parent's place, as the walk goes down.
+    let shown: Arc<str> = file.into();
+    let loc = |place| shared(&shown, outline.at(place));
+    let root_loc = loc(outline.root());
     let mut errors = Errors::default();
     let mut out = Annotations::default();
     let top = match root {
@@ -39,39 +45,44 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
         Value::Mapping(m) => m,
         _ => {
             return Err(Diagnostic::error("an annotation file is a map from interface name to methods")
-                .at(pos(&[]))
+                .at(root_loc)
                 .into());
         }
     };
+    out.interfaces.reserve(top.len());
     for (iface_key, methods) in top {
-        let Some(iface) = key_str(&iface_key, &pos(&[]), &mut errors) else {
+        let Some(iface) = key_str(iface_key, &root_loc, &mut errors) else {
             continue;
         };
-        let iface_loc = pos(&[&iface]);
-        let mut iface_ann = InterfaceAnn { name: iface.clone(), methods: Vec::new(), loc: iface_loc.clone() };
-        for (method_key, params) in mapping_of(methods, &iface_loc, "interface", &mut errors) {
-            let Some(method) = key_str(&method_key, &iface_loc, &mut errors) else {
+        let iface_place = outline.under(outline.root(), &iface);
+        let iface_loc = loc(iface_place);
+        let methods = mapping_of(methods, &iface_loc, "interface", &mut errors);
+        let mut iface_ann = InterfaceAnn { name: iface, methods: Vec::with_capacity(methods.len()), loc: iface_loc };
+        for (method_key, params) in methods {
+            let Some(method) = key_str(method_key, &iface_ann.loc, &mut errors) else {
                 continue;
             };
-            let method_loc = pos(&[&iface, &method]);
+            let method_place = outline.under(iface_place, &method);
+            let method_loc = loc(method_place);
+            let params = mapping_of(params, &method_loc, "method", &mut errors);
             let mut method_ann = MethodAnn {
-                name: method.clone(),
-                params: Vec::new(),
+                name: method,
+                params: Vec::with_capacity(params.len()),
                 ret: None,
                 aka: Vec::new(),
                 wrapper: None,
                 since: None,
                 answered_by: None,
-                loc: method_loc.clone(),
+                loc: method_loc,
             };
-            for (param_key, spec) in mapping_of(params, &method_loc, "method", &mut errors) {
-                let Some(param) = key_str(&param_key, &method_loc, &mut errors) else {
+            for (param_key, spec) in params {
+                let Some(param) = key_str(param_key, &method_ann.loc, &mut errors) else {
                     continue;
                 };
-                let loc = pos(&[&iface, &method, &param]);
+                let loc = loc(outline.under(method_place, &param));
                 if param == RETURN_KEY {
                     match serde_yaml::from_value::<ReturnSpec>(spec) {
-                        Ok(r) => method_ann.ret = Some((r, loc)),
+                        Ok(r) => method_ann.ret = Some(Box::new((r, loc))),
                         Err(e) => errors.push(
                             Diagnostic::error(format!("invalid `{RETURN_KEY}` annotation: {e}"))
                                 .at(loc)
@@ -82,7 +93,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 }
                 if param == WRAPPER_KEY {
                     match serde_yaml::from_value::<WrapperSpec>(spec) {
-                        Ok(w) => method_ann.wrapper = Some((w, loc)),
+                        Ok(w) => method_ann.wrapper = Some(Box::new((w, loc))),
                         Err(e) => errors.push(
                             Diagnostic::error(format!("invalid `{WRAPPER_KEY}` annotation: {e}"))
                                 .at(loc)
@@ -93,7 +104,9 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 }
                 if param == SINCE_KEY {
                     match spec {
-                        Value::String(text) if !text.trim().is_empty() => method_ann.since = Some((text, loc)),
+                        Value::String(text) if !text.trim().is_empty() => {
+                            method_ann.since = Some(Box::new((text, loc)))
+                        }
                         _ => errors.push(
                             Diagnostic::error(format!("invalid `{SINCE_KEY}` annotation: expected a text"))
                                 .at(loc)
@@ -105,7 +118,7 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
                 if param == ANSWERED_BY_KEY {
                     match spec {
                         Value::String(name) if !name.trim().is_empty() => {
-                            method_ann.answered_by = Some((name.trim().to_string(), loc));
+                            method_ann.answered_by = Some(Box::new((name.trim().to_string(), loc)));
                         }
                         _ => errors.push(
                             Diagnostic::error(format!("invalid `{ANSWERED_BY_KEY}` annotation: expected a function name"))
@@ -148,7 +161,12 @@ pub(super) fn parse(file: &str, text: &str) -> Result<Annotations, Errors> {
 }
 
 fn at(file: &str, (line, col): (u32, u32)) -> Loc {
-    Loc { file: file.to_string(), line, col }
+    Loc { file: file.into(), line, col }
+}
+
+/// A place in a file whose name every place shares.
+fn shared(file: &Arc<str>, (line, col): (u32, u32)) -> Loc {
+    Loc { file: file.clone(), line, col }
 }
 
 /// A YAML syntax error at the line that caused it. serde_yaml says where its parser gave up:
@@ -227,27 +245,27 @@ fn nth_line(text: &str, n: u32) -> Option<&str> {
     super::outline::lines(text).nth(n.checked_sub(1)? as usize)
 }
 
-fn key_str(key: &Value, loc: &Loc, errors: &mut Errors) -> Option<String> {
+fn key_str(key: Value, loc: &Loc, errors: &mut Errors) -> Option<String> {
     match key {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(s),
         other => {
-            errors.push(Diagnostic::error(format!("expected a name, found `{}`", short(other))).at(loc.clone()));
+            errors.push(Diagnostic::error(format!("expected a name, found `{}`", short(&other))).at(loc.clone()));
             None
         }
     }
 }
 
 /// The entries of a map; `null` (a key with nothing under it) counts as an empty map.
-fn mapping_of(v: Value, loc: &Loc, what: &str, errors: &mut Errors) -> Vec<(Value, Value)> {
+fn mapping_of(v: Value, loc: &Loc, what: &str, errors: &mut Errors) -> serde_yaml::mapping::IntoIter {
     match v {
-        Value::Null => Vec::new(),
-        Value::Mapping(m) => m.into_iter().collect(),
+        Value::Null => Mapping::new().into_iter(),
+        Value::Mapping(m) => m.into_iter(),
         other => {
             errors.push(
                 Diagnostic::error(format!("expected a map under this {what}, found `{}`", short(&other)))
                     .at(loc.clone()),
             );
-            Vec::new()
+            Mapping::new().into_iter()
         }
     }
 }
@@ -343,19 +361,20 @@ fn short(v: &Value) -> String {
 pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::MethodDocs>, Errors> {
     use super::docs::MethodDocs;
     let (root, outline) = read(file, text)?;
-    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let shown: Arc<str> = file.into();
+    let pos = |path: &[&str]| shared(&shown, outline.pos(path));
     let mut errors = Errors::default();
     let mut out = Vec::new();
     for (iface_key, methods) in mapping_of(root, &pos(&[]), "file", &mut errors) {
-        let Some(iface) = key_str(&iface_key, &pos(&[]), &mut errors) else { continue };
+        let Some(iface) = key_str(iface_key, &pos(&[]), &mut errors) else { continue };
         let iface_loc = pos(&[&iface]);
         for (method_key, fields) in mapping_of(methods, &iface_loc, "interface", &mut errors) {
-            let Some(method) = key_str(&method_key, &iface_loc, &mut errors) else { continue };
+            let Some(method) = key_str(method_key, &iface_loc, &mut errors) else { continue };
             let loc = pos(&[&iface, &method]);
             let mut m =
                 MethodDocs { iface: iface.clone(), method: method.clone(), loc: loc.clone(), ..Default::default() };
             for (field_key, value) in mapping_of(fields, &loc, "method", &mut errors) {
-                let Some(field) = key_str(&field_key, &loc, &mut errors) else { continue };
+                let Some(field) = key_str(field_key, &loc, &mut errors) else { continue };
                 let field_loc = pos(&[&iface, &method, &field]);
                 let text = |v: Value, errors: &mut Errors| match v {
                     Value::String(s) => Some(s.split_whitespace().collect::<Vec<_>>().join(" ")),
@@ -373,7 +392,7 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
                     "returns" => m.returns = text(value, &mut errors),
                     "errors" => {
                         for (name, when) in mapping_of(value, &field_loc, "`errors`", &mut errors) {
-                            let Some(name) = key_str(&name, &field_loc, &mut errors) else { continue };
+                            let Some(name) = key_str(name, &field_loc, &mut errors) else { continue };
                             let name_loc = pos(&[&iface, &method, &field, &name]);
                             // `E_FAIL`, or a Win32 error as the header's macro makes it one.
                             let plain = |n: &str| {
@@ -421,12 +440,13 @@ pub(super) fn parse_docs(file: &str, text: &str) -> Result<Vec<super::docs::Meth
 pub(super) fn parse_headers(file: &str, text: &str) -> Result<super::headers::HeaderList, Errors> {
     use super::headers::{EntryHeader, HeaderList, HeaderSpec};
     let (root, outline) = read(file, text)?;
-    let pos = |path: &[&str]| at(file, outline.pos(path));
+    let shown: Arc<str> = file.into();
+    let pos = |path: &[&str]| shared(&shown, outline.pos(path));
     let mut errors = Errors::default();
     let mut list = HeaderList::default();
     let example = "write `<header>: { required: true, why: \"<why the generator reads it>\" }`";
     for (key, spec) in mapping_of(root, &pos(&[]), "file", &mut errors) {
-        let Some(name) = key_str(&key, &pos(&[]), &mut errors) else { continue };
+        let Some(name) = key_str(key, &pos(&[]), &mut errors) else { continue };
         let loc = pos(&[&name]);
         // The name goes into `#include "…"` as written.
         if name.trim().is_empty() || name.contains(['"', '\\', '\n', '\r']) {

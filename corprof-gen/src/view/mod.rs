@@ -249,7 +249,7 @@ fn interface_view(api: &Api, iface: &ApiInterface) -> Result<InterfaceView, Diag
         base_vtbl: t.ident("base vtable", &names::vtbl(&base)),
         base: t.ident("base", &base),
         loc: loc(&iface.ir.loc),
-        file: iface.ir.loc.file.clone(),
+        file: iface.ir.loc.file.to_string(),
         name: this,
         methods,
     };
