@@ -8,6 +8,7 @@
 
 mod support;
 use support::TempDir;
+use support::{clean, root};
 
 use corprof_record::settings;
 use std::collections::BTreeMap;
@@ -17,10 +18,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn dotnet(runtime: &str) -> PathBuf {
     let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
@@ -43,16 +40,6 @@ fn corprof() -> Command {
     clean(&mut cmd);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
-}
-
-fn clean(cmd: &mut Command) {
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
 }
 
 struct Output {

@@ -12,6 +12,7 @@
 //! and the apps and runtimes of `bash scripts/setup`.
 
 mod support;
+use support::{clean, root};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -23,10 +24,6 @@ use std::time::Duration;
 /// Longer than any run here takes: past it the test fails (it never waits this long on success).
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 fn dotnet(runtime: &str) -> PathBuf {
     let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
     assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
@@ -37,16 +34,6 @@ fn app_dll() -> PathBuf {
     let path = root().join("tests/apps/RecordRun/bin/RecordRun.dll");
     assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
     path
-}
-
-fn clean(cmd: &mut Command) {
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
 }
 
 /// A running process whose stdout and stderr lines arrive on channels (read by threads, so the

@@ -8,6 +8,7 @@
 
 mod support;
 use support::TempDir;
+use support::{clean, root};
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -15,10 +16,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn dotnet(runtime: &str) -> String {
     let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
@@ -30,16 +27,6 @@ fn test_app(name: &str) -> String {
     let path = root().join(format!("tests/apps/{name}/bin/{name}.dll"));
     assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
     path.to_str().unwrap().to_string()
-}
-
-fn clean(cmd: &mut Command) {
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ["CORECLR_", "CORPROF_", "DOTNET_", "COMPlus_"].iter().any(|p| k.starts_with(p)) {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
 }
 
 struct Output {
