@@ -58,6 +58,20 @@
 //! called from; the methods that inlined one before its ReJIT are compiled again with it
 //! (`RequestReJITWithInliners`, .NET 8).
 //!
+//! # Modules loaded before start
+//! Wrapping a method adds a few rows and signatures to its module's metadata. CoreCLR keeps a
+//! module's writable metadata in a small form until a row number passes 2047 or a heap offset
+//! 32767; the next write then rebuilds every table and frees the old ones, which the runtime's
+//! own threads may be reading without a lock at that moment (dotnet/runtime#127957; seen as a
+//! rare crash in CoreLib's signature reader on CoreCLR 8.0.4). For a module loading after
+//! `start` corprof makes that rebuild happen while the module loads, when nothing else reads it.
+//! For a module loaded before `start`, whose code may be running, corprof wraps methods only
+//! while its additions keep the metadata in the small form (the module file's largest table and
+//! heap, and each method's signature and locals, counted with a margin: a small app module
+//! takes about a hundred methods), and refuses the others with the reason — CoreLib's and most
+//! of the framework's at once. [`Instrumentation::allow_growing_loaded_metadata`] lifts that
+//! limit for a profiler that takes the risk.
+//!
 //! # Handlers in C#
 //! [`Instrumentation::wrap_managed`] wraps methods with a [`ManagedHandler`] instead: a C# class
 //! with static `OnMethodBegin`/`OnMethodEnd` (the CallTarget contract: `CallTargetState`,
@@ -720,8 +734,6 @@ struct Prepared {
     body: MethodBody,
     name: String,
     target: String,
-    /// Wrapped for a managed handler.
-    managed: bool,
 }
 
 /// The methods to wrap and their handlers; see the [module](self).
@@ -753,6 +765,9 @@ pub struct Instrumentation {
     managed_handlers: Vec<(std::path::PathBuf, String, String)>,
     /// The managed side's startup.
     startup: Mutex<managed::Startup>,
+    /// Whether modules loaded before `start` are wrapped whatever their metadata's size (see
+    /// [`allow_growing_loaded_metadata`](Self::allow_growing_loaded_metadata)).
+    grow_loaded: bool,
 }
 
 impl fmt::Debug for Instrumentation {
@@ -769,6 +784,23 @@ impl Instrumentation {
     /// No targets yet.
     pub fn new() -> Instrumentation {
         Instrumentation::default()
+    }
+
+    /// Lets the methods of large modules loaded before [`start`](Self::start) be wrapped too
+    /// (CoreLib, the framework's, an app's own with more than about a thousand rows in a table or
+    /// 16 KiB in a heap), which corprof refuses by default: see [Modules loaded before
+    /// start](crate::instrument#modules-loaded-before-start).
+    ///
+    /// # Safety
+    ///
+    /// Wrapping a method adds to its module's metadata. The first addition to a large module
+    /// makes CoreCLR (8.0.4 and 3.1.23, and every runtime without the fix of
+    /// dotnet/runtime#127957) rebuild that module's metadata tables and free the old ones, while its own
+    /// threads may be reading them without a lock: the app can crash, rarely (once in about
+    /// 1,500 runs of a test that wrapped a CoreLib method after the app started). Call it only
+    /// where that risk is accepted, or where the runtime is known to have the fix.
+    pub unsafe fn allow_growing_loaded_metadata(&mut self) {
+        self.grow_loaded = true;
     }
 
     /// Wraps the methods `target` names with `handler`. The handler is kept for the process's
@@ -1000,13 +1032,14 @@ impl Instrumentation {
     /// Requests the ReJITs of `batch` and says what came of each.
     fn request(&self, info: &ProfilerInfo, batch: &[(ModuleID, mdMethodDef)]) {
         let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = batch.iter().copied().unzip();
-        // CoreCLR 3.1.23 crashed (exit 139, in ReJitManager::UpdateJitInlinerActiveILVersions)
-        // asked for the inliners of a method wrapped for a managed handler in a module given the
-        // startup: before .NET 8 those are requested alone.
-        let managed = self.major.load(Ordering::Relaxed) < 8
-            && batch.iter().any(|(m, d)| lock(&self.prepared).get(&(m.as_raw(), *d)).is_some_and(|p| p.managed));
+        // CoreCLR 3.1.23 crashed (exit 139, in ReJitManager::UpdateJitInlinerActiveILVersions,
+        // or on corprof's thread at the request) asked for the inliners of a method wrapped for a
+        // managed handler in a module given the startup, and of an app's method from a profiler
+        // started after `initialize`; it refuses the call for precompiled code. Before .NET 8 the
+        // methods are requested alone.
+        let alone = self.major.load(Ordering::Relaxed) < 8;
         let ask =
-            || if managed { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
+            || if alone { info.request_rejit(&modules, &methods) } else { request_rejit(info, &modules, &methods) };
         let mut requested = ask();
         // Started from `initialize_for_attach`, the worker may ask before the runtime has
         // finished the attach: CoreCLR 3.1.23 counts ReJIT as enabled only once the profiler is
@@ -1159,6 +1192,10 @@ impl Instrumentation {
         // app's start-up on CoreCLR 8.0.4); `None` when the file cannot be read so, and the
         // import answers.
         let mut defined: Option<Option<corprof_sig::image::TypeNames>> = None;
+        // What a module loaded before `start` can still take (see `Budget`).
+        let mut budget: Option<Budget> = None;
+        // Whether anything was added to the module's metadata.
+        let mut emitted = false;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
             if target.assembly.as_ref().is_some_and(|a| *a != assembly) {
                 continue;
@@ -1223,12 +1260,19 @@ impl Instrumentation {
                     Some(_) if loaded => Err("a managed handler's assemblies are loaded by the startup of the app, \
                                               which ran before start: call start from initialize"
                         .into()),
-                    Some(m) => managed::managed_body(info, import, module, method, m).map(|b| (b, Some(m.bit))),
+                    Some(m) => {
+                        emitted = true;
+                        managed::managed_body(info, import, module, method, m).map(|b| (b, Some(m.bit)))
+                    }
                     None => {
                         let no_transition = self.no_transition.load(Ordering::Relaxed);
                         let task_end = self.task_end_allowed(&assembly, managed_code, loaded);
                         // A module loading now, whose code the JIT compiles, gets entry methods.
                         let entries = (!precompiled && !loaded).then_some(&mut entries);
+                        let budget = (loaded && !self.grow_loaded).then(|| {
+                            budget.get_or_insert_with(|| Budget::of(defined.as_ref().and_then(Option::as_ref)))
+                        });
+                        emitted = true;
                         wrapped_body(
                             info,
                             import,
@@ -1239,6 +1283,7 @@ impl Instrumentation {
                             no_transition,
                             &task_end,
                             entries,
+                            budget,
                         )
                         .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
                     }
@@ -1276,7 +1321,7 @@ impl Instrumentation {
                                call start from initialize)",
                     },
                     Ok((body, gate)) => {
-                        let prepared = Prepared { body, name, target: target.to_string(), managed: gate.is_some() };
+                        let prepared = Prepared { body, name, target: target.to_string() };
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
                         self.pending.fetch_add(1, Ordering::AcqRel);
                         match gate {
@@ -1306,6 +1351,9 @@ impl Instrumentation {
                 self.note(decision);
             }
         }
+        if emitted && !loaded {
+            finish_growth(info, module);
+        }
     }
 
     /// Gives `module` the startup of the managed side (once; `eligible`: a module of code the
@@ -1323,6 +1371,7 @@ impl Instrumentation {
             let name = info.get_module_info(module).map(|m| m.name).unwrap_or_default();
             crate::report::write_line(&format!("corprof: instrument: no managed startup in {name}: {why}"));
         }
+        finish_growth(info, module);
     }
 
     fn module_unloading(&self, module: ModuleID) {
@@ -1489,6 +1538,68 @@ fn locals_of(import: &MetaDataImport, body: &MethodBody) -> Result<Option<Vec<u8
     Ok(Some(unsafe { copy_blob(p.sig, p.sig_size) }))
 }
 
+/// Makes CoreCLR rebuild `module`'s metadata tables now, while the module is loading and no
+/// other thread reads them, if what was added so far has made that rebuild due. The runtime
+/// keeps a module's writable metadata in a small form until a row number passes 2047 or a heap
+/// offset 32767, and rebuilds every table (once) at the next write after that, freeing the old
+/// ones under readers it does not lock (dotnet/runtime#127957: a crash in CoreLib's readers if
+/// that write came later, from a ReJIT while the app runs). `SetModuleProps(NULL)` changes
+/// nothing, but is such a write.
+fn finish_growth(info: &ProfilerInfo, module: ModuleID) {
+    if let Ok(emit) = writable(info, module) {
+        let _ = emit.set_module_props(None);
+    }
+}
+
+/// What corprof may still add to the metadata of a module loaded before `start`, whose code may
+/// be running: its additions must keep the metadata in the small form [`finish_growth`] tells of,
+/// since the rebuild that ends it would come while the app's threads read the tables. Counted
+/// from the module file's largest table and heap, with a margin for what is added once per
+/// module (an assembly reference, a few type references); per wrapped method at most
+/// [`ROWS_PER_METHOD`](Self::ROWS_PER_METHOD) rows, and in any heap its signature twice, its
+/// locals and [`BYTES_PER_METHOD`](Self::BYTES_PER_METHOD) bytes.
+#[derive(Debug)]
+struct Budget {
+    rows: usize,
+    bytes: usize,
+}
+
+impl Budget {
+    /// The highest row number and heap offset of the small form (CoreCLR's `m_limRid`, `m_limIx`).
+    const SMALL_ROWS: usize = 2047;
+    const SMALL_HEAP: usize = 32767;
+    const MARGIN_ROWS: usize = 64;
+    const MARGIN_BYTES: usize = 2048;
+    const ROWS_PER_METHOD: usize = 8;
+    const BYTES_PER_METHOD: usize = 256;
+
+    /// The budget of a module whose file reads as `names`; none when it could not be read.
+    fn of(names: Option<&corprof_sig::image::TypeNames>) -> Budget {
+        match names {
+            Some(n) => Budget {
+                rows: Self::SMALL_ROWS.saturating_sub(Self::MARGIN_ROWS + n.largest_table_rows()),
+                bytes: Self::SMALL_HEAP.saturating_sub(Self::MARGIN_BYTES + n.largest_heap_bytes()),
+            },
+            None => Budget { rows: 0, bytes: 0 },
+        }
+    }
+
+    /// Takes one method's share (its signature's and locals' sizes in bytes), or says why not.
+    fn take(&mut self, signature: usize, locals: usize) -> Result<(), String> {
+        let bytes = signature.saturating_mul(2).saturating_add(locals).saturating_add(Self::BYTES_PER_METHOD);
+        if self.rows < Self::ROWS_PER_METHOD || self.bytes < bytes {
+            return Err("its module was loaded before start, and wrapping it there would grow the module's metadata \
+                        past the small form that CoreCLR rebuilds under its own unlocked readers (a rare crash, \
+                        dotnet/runtime#127957): call start from initialize, or see \
+                        Instrumentation::allow_growing_loaded_metadata"
+                .into());
+        }
+        self.rows -= Self::ROWS_PER_METHOD;
+        self.bytes -= bytes;
+        Ok(())
+    }
+}
+
 /// `module`'s metadata opened for writing.
 fn writable(info: &ProfilerInfo, module: ModuleID) -> Result<MetaDataEmit, String> {
     info.get_module_metadata::<MetaDataEmit>(module, CorOpenFlags::ofWrite)
@@ -1627,6 +1738,7 @@ fn wrapped_body(
     no_transition: bool,
     task_end: &Result<(), String>,
     mut entries: Option<&mut Entries>,
+    budget: Option<&mut Budget>,
 ) -> Result<(MethodBody, bool), String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
@@ -1639,6 +1751,9 @@ fn wrapped_body(
     let sig = MethodSig::decode(&sig_bytes).map_err(|e| format!("its signature: {e}"))?;
     let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
     let locals = locals_of(import, &body)?;
+    if let Some(budget) = budget {
+        budget.take(sig_bytes.len(), locals.as_ref().map_or(0, Vec::len))?;
+    }
     let emit = writable(info, module)?;
     let sig_token = |s: &MethodSig| -> Result<Token, String> {
         let bytes = s.encode().map_err(|e| e.to_string())?;
@@ -1975,6 +2090,37 @@ mod tests {
         }
         assert!(file_type_names("").is_none());
         assert!(file_type_names(root.to_str().unwrap()).is_none());
+        // What a module loaded before `start` may take: nothing for a CoreLib (its metadata is
+        // past the small form already) or a file that cannot be read; a small app's module, a
+        // bounded number of methods.
+        for corelib in [
+            "dotnet-8/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll",
+            "dotnet-3/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll",
+        ] {
+            let names = file_type_names(root.join(corelib).to_str().unwrap());
+            assert!(Budget::of(names.as_ref()).take(4, 0).is_err(), "{corelib}");
+        }
+        assert!(Budget::of(None).take(4, 0).is_err());
+        let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/apps/Instrument/bin/Instrument.dll");
+        let names = file_type_names(app).unwrap_or_else(|| panic!("{app}"));
+        assert!(names.largest_table_rows() < 200 && names.largest_heap_bytes() < 8192, "{app}");
+        let mut budget = Budget::of(Some(&names));
+        let mut methods = 0;
+        while budget.take(10, 20).is_ok() {
+            methods += 1;
+        }
+        let err = budget.take(10, 20).unwrap_err();
+        assert!(err.contains("dotnet/runtime#127957"), "{err}");
+        // As many as the rows or the heap bytes left allow, whichever runs out first.
+        let rows = (Budget::SMALL_ROWS - Budget::MARGIN_ROWS - names.largest_table_rows()) / Budget::ROWS_PER_METHOD;
+        let bytes = (Budget::SMALL_HEAP - Budget::MARGIN_BYTES - names.largest_heap_bytes())
+            / (2 * 10 + 20 + Budget::BYTES_PER_METHOD);
+        assert!(methods > 50, "{methods}");
+        assert_eq!(methods, rows.min(bytes));
+        // Locals count against the heaps.
+        let mut budget = Budget::of(Some(&names));
+        assert!(budget.take(10, 40_000).is_err());
+        assert!(budget.take(10, 20).is_ok());
         assert!(file_type_names("/dev/zero").is_none());
         assert!(file_type_names(env!("CARGO_MANIFEST_DIR")).is_none());
         assert!(file_type_names(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).is_none());

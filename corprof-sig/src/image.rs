@@ -253,6 +253,8 @@ pub fn type_names(
     let streams = u16_at(&root, at)?;
     at += 2;
     let (mut tables, mut strings) = (None, None);
+    // The largest heap's size in bytes (`#Strings`, `#Blob`, `#GUID`, `#US`).
+    let mut largest_heap = 0usize;
     for _ in 0..streams {
         let (stream_offset, stream_size) = (u32_at(&root, at)?, u32_at(&root, at + 4)?);
         let name_at = at + 8;
@@ -268,6 +270,9 @@ pub fn type_names(
             // Unoptimized tables (edit and continue), with pointer tables: not read here.
             b"#-" => return bad("unoptimized metadata tables"),
             _ => {}
+        }
+        if matches!(&root[name_at..name_at + name_len], b"#Strings" | b"#Blob" | b"#GUID" | b"#US") {
+            largest_heap = largest_heap.max(stream_size as usize);
         }
         at = name_at + ((name_len + 4) & !3);
     }
@@ -366,7 +371,8 @@ pub fn type_names(
             enclosing[inner] = outer as u32;
         }
     }
-    Ok(TypeNames { heap: heap_bytes, own, enclosing })
+    let largest_rows = rows.iter().copied().max().unwrap_or(0);
+    Ok(TypeNames { heap: heap_bytes, own, enclosing, largest_rows, largest_heap })
 }
 
 /// The types a module's file defines, as [`type_names`] read them: their names are made on
@@ -378,6 +384,8 @@ pub struct TypeNames {
     own: Vec<(u32, u32)>,
     /// Per 1-based row: the enclosing type's row, 0 for none.
     enclosing: Vec<u32>,
+    largest_rows: usize,
+    largest_heap: usize,
 }
 
 impl TypeNames {
@@ -389,6 +397,17 @@ impl TypeNames {
     /// Whether it defines none (a file with no TypeDef table).
     pub fn is_empty(&self) -> bool {
         self.own.is_empty()
+    }
+
+    /// The row count of the file's largest metadata table, whichever it is.
+    pub fn largest_table_rows(&self) -> usize {
+        self.largest_rows
+    }
+
+    /// The size in bytes of the file's largest metadata heap (`#Strings`, `#Blob`, `#GUID` or
+    /// `#US`), as its stream header gives it.
+    pub fn largest_heap_bytes(&self) -> usize {
+        self.largest_heap
     }
 
     fn bytes(&self, index: u32) -> &[u8] {

@@ -1263,6 +1263,8 @@ mod corelib {
         sections: Vec<(usize, usize, usize)>,
         blob: usize,
         strings: usize,
+        /// The largest heap stream's size.
+        pub largest_heap: usize,
         rows: [usize; 64],
         tables: [usize; 64],
         widths: [Vec<usize>; 64],
@@ -1289,6 +1291,7 @@ mod corelib {
                 sections,
                 blob: 0,
                 strings: 0,
+                largest_heap: 0,
                 rows: [0; 64],
                 tables: [0; 64],
                 widths: std::array::from_fn(|_| Vec::new()),
@@ -1304,7 +1307,11 @@ mod corelib {
             for _ in 0..streams {
                 let (offset, name_at) = (u32_at(&m.file, at), at + 8);
                 let name_len = m.file[name_at..].iter().position(|&b| b == 0).unwrap();
-                match &m.file[name_at..name_at + name_len] {
+                let name = &m.file[name_at..name_at + name_len];
+                if [&b"#Strings"[..], b"#Blob", b"#GUID", b"#US"].contains(&name) {
+                    m.largest_heap = m.largest_heap.max(u32_at(&m.file, at + 4));
+                }
+                match name {
                     b"#~" => tilde = root + offset,
                     b"#Blob" => m.blob = root + offset,
                     b"#Strings" => m.strings = root + offset,
@@ -1702,6 +1709,11 @@ mod corelib {
             }
             assert_eq!(types.full_name(0), None);
             assert_eq!(types.full_name(types.len() + 1), None);
+            // Its metadata's extent: past what CoreCLR's writable metadata holds in its small form
+            // (2047 rows, 32767 heap bytes).
+            assert_eq!(types.largest_table_rows(), (0..64).map(|t| m.rows(t)).max().unwrap(), "{runtime}");
+            assert_eq!(types.largest_heap_bytes(), m.largest_heap, "{runtime}");
+            assert!(types.largest_table_rows() > 2047 && types.largest_heap_bytes() > 32767, "{runtime}");
         }
     }
 
