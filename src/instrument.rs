@@ -78,8 +78,9 @@
 //! `CallTargetReturn<T>`, in corprof's `Corprof.Instrumentation.dll`, which
 //! [`Instrumentation::managed_invoker`] locates). The assemblies are loaded by startup code
 //! corprof puts into the `<Module>..cctor` of the modules that load first, and the methods are
-//! wrapped through ReJIT once it ran; see `docs/guide/instrumentation.md` for the contract and
-//! what is refused.
+//! wrapped through ReJIT once it ran; a handler with an `OnAsyncMethodEnd` sees a returned
+//! `Task`'s completion too. See `docs/guide/instrumentation.md` for the contract and what is
+//! refused.
 //!
 //! # `async` methods
 //! A method returning a task ends, by default, when it returns the task. A handler whose

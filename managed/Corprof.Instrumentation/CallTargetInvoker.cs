@@ -596,28 +596,43 @@ namespace Corprof.Instrumentation
                 return returnValue;
             }
             Reentry.Inside = true;
+            var value = returnValue;
             try
             {
                 var byValue = End<THandler, TTarget, TReturn>.ByValue;
+                var byRef = End<THandler, TTarget, TReturn>.ByRef;
                 if (byValue != null)
                 {
-                    return byValue(instance, returnValue, exception as Exception, state).GetReturnValue();
+                    value = byValue(instance, returnValue, exception as Exception, state).GetReturnValue();
                 }
-                var byRef = End<THandler, TTarget, TReturn>.ByRef;
-                if (byRef != null)
+                else if (byRef != null)
                 {
-                    return byRef(instance, returnValue, exception as Exception, ref state).GetReturnValue();
+                    value = byRef(instance, returnValue, exception as Exception, ref state).GetReturnValue();
                 }
             }
             catch (Exception e)
             {
                 Log.Threw(typeof(THandler), "OnMethodEnd", e);
+                value = returnValue;
+            }
+            try
+            {
+                // A Task the caller gets: OnAsyncMethodEnd once it completes, if the handler has one.
+                var watch = AsyncEndOf<THandler, TTarget, TReturn>.Watch;
+                if (watch != null)
+                {
+                    watch(instance, value, exception as Exception, state);
+                }
+            }
+            catch (Exception)
+            {
+                // The app's call goes on as written.
             }
             finally
             {
                 Reentry.Inside = false;
             }
-            return returnValue;
+            return value;
         }
 
         /// <summary>EndMethod for a method returning void.</summary>

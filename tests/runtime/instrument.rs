@@ -322,6 +322,27 @@ fn managed_handlers(runtime: &'static str, test: &str) {
     let dir = root.join("tests/apps/InstrumentManaged/bin/handlers");
     let seen: Vec<&str> =
         run.stderr.lines().filter(|l| l.starts_with("handler:") || l.starts_with("corprof: managed")).collect();
+    // The ends at a task's completion: on the thread completing it, so their order among the
+    // other lines is timing (the app waits until it has all seven).
+    let (mut done, seen): (Vec<&str>, Vec<&str>) = seen.into_iter().partition(|l| l.starts_with("handler: async done"));
+    done.sort();
+    assert_eq!(
+        done,
+        [
+            // A Task<int> after an await: its result; a Task: nothing; a fault: its exception.
+            "handler: async done #1 returned 42",
+            "handler: async done #2 returned null",
+            "handler: async done #3 threw InvalidOperationException: async fault 3",
+            // Complete at the return: cancelled, a value.
+            "handler: async done #4 threw TaskCanceledException: A task was canceled.",
+            "handler: async done #5 returned 5",
+            // No task (null): at once, the default; a throw before any task: at once, with it.
+            "handler: async done #6 returned 0",
+            "handler: async done #7 threw ArgumentException: before a task",
+        ],
+        "{}",
+        run.describe()
+    );
     let nowhere = format!(
         "corprof: managed handler Handlers.Nowhere (definition InstrumentManagedApp.Gone::Run) is no non-generic \
          class of {handlers}; its methods are not wrapped"
@@ -371,6 +392,32 @@ fn managed_handlers(runtime: &'static str, test: &str) {
             "handler: begin only 4",
             "corprof: managed handler Handlers.Replacer (definition InstrumentManagedApp.Changed::Answer) has no \
              usable OnMethodBegin(InstrumentManagedApp.Changed); the calls run without it",
+            // Task-returning methods: OnMethodEnd at the return (the task as it is), then
+            // OnAsyncMethodEnd (above) once the task completes.
+            "handler: async begin #1 21",
+            "handler: async end #1 at the return: a task",
+            "handler: async begin #2",
+            "handler: async end #2 at the return: a task",
+            "handler: async begin #3 3",
+            "handler: async end #3 at the return: a task",
+            "handler: async begin #4",
+            "handler: async end #4 at the return: a task",
+            "handler: async begin #5",
+            "handler: async end #5 at the return: a task",
+            "handler: async begin #6",
+            "handler: async end #6 at the return: null",
+            "handler: async begin #7",
+            "handler: async end #7 at the return: threw",
+            // OnAsyncMethodEnd alone, throwing: said once, the app's task as it was.
+            "corprof: managed handler Handlers.AsyncThrowing (definition InstrumentManagedApp.AsyncFaulty::Now) has \
+             no usable OnMethodBegin(InstrumentManagedApp.AsyncFaulty); the calls run without it",
+            "corprof: managed handler Handlers.AsyncThrowing (definition InstrumentManagedApp.AsyncFaulty::Now) has \
+             no usable OnMethodEnd(InstrumentManagedApp.AsyncFaulty, System.Threading.Tasks.Task<System.Int32>, \
+             System.Exception, Corprof.Instrumentation.CallTargetState) -> \
+             Corprof.Instrumentation.CallTargetReturn<System.Threading.Tasks.Task<System.Int32>>; the calls run \
+             without it",
+            "corprof: managed handler Handlers.AsyncThrowing (definition InstrumentManagedApp.AsyncFaulty::Now) threw \
+             in OnAsyncMethodEnd: System.InvalidOperationException; the calls go on as written",
         ],
         "{}",
         run.describe()
@@ -395,9 +442,18 @@ fn managed_handlers(runtime: &'static str, test: &str) {
     let mut expected: Vec<String> = ["Add", "Greet", "Nothing", "Scale", "Six", "Swap", "Throws", "ToString"]
         .map(|m| format!("wrapped InstrumentManagedApp.Target::{m} (target InstrumentManagedApp.Target::_)"))
         .to_vec();
-    for (ty, m) in [("Point", "Sum"), ("Box`1", "Get"), ("Faulty", "Add"), ("Partial", "Twice"), ("Changed", "Answer")]
-    {
+    for (ty, m) in [
+        ("Point", "Sum"),
+        ("Box`1", "Get"),
+        ("Faulty", "Add"),
+        ("Partial", "Twice"),
+        ("Changed", "Answer"),
+        ("AsyncFaulty", "Now"),
+    ] {
         expected.push(format!("wrapped InstrumentManagedApp.{ty}::{m} (target InstrumentManagedApp.{ty}::{m})"));
+    }
+    for m in ["Later", "Plain", "Fails", "Cancelled", "Done", "Nothing", "Throws"] {
+        expected.push(format!("wrapped InstrumentManagedApp.Async::{m} (target InstrumentManagedApp.Async::_)"));
     }
     expected.push(
         "not wrapped InstrumentManagedApp.Target::.ctor (target InstrumentManagedApp.Target::_): a constructor is \

@@ -6,6 +6,8 @@
 
 using System;
 using System.Runtime.CompilerServices;
+using System.Threading;
+using System.Threading.Tasks;
 
 namespace InstrumentManagedApp
 {
@@ -124,6 +126,58 @@ namespace InstrumentManagedApp
         }
     }
 
+    // Task-returning methods, for a handler's OnAsyncMethodEnd: completing later (a value, none,
+    // a fault), complete at the return (cancelled, a value), null, and a throw before any task.
+    public static class Async
+    {
+        public static async Task<int> Later(int x)
+        {
+            await Task.Yield();
+            return x * 2;
+        }
+
+        public static async Task Plain()
+        {
+            await Task.Yield();
+        }
+
+        public static async Task<int> Fails(int x)
+        {
+            await Task.Yield();
+            throw new InvalidOperationException("async fault " + x);
+        }
+
+        public static Task<int> Cancelled()
+        {
+            return Task.FromCanceled<int>(new CancellationToken(true));
+        }
+
+        public static Task<int> Done()
+        {
+            return Task.FromResult(5);
+        }
+
+        public static Task<int> Nothing()
+        {
+            return null;
+        }
+
+        public static Task<int> Throws()
+        {
+            throw new ArgumentException("before a task");
+        }
+    }
+
+    // A handler whose OnAsyncMethodEnd throws, for a task complete at the return (its
+    // continuation runs at once, on the caller's thread).
+    public static class AsyncFaulty
+    {
+        public static Task<int> Now()
+        {
+            return Task.FromResult(1);
+        }
+    }
+
     public static class Program
     {
         static int Main()
@@ -143,7 +197,61 @@ namespace InstrumentManagedApp
                 }
             }
             Run();
+            if (ready != null && Environment.GetEnvironmentVariable("INSTRUMENT_ONLY") == null)
+            {
+                WaitForAsyncEnds();
+            }
             return 0;
+        }
+
+        static void RunAsync()
+        {
+            Console.WriteLine(Async.Later(21).Result);
+            Async.Plain().Wait();
+            Console.WriteLine("plain");
+            try
+            {
+                Async.Fails(3).Wait();
+            }
+            catch (AggregateException e)
+            {
+                Console.WriteLine("async caught " + e.InnerException.Message);
+            }
+            try
+            {
+                Async.Cancelled().Wait();
+            }
+            catch (AggregateException e)
+            {
+                Console.WriteLine("cancelled " + (e.InnerException is TaskCanceledException));
+            }
+            Console.WriteLine(Async.Done().Result);
+            Console.WriteLine(Async.Nothing() == null);
+            try
+            {
+                Async.Throws();
+            }
+            catch (ArgumentException e)
+            {
+                Console.WriteLine("caught " + e.Message);
+            }
+            Console.WriteLine(AsyncFaulty.Now().Result);
+        }
+
+        // Profiled, the handler counts its OnAsyncMethodEnd calls in the app domain's data: the
+        // app waits for all seven (a continuation may run after the app's own wait returned).
+        static void WaitForAsyncEnds()
+        {
+            var waited = System.Diagnostics.Stopwatch.StartNew();
+            while (!(AppDomain.CurrentDomain.GetData("corprof-test-async-ends") is int n && n >= 7))
+            {
+                if (waited.Elapsed.TotalSeconds > 60)
+                {
+                    Console.WriteLine("the async ends were not all seen");
+                    return;
+                }
+                Thread.Sleep(2);
+            }
         }
 
         // Compiled only now, after the ReJIT requests: nothing here was inlined before.
@@ -174,6 +282,7 @@ namespace InstrumentManagedApp
             Console.WriteLine(Partial.Twice(4));
             Console.WriteLine(Changed.Answer());
             Console.WriteLine(Gone.Run());
+            RunAsync();
         }
     }
 }

@@ -310,6 +310,8 @@ impl Profiler {
             ("Partial", "Twice", "Handlers.BeginOnly"),
             ("Changed", "Answer", "Handlers.Replacer"),
             ("Gone", "Run", "Handlers.Nowhere"),
+            ("Async", "_", "Handlers.AsyncRecorder"),
+            ("AsyncFaulty", "Now", "Handlers.AsyncThrowing"),
         ]
         .into_iter()
         .filter(|(ty, ..)| std::env::var("INSTRUMENT_ONLY").map_or(true, |only| only == *ty))

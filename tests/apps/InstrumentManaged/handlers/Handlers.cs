@@ -69,6 +69,59 @@ namespace Handlers
         }
     }
 
+    /// <summary>
+    /// Says each task-returning method's begin, its end at the return (OnMethodEnd) and its end
+    /// when the task completes (OnAsyncMethodEnd), counting the last in the app domain's data.
+    /// </summary>
+    public static class AsyncRecorder
+    {
+        private static int next;
+        private static int ends;
+
+        private static CallTargetState Begin(object arg)
+        {
+            int id = System.Threading.Interlocked.Increment(ref next);
+            Console.Error.WriteLine("handler: async begin #" + id + (arg == null ? "" : " " + arg));
+            return new CallTargetState(id);
+        }
+
+        public static CallTargetState OnMethodBegin<TTarget>(TTarget instance)
+        {
+            return Begin(null);
+        }
+
+        public static CallTargetState OnMethodBegin<TTarget, TArg1>(TTarget instance, ref TArg1 arg1)
+        {
+            return Begin(arg1);
+        }
+
+        public static CallTargetReturn<TReturn> OnMethodEnd<TTarget, TReturn>(TTarget instance, TReturn returnValue, Exception exception, CallTargetState state)
+        {
+            Console.Error.WriteLine("handler: async end #" + state.State + " at the return: " +
+                (exception != null ? "threw" : returnValue == null ? "null" : "a task"));
+            return new CallTargetReturn<TReturn>(returnValue);
+        }
+
+        public static TReturn OnAsyncMethodEnd<TTarget, TReturn>(TTarget instance, TReturn returnValue, Exception exception, CallTargetState state)
+        {
+            Console.Error.WriteLine("handler: async done #" + state.State + " " +
+                (exception != null ? "threw " + exception.GetType().Name + ": " + exception.Message
+                    : "returned " + (returnValue == null ? "null" : returnValue.ToString())));
+            int n = System.Threading.Interlocked.Increment(ref ends);
+            AppDomain.CurrentDomain.SetData("corprof-test-async-ends", n);
+            return returnValue;
+        }
+    }
+
+    /// <summary>Throws in OnAsyncMethodEnd: said once, the app's task as it was.</summary>
+    public static class AsyncThrowing
+    {
+        public static TReturn OnAsyncMethodEnd<TTarget, TReturn>(TTarget instance, TReturn returnValue, Exception exception, ref CallTargetState state)
+        {
+            throw new InvalidOperationException("a handler that throws when the task completes");
+        }
+    }
+
     /// <summary>Throws in both: the app's calls go on as written.</summary>
     public static class Throwing
     {
