@@ -408,9 +408,10 @@ pub trait Handler: Send + Sync + 'static {
     /// calls made before run unwrapped. Refused, with the reason in
     /// [`Instrumentation::decisions`]: without `managed_invoker`, when the instrumentation
     /// started after the app's modules loaded (attach), and for methods of
-    /// `System.Private.CoreLib` (whose tasks the end code itself uses). `ValueTask` and
-    /// `ValueTask<T>` end at their return: a `ValueTask` may be backed by a source that allows
-    /// one continuation, the app's.
+    /// `System.Private.CoreLib` (whose tasks the end code itself uses). A `ValueTask` or
+    /// `ValueTask<T>` holding a task ends with that task, one complete when made at once (with
+    /// its result); one holding an `IValueTaskSource` ends at its return with
+    /// `CallValue::Other`: such a source allows one continuation, the app's.
     fn ends_when_task_completes(&self) -> bool {
         false
     }
@@ -1792,8 +1793,7 @@ fn wrapped_body(
     let state = wrapper.add_local(Type::U8).map_err(|e| e.to_string())?;
     let returns = match &task {
         None => Kind::of(&sig.ret),
-        Some(managed::TaskReturn::Task) => Kind::Void,
-        Some(managed::TaskReturn::Of(result)) => Kind::of(result),
+        Some(t) => t.result().map_or(Kind::Void, Kind::of),
     };
     let task_call = match &task {
         Some(t) => Some(managed::task_end_call(info, &emit, module, t)?),
@@ -1883,21 +1883,25 @@ fn wrapped_body(
             Some(begin_signature.clone())
         } else if t == end_token {
             Some(end_signature.clone())
-        } else if let Some((_, sig)) = task_call.as_ref().filter(|(call, _)| *call == t) {
+        } else if let Some((_, sig, _)) = task_call.as_ref().filter(|(call, ..)| *call == t) {
             Some(sig.clone())
         } else {
             signature_of(import, t)
         }
     };
-    let wrapped = if let (Some((call, _)), Some(r)) = (&task_call, ret) {
-        // AsyncEnd.EndTask[Of<T>](task, ex, method, state, task_end_entry): a managed call, which
-        // hands the task's completion to the native entry; guarded, as managed code may throw.
-        let mut end = vec![
-            Instruction::ldloc(r),
+    let wrapped = if let (Some((call, _, boxed)), Some(r)) = (&task_call, ret) {
+        // AsyncEnd.End[Value]Task[Of<T>](task, ex, method, state, task_end_entry): a managed
+        // call, which hands the task's completion to the native entry; guarded, as managed code
+        // may throw. A ValueTask goes boxed.
+        let mut end = vec![Instruction::ldloc(r)];
+        if let Some(boxed) = boxed {
+            end.push(Instruction::token(OpCode::BOX, *boxed));
+        }
+        end.extend([
             Instruction::ldloc(wrapper.exception_local()),
             Instruction::ldc_i4(index as i32),
             Instruction::ldloc(state),
-        ];
+        ]);
         end.extend(address(task_end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize));
         end.push(Instruction::token(OpCode::CALL, *call));
         wrapper.finish(begin, end, call_sig)

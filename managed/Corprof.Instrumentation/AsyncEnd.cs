@@ -146,6 +146,100 @@ namespace Corprof.Instrumentation
             internal static readonly Action<Task<T>, object> OnTask = DoneOf<T>;
         }
 
+        /// <summary>
+        /// The end of a method returning <c>ValueTask</c> (boxed by the wrapped code): as
+        /// <see cref="EndTask"/> when the value holds a Task (an async method that awaited) or
+        /// nothing (complete at the return); at once, as for no task, when it holds an
+        /// <c>IValueTaskSource</c>, which takes one continuation: the app's.
+        /// </summary>
+        public static void EndValueTask(object valueTask, object exception, int method, long state, IntPtr entry)
+        {
+            try
+            {
+                var call = Entry(entry);
+                if (call == null)
+                {
+                    return;
+                }
+                if (exception != null)
+                {
+                    call(method, state, Faulted, 0, 0);
+                    return;
+                }
+                object inside;
+                if (!ValueTaskInside.Of(valueTask, out inside))
+                {
+                    call(method, state, NoTask, 0, 0);
+                    return;
+                }
+                if (inside == null)
+                {
+                    call(method, state, Completed, 0, 0);
+                    return;
+                }
+                var t = inside as Task;
+                if (t == null)
+                {
+                    call(method, state, NoTask, 0, 0);
+                    return;
+                }
+                t.ContinueWith(OnTask, new Pending(call, method, state), CancellationToken.None,
+                    TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            }
+            catch (Exception)
+            {
+                // The app's call goes on as written.
+            }
+        }
+
+        /// <summary>
+        /// The end of a method returning <c>ValueTask&lt;T&gt;</c>: as <see cref="EndValueTask"/>,
+        /// with the result as <see cref="EndTaskOf{T}"/> gives it.
+        /// </summary>
+        public static void EndValueTaskOf<T>(object valueTask, object exception, int method, long state, IntPtr entry)
+        {
+            try
+            {
+                var call = Entry(entry);
+                if (call == null)
+                {
+                    return;
+                }
+                if (exception != null)
+                {
+                    call(method, state, Faulted, 0, 0);
+                    return;
+                }
+                object inside;
+                if (!ValueTaskInside.Of(valueTask, out inside))
+                {
+                    call(method, state, NoTask, 0, 0);
+                    return;
+                }
+                if (inside == null)
+                {
+                    // Complete at the return: its result is the value's own field.
+                    long integer;
+                    double number;
+                    Bits(ValueTaskInside.Result(valueTask), out integer, out number);
+                    call(method, state, Completed, integer, number);
+                    return;
+                }
+                var t = inside as Task<T>;
+                if (t == null)
+                {
+                    call(method, state, NoTask, 0, 0);
+                    return;
+                }
+                t.ContinueWith(Of<T>.OnTask, new Pending(call, method, state), CancellationToken.None,
+                    TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            }
+            catch (Exception)
+            {
+                // The app's call goes on as written.
+            }
+        }
+
         private static int How(Task task)
         {
             // The status alone: reading the exception would mark it observed.

@@ -1,4 +1,5 @@
-// A C# handler's OnAsyncMethodEnd: for a wrapped method returning Task or Task<T>, when its
+// A C# handler's OnAsyncMethodEnd: for a wrapped method returning Task or Task<T> (or a
+// ValueTask or ValueTask<T> holding a task or complete when made), when its
 // handler has one, EndMethod (after OnMethodEnd, at the method's return) registers a
 // continuation on the task it returns, which calls OnAsyncMethodEnd once the task completes: with
 // the result of a Task<T> that ran to completion (default(T), and null for a Task, otherwise),
@@ -45,6 +46,11 @@ namespace Corprof.Instrumentation
                     result = type.GetGenericArguments()[0];
                     watcher = "WatchTaskOf";
                 }
+                else if (ValueTaskInside.Is(type))
+                {
+                    result = type.IsGenericType ? type.GetGenericArguments()[0] : typeof(object);
+                    watcher = "WatchValueTask";
+                }
                 if (result == null)
                 {
                     return;
@@ -56,6 +62,10 @@ namespace Corprof.Instrumentation
                     return;
                 }
                 var method = end.GetMethod(watcher, BindingFlags.Static | BindingFlags.NonPublic);
+                if (method.IsGenericMethodDefinition)
+                {
+                    method = method.MakeGenericMethod(type);
+                }
                 Watch = (AsyncWatch<TTarget, TReturn>)Delegate.CreateDelegate(typeof(AsyncWatch<TTarget, TReturn>), method, false);
             }
             catch (Exception)
@@ -108,6 +118,35 @@ namespace Corprof.Instrumentation
         private static void WatchTaskOf(TTarget instance, Task<TResult> task, Exception exception, CallTargetState state)
         {
             Watch(instance, task, exception, state);
+        }
+
+        // A ValueTask (named by reflection: see ValueTaskInside): watched as the task it holds;
+        // called at once when complete when made; not called for one holding an
+        // IValueTaskSource, whose one continuation is the app's.
+        private static void WatchValueTask<TValueTask>(TTarget instance, TValueTask valueTask, Exception exception, CallTargetState state)
+        {
+            if (exception != null)
+            {
+                Call(instance, default(TResult), exception, state);
+                return;
+            }
+            object inside;
+            object boxed = valueTask;
+            if (!ValueTaskInside.Of(boxed, out inside))
+            {
+                return;
+            }
+            if (inside == null)
+            {
+                var result = ValueTaskInside.Result(boxed);
+                Call(instance, result is TResult ? (TResult)result : default(TResult), null, state);
+                return;
+            }
+            var task = inside as Task;
+            if (task != null)
+            {
+                Watch(instance, task, null, state);
+            }
         }
 
         private static void Watch(TTarget instance, Task task, Exception exception, CallTargetState state)

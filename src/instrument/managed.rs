@@ -356,12 +356,32 @@ pub(super) enum TaskReturn {
     Task,
     /// `System.Threading.Tasks.Task<T>`, with `T` as the module writes it.
     Of(Type),
+    /// `System.Threading.Tasks.ValueTask`, with its type as the module writes it.
+    Value(Type),
+    /// `System.Threading.Tasks.ValueTask<T>`: its type, and `T`.
+    ValueOf(Type, Type),
 }
 
-/// The framework's assemblies a TypeRef to `Task` may name (the reference assemblies', the
-/// facades', CoreLib).
-const TASK_SCOPES: [&str; 5] =
-    ["mscorlib", "System.Runtime", "System.Private.CoreLib", "netstandard", "System.Threading.Tasks"];
+impl TaskReturn {
+    /// The task's result type (`None` for `Task` and `ValueTask`).
+    pub(super) fn result(&self) -> Option<&Type> {
+        match self {
+            TaskReturn::Task | TaskReturn::Value(_) => None,
+            TaskReturn::Of(t) | TaskReturn::ValueOf(_, t) => Some(t),
+        }
+    }
+}
+
+/// The framework's assemblies a TypeRef to `Task` or `ValueTask` may name (the reference
+/// assemblies', the facades', CoreLib).
+const TASK_SCOPES: [&str; 6] = [
+    "mscorlib",
+    "System.Runtime",
+    "System.Private.CoreLib",
+    "netstandard",
+    "System.Threading.Tasks",
+    "System.Threading.Tasks.Extensions",
+];
 
 /// Whether `ret` (a method's return type) is `Task` or `Task<T>` of the framework.
 pub(super) fn task_return(
@@ -379,6 +399,10 @@ pub(super) fn task_return(
         Type::GenericInst { value_type: false, generic, args } if args.len() == 1 => {
             (*generic, "System.Threading.Tasks.Task`1", Some(args[0].clone()))
         }
+        Type::ValueType(t) => (*t, "System.Threading.Tasks.ValueTask", None),
+        Type::GenericInst { value_type: true, generic, args } if args.len() == 1 => {
+            (*generic, "System.Threading.Tasks.ValueTask`1", Some(args[0].clone()))
+        }
         _ => return None,
     };
     let (name, scope) = type_name_of(import, token)?;
@@ -394,7 +418,13 @@ pub(super) fn task_return(
             .is_some_and(|a| a.name == "System.Private.CoreLib"),
         Some(scope) => task_scope(info, module, scope),
     };
-    framework.then(|| of.map_or(TaskReturn::Task, TaskReturn::Of))
+    let value = matches!(ret, Type::ValueType(_) | Type::GenericInst { value_type: true, .. });
+    framework.then(|| match (value, of) {
+        (false, None) => TaskReturn::Task,
+        (false, Some(of)) => TaskReturn::Of(of),
+        (true, None) => TaskReturn::Value(ret.clone()),
+        (true, Some(of)) => TaskReturn::ValueOf(ret.clone(), of),
+    })
 }
 
 /// Whether `scope` is an AssemblyRef of the module to one of [`TASK_SCOPES`].
@@ -415,40 +445,43 @@ fn task_scope(_: &ProfilerInfo, _: ModuleID, _: Token) -> bool {
 }
 
 /// The call ending a task-returning method: `Corprof.Instrumentation.AsyncEnd.EndTask(object
-/// task, object exception, int32 method, int64 state, native int entry)`, or `EndTaskOf<T>` with
-/// the same parameters for a `Task<T>`; its token in the module and its signature.
+/// task, object exception, int32 method, int64 state, native int entry)`, `EndTaskOf<T>` with
+/// the same parameters for a `Task<T>`, `EndValueTask` and `EndValueTaskOf<T>` for a
+/// `ValueTask` and a `ValueTask<T>`; its token in the module, its signature, and for a
+/// `ValueTask` the token to `box` the value with before the call.
 pub(super) fn task_end_call(
     info: &ProfilerInfo,
     emit: &MetaDataEmit,
     module: ModuleID,
     task: &TaskReturn,
-) -> Result<(Token, MethodSig), String> {
+) -> Result<(Token, MethodSig, Option<Token>), String> {
     let scope = assembly_ref(info, module, INVOKER_ASSEMBLY, (0, 0, 0, 0), &[])?;
     let async_end = type_ref(emit, scope, "Corprof.Instrumentation.AsyncEnd")?;
     let params = vec![Type::Object, Type::Object, Type::I4, Type::I8, Type::I];
-    match task {
-        TaskReturn::Task => {
-            let sig = MethodSig {
-                call_conv: CallConv(CallConv::DEFAULT),
-                generic_params: 0,
-                ret: Type::Void,
-                params,
-                sentinel: None,
-            };
-            Ok((member_ref(emit, async_end, "EndTask", &sig)?, sig))
-        }
-        TaskReturn::Of(result) => {
-            let sig = MethodSig {
-                call_conv: CallConv(CallConv::GENERIC),
-                generic_params: 1,
-                ret: Type::Void,
-                params,
-                sentinel: None,
-            };
-            let generic = member_ref(emit, async_end, "EndTaskOf", &sig)?;
-            Ok((method_spec(emit, generic, vec![result.clone()])?, sig))
-        }
-    }
+    let (name, generic) = match task {
+        TaskReturn::Task => ("EndTask", false),
+        TaskReturn::Of(_) => ("EndTaskOf", true),
+        TaskReturn::Value(_) => ("EndValueTask", false),
+        TaskReturn::ValueOf(..) => ("EndValueTaskOf", true),
+    };
+    let sig = MethodSig {
+        call_conv: CallConv(if generic { CallConv::GENERIC } else { CallConv::DEFAULT }),
+        generic_params: u32::from(generic),
+        ret: Type::Void,
+        params,
+        sentinel: None,
+    };
+    let method = member_ref(emit, async_end, name, &sig)?;
+    let call = match task.result() {
+        Some(result) => method_spec(emit, method, vec![result.clone()])?,
+        None => method,
+    };
+    let boxed = match task {
+        TaskReturn::Value(Type::ValueType(t)) => Some(*t),
+        TaskReturn::Value(ty) | TaskReturn::ValueOf(ty, _) => Some(type_spec(emit, ty)?),
+        TaskReturn::Task | TaskReturn::Of(_) => None,
+    };
+    Ok((call, sig, boxed))
 }
 
 /// The tokens of corprof's assembly in one module.

@@ -9,6 +9,7 @@ using System;
 using System.Runtime.CompilerServices;
 using System.Threading;
 using System.Threading.Tasks;
+using System.Threading.Tasks.Sources;
 
 namespace InstrumentAsyncApp
 {
@@ -80,11 +81,104 @@ namespace InstrumentAsyncApp
             return source.Task;
         }
 
+        // ValueTasks: holding a task (what an async method that awaited gives), complete when
+        // made (a result, nothing), faulting, and holding an IValueTaskSource that takes one
+        // continuation (the app's).
+        public static ValueTask<int> ValueLater(int x)
+        {
+            return new ValueTask<int>(Inner.AfterDelay(x));
+        }
+
+        public static ValueTask<int> ValueNow(int x)
+        {
+            return new ValueTask<int>(x * 3);
+        }
+
+        public static ValueTask ValueYield()
+        {
+            return new ValueTask(Inner.AfterYield());
+        }
+
+        public static ValueTask<int> ValueFaults(int x)
+        {
+            return new ValueTask<int>(Inner.Faults(x));
+        }
+
+        public static ValueTask<int> ValueSource(OneContinuation source)
+        {
+            return new ValueTask<int>(source, 0);
+        }
+
         // Awaits without the caller's context, which never runs what is posted to it.
         public static async Task<long> Elsewhere(long x)
         {
             await Task.Delay(5).ConfigureAwait(false);
             return x * 3;
+        }
+    }
+
+    // The tasks the ValueTasks above hold (not wrapped themselves).
+    public static class Inner
+    {
+        public static async Task<int> AfterDelay(int x)
+        {
+            await Task.Delay(20);
+            return x + 1;
+        }
+
+        public static async Task AfterYield()
+        {
+            await Task.Yield();
+            Console.WriteLine("yielded as a ValueTask");
+        }
+
+        public static async Task<int> Faults(int x)
+        {
+            await Task.Yield();
+            throw new InvalidOperationException("fault " + x);
+        }
+    }
+
+    // A ValueTask's source that takes one continuation, as pooled sources do, and says so if
+    // anything asks for a second.
+    public sealed class OneContinuation : IValueTaskSource<int>
+    {
+        private Action<object> continuation;
+        private object continuationState;
+        private int result;
+        private bool done;
+        public int Asked;
+
+        public ValueTaskSourceStatus GetStatus(short token)
+        {
+            return done ? ValueTaskSourceStatus.Succeeded : ValueTaskSourceStatus.Pending;
+        }
+
+        public void OnCompleted(Action<object> next, object state, short token, ValueTaskSourceOnCompletedFlags flags)
+        {
+            Asked++;
+            if (continuation != null)
+            {
+                throw new InvalidOperationException("a second continuation");
+            }
+            continuation = next;
+            continuationState = state;
+        }
+
+        public int GetResult(short token)
+        {
+            return result;
+        }
+
+        public void Complete(int value)
+        {
+            result = value;
+            done = true;
+            var next = continuation;
+            if (next != null)
+            {
+                next(continuationState);
+            }
         }
     }
 
@@ -162,6 +256,36 @@ namespace InstrumentAsyncApp
             Console.WriteLine("Later returned, completed " + later.IsCompleted);
             source.SetResult(5);
             Console.WriteLine("Later " + await later);
+            // ValueTask is not in CoreCLR 3.1's mscorlib facade, which this app is built against.
+            if (Environment.Version.Major >= 5)
+            {
+                await ValueTasks();
+            }
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static async Task ValueTasks()
+        {
+            Console.WriteLine("ValueLater " + await Work.ValueLater(41));
+            Console.WriteLine("ValueNow " + await Work.ValueNow(14));
+            await Work.ValueYield();
+            try
+            {
+                await Work.ValueFaults(5);
+            }
+            catch (InvalidOperationException e)
+            {
+                Console.WriteLine("caught " + e.Message);
+            }
+            var one = new OneContinuation();
+            var pending = Work.ValueSource(one);
+            var awaited = Task.Run(async () => await pending);
+            while (one.Asked == 0 && !awaited.IsCompleted)
+            {
+                Thread.Sleep(1);
+            }
+            one.Complete(9);
+            Console.WriteLine("ValueSource " + await awaited + " continuations asked " + one.Asked);
         }
 
         // Blocking on a task under a context that never runs anything: the wrapping posts

@@ -168,6 +168,30 @@ namespace InstrumentManagedApp
         }
     }
 
+    // ValueTasks, on .NET 5+ only (CoreCLR 3.1's mscorlib facade, which this app is built
+    // against, does not forward them): holding a task, and complete when made.
+    public static class AsyncValue
+    {
+        public static ValueTask<int> Later(int x)
+        {
+            return new ValueTask<int>(Inner.Twice(x));
+        }
+
+        public static ValueTask<int> Now()
+        {
+            return new ValueTask<int>(6);
+        }
+    }
+
+    public static class Inner
+    {
+        public static async Task<int> Twice(int x)
+        {
+            await Task.Yield();
+            return 2 * x;
+        }
+    }
+
     // A handler whose OnAsyncMethodEnd throws, for a task complete at the return (its
     // continuation runs at once, on the caller's thread).
     public static class AsyncFaulty
@@ -236,14 +260,27 @@ namespace InstrumentManagedApp
                 Console.WriteLine("caught " + e.Message);
             }
             Console.WriteLine(AsyncFaulty.Now().Result);
+            if (Environment.Version.Major >= 5)
+            {
+                RunValueTasks();
+            }
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void RunValueTasks()
+        {
+            Console.WriteLine(AsyncValue.Later(20).Result);
+            Console.WriteLine(AsyncValue.Now().Result);
         }
 
         // Profiled, the handler counts its OnAsyncMethodEnd calls in the app domain's data: the
-        // app waits for all seven (a continuation may run after the app's own wait returned).
+        // app waits for all of them (seven, nine with the ValueTasks): a continuation may run
+        // after the app's own wait returned.
         static void WaitForAsyncEnds()
         {
+            int all = Environment.Version.Major >= 5 ? 9 : 7;
             var waited = System.Diagnostics.Stopwatch.StartNew();
-            while (!(AppDomain.CurrentDomain.GetData("corprof-test-async-ends") is int n && n >= 7))
+            while (!(AppDomain.CurrentDomain.GetData("corprof-test-async-ends") is int n && n >= all))
             {
                 if (waited.Elapsed.TotalSeconds > 60)
                 {

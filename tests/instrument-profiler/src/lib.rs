@@ -312,6 +312,7 @@ impl Profiler {
             ("Gone", "Run", "Handlers.Nowhere"),
             ("Async", "_", "Handlers.AsyncRecorder"),
             ("AsyncFaulty", "Now", "Handlers.AsyncThrowing"),
+            ("AsyncValue", "_", "Handlers.AsyncRecorder"),
         ]
         .into_iter()
         .filter(|(ty, ..)| std::env::var("INSTRUMENT_ONLY").map_or(true, |only| only == *ty))
