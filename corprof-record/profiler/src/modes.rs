@@ -9,6 +9,7 @@ use crate::alloc::{AllocMode, Sampling};
 use crate::alloc_tick::{self, AllocationTick};
 use crate::calls::CallsMode;
 use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
+use crate::progress::Count;
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::eventpipe::{self, Level, ProviderConfig, Session};
 use corprof::sync::lock;
@@ -19,6 +20,7 @@ use corprof_record::settings;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn refuse_attach(ctx: &Context<'_>, mode: &str, why: &str) -> std::result::Result<(), String> {
     if ctx.attached {
@@ -160,6 +162,10 @@ impl Recording for AllocRecording {
         }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
     }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![self.mode.recorded()]
+    }
 }
 
 /// heap: a snapshot of the object graph in one forced GC, at the end (of the app, or of an
@@ -177,16 +183,19 @@ pub(crate) fn heap(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     });
     heap.begin(ctx.info.clone());
     Ok(Started {
-        recording: Box::new(HeapRecording(heap)),
+        recording: Box::new(HeapRecording(heap, AtomicU64::new(0))),
         events: HeapMode::MASK,
         events_high: COR_PRF_HIGH_MONITOR(0),
     })
 }
 
-struct HeapRecording(HeapMode);
+/// The heap mode, and the garbage collections seen (the live count: the snapshot is one, at its
+/// time).
+struct HeapRecording(HeapMode, AtomicU64);
 
 impl CorProfilerCallback for HeapRecording {
     fn garbage_collection_started(&self, generations: &[BOOL], reason: COR_PRF_GC_REASON) -> Result<()> {
+        self.1.fetch_add(1, Ordering::Relaxed);
         self.0.garbage_collection_started(generations, reason)
     }
 
@@ -212,6 +221,10 @@ impl CorProfilerCallback for HeapRecording {
 impl Recording for HeapRecording {
     fn finish(&self, out: &Path) -> std::io::Result<()> {
         self.0.finish(out).map_err(std::io::Error::other)
+    }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![(self.1.load(Ordering::Relaxed), "GCs")]
     }
 }
 
@@ -253,5 +266,9 @@ impl Recording for CallsRecording {
 
     fn calls(&self) -> Option<&CallsMode> {
         Some(&self.0)
+    }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![(self.0.calls_ended(), "calls")]
     }
 }
