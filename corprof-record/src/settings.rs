@@ -41,7 +41,8 @@ pub const SIGNAL: &str = "CORPROF_RECORD_SIGNAL";
 /// ([`DURATION_MS_RANGE`]).
 pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
 /// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
-/// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
+/// cost the app (cpu: the pauses per tick) or what it left out (alloc), written before [`OUT`];
+/// the command prints it.
 pub const STATS_SUFFIX: &str = ".stats";
 /// The suffix of the file beside [`OUT`] that names the runtime the recording was made in
 /// (`CoreCLR 8.0.4`), written by the profiler at its start; the command puts it in the output's

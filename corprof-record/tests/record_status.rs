@@ -208,58 +208,114 @@ fn command_pid(run: &Gathered) -> i32 {
     line.split("\r\n").next().unwrap().trim().parse().unwrap()
 }
 
-/// Launches RecordRun under a terminal with `options`, stops it once the count has grown,
-/// and checks the output.
-fn launch(runtime: &str, test: &str, options: &[&str], what: &str, count: &str, rest: &[&str]) {
+/// How a run is ended once its count has grown.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    /// A SIGINT to the command: it says so, and stops the recording.
+    Signal,
+    /// A line on the terminal, which ends RecordRun: the command sees the app end.
+    Input,
+}
+
+/// Launches RecordRun under a terminal with `options`, ends it once the count has grown, and
+/// checks the output.
+fn launch(runtime: &str, test: &str, options: &[&str], end: End, what: &str, count: &str, rest: &[&str]) {
     let dir = TempDir::new(test);
     let out = dir.0.join("out");
     let (dotnet, dll) = (dotnet(runtime), app_dll());
     let mut args = vec!["record", "-o", out.to_str().unwrap()];
     args.extend(options);
     args.extend(["--", dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
-    let run = under_terminal(200, &args);
+    let mut run = under_terminal(200, &args);
     let pid = command_pid(&run);
     run.wait_for("growing count", |t| grew(t, what));
-    sigint(pid);
+    match end {
+        End::Signal => sigint(pid),
+        // The app reads it with the terminal's echo off (.NET's console echoes it to the app's
+        // stdout, here /dev/null).
+        End::Input => writeln!(run.stdin.as_mut().unwrap(), "end").unwrap(),
+    }
     let output = run.finish();
     check_terminal_output(&output, what, count, rest);
+    assert_eq!(output.contains("corprof: SIGINT: stopping the recording"), end == End::Signal, "{output:?}");
     assert!(out.is_file(), "no output: {output:?}");
 }
 
 #[test]
 fn the_line_counts_samples_of_the_suspension_sampler_8() {
-    launch("8", "suspend8", &["--sampler", "suspend", "--format", "folded"], "cpu", "samples", &["dropped"]);
+    launch(
+        "8",
+        "suspend8",
+        &["--sampler", "suspend", "--format", "folded"],
+        End::Input,
+        "cpu",
+        "samples",
+        &["dropped"],
+    );
 }
 
 #[test]
 fn the_line_counts_samples_of_the_signal_sampler_8() {
-    launch("8", "signal8", &["--sampler", "signal", "--format", "folded"], "cpu", "samples", &["dropped"]);
+    launch("8", "signal8", &["--sampler", "signal", "--format", "folded"], End::Signal, "cpu", "samples", &["dropped"]);
 }
 
 #[test]
 fn the_line_counts_samples_3() {
-    launch("3", "cpu3", &["--format", "folded"], "cpu", "samples", &["dropped"]);
+    launch("3", "cpu3", &["--format", "folded"], End::Input, "cpu", "samples", &["dropped"]);
 }
 
 #[test]
 fn the_line_counts_allocation_samples_8() {
-    launch("8", "alloc8", &["--mode", "alloc", "--format", "folded"], "alloc", "samples", &[]);
+    launch("8", "alloc8", &["--mode", "alloc", "--format", "folded"], End::Input, "alloc", "samples", &[]);
+}
+
+/// On 3.1 the alloc mode says what it costs as it starts: before the line, not on it.
+#[test]
+fn the_line_counts_allocation_samples_3() {
+    launch("3", "alloc3", &["--mode", "alloc", "--format", "folded"], End::Input, "alloc", "samples", &[]);
 }
 
 #[test]
 fn the_line_counts_calls_8() {
-    launch("8", "calls8", &["--mode", "calls", "--filter", "Work::", "--format", "folded"], "calls", "calls", &[]);
+    launch(
+        "8",
+        "calls8",
+        &["--mode", "calls", "--filter", "Work::", "--format", "folded"],
+        End::Input,
+        "calls",
+        "calls",
+        &[],
+    );
 }
 
 #[test]
 fn the_line_counts_wrapped_calls_8() {
     let options = ["--mode", "methods", "--method", "RecordRunApp.Work::Spin", "--format", "text"];
-    launch("8", "methods8", &options, "methods", "calls", &[]);
+    launch("8", "methods8", &options, End::Signal, "methods", "calls", &[]);
 }
 
 #[test]
 fn the_line_counts_garbage_collections_8() {
-    launch("8", "heap8", &["--mode", "heap", "--format", "text"], "heap", "GCs", &[]);
+    launch("8", "heap8", &["--mode", "heap", "--format", "text"], End::Signal, "heap", "GCs", &[]);
+}
+
+/// `--duration` at launch: the line shows until the recording comes, which the command then
+/// writes out at once (no line of its own in between): the line is erased first. The duration
+/// leaves the runtime seconds to start, for a line to show at all.
+#[test]
+fn the_end_of_a_duration_starts_on_a_clean_line_8() {
+    let dir = TempDir::new("duration8");
+    let out = dir.0.join("out.folded");
+    let (dotnet, dll) = (dotnet("8"), app_dll());
+    let (dotnet, dll) = (dotnet.to_str().unwrap(), dll.to_str().unwrap());
+    let o = out.to_str().unwrap();
+    let run = under_terminal(200, &["record", "--duration", "5", "--format", "folded", "-o", o, "--", dotnet, dll]);
+    let output = run.finish();
+    let pieces: Vec<&str> = output.split(ERASE).collect();
+    let last = pieces.iter().rposition(|p| p.starts_with("corprof: recording cpu · ")).expect("no line drawn");
+    assert!(status_line(pieces[last], "cpu").is_some(), "not a line alone: {output:?}");
+    assert!(pieces[last + 1].starts_with("corprof: cpu: "), "not from a clean line: {output:?}");
+    assert!(output.contains("corprof: --duration ended: ending the app"), "{output:?}");
 }
 
 /// On a narrow terminal the line is cut short of its last column (a line as wide as the terminal

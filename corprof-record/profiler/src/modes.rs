@@ -145,20 +145,27 @@ impl Recording for AllocRecording {
     }
 
     fn finish(&self, out: &Path) -> std::io::Result<()> {
+        // What to say goes to the `.stats` file, which the command prints with its own lines
+        // (the app's stderr may be elsewhere, or share the terminal with the command's live line).
+        let mut notes = String::new();
         // Before a detach the session must end (no delivery to a profiler on its way out); at
         // Shutdown it is left to the runtime, which ends it itself.
         if let (Some(ticks), true) = (&self.ticks, self.attached) {
             let session = lock(&ticks.session).take();
             if let Some(Err(e)) = session.map(Session::stop) {
-                eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
+                notes += &format!("the EventPipe session did not stop: {}\n", e.describe());
             }
         }
         let own = self.mode.own_bytes();
         if own > 0 {
-            eprintln!(
-                "corprof: alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session",
+            notes += &format!(
+                "alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session\n",
                 own as f64 / 1024.0
             );
+        }
+        if !notes.is_empty() {
+            // Before the profile, whose appearance tells the command the recording is complete.
+            write_atomically(&crate::beside(out, settings::STATS_SUFFIX), notes.as_bytes())?;
         }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
     }
