@@ -118,6 +118,17 @@ impl Gathered {
     }
 }
 
+impl Drop for Gathered {
+    /// A test that failed midway leaves no process behind: `script` killed, its terminal's
+    /// processes get SIGHUP.
+    fn drop(&mut self) {
+        if self.child.try_wait().is_ok_and(|s| s.is_none()) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn sigint(pid: i32) {
     // SAFETY: kill only sends a signal, to a process of this test's own that has not been
     // waited for yet.
@@ -128,6 +139,11 @@ fn sigint(pid: i32) {
 /// prints its pid first (the command's, after `exec`); the app's stdout goes to /dev/null, so the
 /// terminal shows the command's stderr alone.
 fn under_terminal(columns: u32, args: &[&str]) -> Gathered {
+    under_terminal_named("xterm", columns, args)
+}
+
+/// [`under_terminal`] with `TERM` set to `term`.
+fn under_terminal_named(term: &str, columns: u32, args: &[&str]) -> Gathered {
     let words: Vec<String> = std::iter::once(corprof().to_str().unwrap().to_string())
         .chain(args.iter().map(|a| a.to_string()))
         .map(|w| quote(&w))
@@ -136,7 +152,7 @@ fn under_terminal(columns: u32, args: &[&str]) -> Gathered {
     let mut cmd = Command::new("script");
     clean(&mut cmd);
     cmd.args(["-qec", &line, "/dev/null"])
-        .env("TERM", "xterm")
+        .env("TERM", term)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -368,6 +384,25 @@ fn the_line_shows_while_attached_8() {
     writeln!(app.stdin.as_mut().unwrap(), "end").unwrap();
     assert_eq!(app_out.next().map(Result::unwrap).as_deref(), Some("RecordRun done"));
     assert_eq!(app.wait().unwrap().code(), Some(0));
+}
+
+/// A terminal that says it cannot erase a line (`TERM=dumb`) gets none. RecordCpu runs for over a
+/// second after the profiler starts, time enough for lines to be drawn if they were.
+#[test]
+fn a_dumb_terminal_gets_no_line_8() {
+    let dir = TempDir::new("dumb8");
+    let out = dir.0.join("out.folded");
+    let dll = root().join("tests/apps/RecordCpu/bin/RecordCpu.dll");
+    let (dotnet, dll) = (dotnet("8"), dll.to_str().unwrap().to_string());
+    let o = out.to_str().unwrap();
+    let run = under_terminal_named(
+        "dumb",
+        200,
+        &["record", "--format", "folded", "-o", o, "--", dotnet.to_str().unwrap(), &dll],
+    );
+    let output = run.finish();
+    assert!(output.contains("corprof: wrote "), "{output:?}");
+    assert!(!output.contains('\x1b') && !output.contains("corprof: recording"), "{output:?}");
 }
 
 /// With stderr not a terminal (a pipe, as in CI): no line, no carriage return, no escape. The
