@@ -234,8 +234,8 @@ enum End {
 }
 
 /// Launches RecordRun under a terminal with `options`, ends it once the count has grown, and
-/// checks the output.
-fn launch(runtime: &str, test: &str, options: &[&str], end: End, what: &str, count: &str, rest: &[&str]) {
+/// checks the output; gives it, for more checks.
+fn launch(runtime: &str, test: &str, options: &[&str], end: End, what: &str, count: &str, rest: &[&str]) -> String {
     let dir = TempDir::new(test);
     let out = dir.0.join("out");
     let (dotnet, dll) = (dotnet(runtime), app_dll());
@@ -255,11 +255,21 @@ fn launch(runtime: &str, test: &str, options: &[&str], end: End, what: &str, cou
     check_terminal_output(&output, what, count, rest);
     assert_eq!(output.contains("corprof: SIGINT: stopping the recording"), end == End::Signal, "{output:?}");
     assert!(out.is_file(), "no output: {output:?}");
+    output
+}
+
+/// cpu: the last count shown is some of the samples the output holds (its total, which the
+/// command says: `corprof: wrote … (N samples)`), never more.
+fn check_samples_within_the_total(output: &str) {
+    let last = *first_counts(output, "cpu").last().unwrap();
+    let wrote = output.split("corprof: wrote ").nth(1).unwrap_or_else(|| panic!("{output:?}"));
+    let total: u64 = wrote.split(" (").nth(1).and_then(|t| t.split(' ').next()?.parse().ok()).unwrap();
+    assert!(last > 0 && last <= total, "{last} shown, {total} written: {output:?}");
 }
 
 #[test]
 fn the_line_counts_samples_of_the_suspension_sampler_8() {
-    launch(
+    let output = launch(
         "8",
         "suspend8",
         &["--sampler", "suspend", "--format", "folded"],
@@ -268,16 +278,20 @@ fn the_line_counts_samples_of_the_suspension_sampler_8() {
         "samples",
         &["dropped"],
     );
+    check_samples_within_the_total(&output);
 }
 
 #[test]
 fn the_line_counts_samples_of_the_signal_sampler_8() {
-    launch("8", "signal8", &["--sampler", "signal", "--format", "folded"], End::Signal, "cpu", "samples", &["dropped"]);
+    let options = ["--sampler", "signal", "--format", "folded"];
+    let output = launch("8", "signal8", &options, End::Signal, "cpu", "samples", &["dropped"]);
+    check_samples_within_the_total(&output);
 }
 
 #[test]
 fn the_line_counts_samples_3() {
-    launch("3", "cpu3", &["--format", "folded"], End::Input, "cpu", "samples", &["dropped"]);
+    let output = launch("3", "cpu3", &["--format", "folded"], End::Input, "cpu", "samples", &["dropped"]);
+    check_samples_within_the_total(&output);
 }
 
 #[test]
@@ -285,10 +299,20 @@ fn the_line_counts_allocation_samples_8() {
     launch("8", "alloc8", &["--mode", "alloc", "--format", "folded"], End::Input, "alloc", "samples", &[]);
 }
 
+/// `--alloc exact`: every allocation recorded, counted as such.
+#[test]
+fn the_line_counts_exact_allocations_8() {
+    let options = ["--mode", "alloc", "--alloc", "exact", "--format", "folded"];
+    launch("8", "exact8", &options, End::Input, "alloc", "allocations", &[]);
+}
+
 /// On 3.1 the alloc mode says what it costs as it starts: before the line, not on it.
 #[test]
 fn the_line_counts_allocation_samples_3() {
-    launch("3", "alloc3", &["--mode", "alloc", "--format", "folded"], End::Input, "alloc", "samples", &[]);
+    let output = launch("3", "alloc3", &["--mode", "alloc", "--format", "folded"], End::Input, "alloc", "samples", &[]);
+    let said = output.find("corprof: alloc on .NET Core 3.1 sends every allocation").expect("no start line");
+    let said_end = said + output[said..].find("\r\n").expect("no end of the start line");
+    assert!(said_end < output.find("corprof: recording").unwrap(), "{output:?}");
 }
 
 #[test]
@@ -405,16 +429,20 @@ fn a_dumb_terminal_gets_no_line_8() {
     assert!(!output.contains('\x1b') && !output.contains("corprof: recording"), "{output:?}");
 }
 
-/// With stderr not a terminal (a pipe, as in CI): no line, no carriage return, no escape. The
-/// app runs past its `ready` line (300 ms of work after the profiler started), time enough for a
-/// line to be drawn if one were.
+/// With stderr not a terminal (a pipe, as in CI): no line, no carriage return, no escape, and
+/// the profiler keeps no counts (no `.progress` beside the recording, in the command's folder in
+/// `TMPDIR`). The app runs past its `ready` line (300 ms of work after the profiler started),
+/// time enough for a line to be drawn and the file written if they were.
 #[test]
 fn nothing_is_drawn_when_stderr_is_not_a_terminal_8() {
     let dir = TempDir::new("pipe8");
     let out = dir.0.join("out.folded");
+    let tmp = dir.0.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let mut cmd = Command::new(corprof());
     clean(&mut cmd);
     cmd.env("TERM", "xterm")
+        .env("TMPDIR", &tmp)
         .args(["record", "--format", "folded", "-o", out.to_str().unwrap(), "--"])
         .arg(dotnet("8"))
         .arg(app_dll())
@@ -425,6 +453,15 @@ fn nothing_is_drawn_when_stderr_is_not_a_terminal_8() {
     let mut app_out = BufReader::new(run.child.stdout.take().unwrap()).lines();
     let ready = app_out.next().unwrap().unwrap();
     assert!(ready.starts_with("ready "), "{ready}");
+    // The runtime's diagnostics pipes are there too.
+    let folders: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("corprof-record-"))
+        .collect();
+    let [folder] = folders.as_slice() else { panic!("not one folder of the command's: {folders:?}") };
+    assert!(folder.join("recording.profile.runtime").is_file(), "not the profiler's folder: {folder:?}");
+    assert!(!folder.join("recording.profile.progress").exists(), "the profiler keeps counts");
     writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
     assert_eq!(app_out.next().map(Result::unwrap).as_deref(), Some("RecordRun done"));
     let stderr = run.finish();

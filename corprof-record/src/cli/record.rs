@@ -343,7 +343,7 @@ fn launch(
                 .with_status(128 + batch.signal));
             }
             stopping = Some(Stop::Signal);
-            temp.request_stop();
+            temp.request_stop(&mut line);
             if batch.sent {
                 send(batch.signal);
             }
@@ -357,7 +357,7 @@ fn launch(
         }
         if stopping.is_none() && deadline.is_some_and(|d| Instant::now() >= d) {
             stopping = Some(Stop::Duration);
-            temp.request_stop();
+            temp.request_stop(&mut line);
         }
         // The duration is over but no recording can come (the profiler did not start, or the
         // runtime never loaded it): the app ends all the same, and the command says why below.
@@ -467,7 +467,7 @@ fn attach(
                 .with_status(128 + batch.signal));
             }
             stopping = true;
-            temp.request_stop();
+            temp.request_stop(&mut line);
             line.clear();
             eprintln!(
                 "corprof: {name}: stopping the recording; the profiler detaches and process {pid} runs on ({name} \
@@ -568,9 +568,11 @@ impl TempOut {
         PathBuf::from(p)
     }
 
-    /// Asks the profiler to write the recording now (its watch thread looks for this file).
-    fn request_stop(&self) {
+    /// Asks the profiler to write the recording now (its watch thread looks for this file); if
+    /// it cannot, says so on a clean line (`line` erased first).
+    fn request_stop(&self, line: &mut Status) {
         if let Err(e) = std::fs::File::create(self.sibling(settings::STOP_SUFFIX)) {
+            line.clear();
             eprintln!("corprof: cannot ask the profiler to stop: {e}");
         }
     }
