@@ -199,7 +199,7 @@ pub trait Recording: CorProfilerCallback + Send + Sync {
     /// (`(1234, "calls")`). Called about once a second from the watch thread, so it must not
     /// slow the app's threads (read counters, take an uncontended lock briefly). The cpu mode's
     /// samplers count in `progress.rs` instead.
-    fn progress(&self) -> Vec<progress::Count> {
+    fn progress(&self) -> Vec<(u64, &'static str)> {
         Vec::new()
     }
 }
