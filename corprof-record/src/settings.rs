@@ -41,7 +41,8 @@ pub const SIGNAL: &str = "CORPROF_RECORD_SIGNAL";
 /// ([`DURATION_MS_RANGE`]).
 pub const DURATION_MS: &str = "CORPROF_RECORD_DURATION_MS";
 /// The suffix of the file beside [`OUT`] where the profiler writes one line on what recording
-/// cost the app (cpu: the pauses per tick), written before [`OUT`]; the command prints it.
+/// cost the app (cpu: the pauses per tick) or what it left out (alloc), written before [`OUT`];
+/// the command prints it.
 pub const STATS_SUFFIX: &str = ".stats";
 /// The suffix of the file beside [`OUT`] that names the runtime the recording was made in
 /// (`CoreCLR 8.0.4`), written by the profiler at its start; the command puts it in the output's
@@ -66,9 +67,34 @@ pub const CPU_WALK: &str = "CORPROF_RECORD_CPU_WALK";
 /// …`), for scripts/bench-heap; `0` (the default): not.
 pub const HEAP_TIMING: &str = "CORPROF_RECORD_HEAP_TIMING";
 
+/// `1`: the profiler writes [`PROGRESS_SUFFIX`] beside [`OUT`] about once a second while it
+/// records, for the command's live line on a terminal; `0` (the default): not. The command sets
+/// it only when its stderr is a terminal.
+pub const PROGRESS: &str = "CORPROF_RECORD_PROGRESS";
+/// The suffix of the file beside [`OUT`] where the profiler, with [`PROGRESS`], keeps the counts
+/// so far: one `<number> <words>` line each (`1234 samples`, `0 dropped`), at most
+/// [`MAX_PROGRESS_BYTES`]; the command shows them on its live line.
+pub const PROGRESS_SUFFIX: &str = ".progress";
+/// [`PROGRESS_SUFFIX`]: the largest file the command reads.
+pub const MAX_PROGRESS_BYTES: u64 = 1024;
+
 /// Every setting, the only `CORPROF_RECORD_*` names the profiler accepts.
-pub const ALL: [&str; 13] =
-    [MODE, OUT, INTERVAL_MS, CLOCK, SAMPLER, ALLOC, FILTER, METHODS, AT_MS, SIGNAL, DURATION_MS, CPU_WALK, HEAP_TIMING];
+pub const ALL: [&str; 14] = [
+    MODE,
+    OUT,
+    INTERVAL_MS,
+    CLOCK,
+    SAMPLER,
+    ALLOC,
+    FILTER,
+    METHODS,
+    AT_MS,
+    SIGNAL,
+    DURATION_MS,
+    CPU_WALK,
+    HEAP_TIMING,
+    PROGRESS,
+];
 
 /// The prefix of every setting's name.
 pub const PREFIX: &str = "CORPROF_RECORD_";
@@ -118,7 +144,7 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
             Err(format!("{key} is {} bytes long: the patterns have at most {MAX_METHODS_BYTES}", value.len()))
         }
         METHODS => method_patterns(value).map(drop).map_err(|why| format!("{key}={value:?}: {why}")),
-        SIGNAL | CPU_WALK | HEAP_TIMING => one_of(&["0", "1"], "0 or 1"),
+        SIGNAL | CPU_WALK | HEAP_TIMING | PROGRESS => one_of(&["0", "1"], "0 or 1"),
         _ => Err(format!("{key} is not a setting of corprof record (they are {})", ALL.join(", "))),
     }
 }
@@ -217,6 +243,7 @@ mod tests {
         assert!(check(METHODS, &patterns(257)).unwrap_err().contains("257 patterns: at most 256"));
         assert!(check(METHODS, &format!("A::{}", "B".repeat(MAX_METHODS_BYTES))).unwrap_err().contains("bytes long"));
         assert!(check(SIGNAL, "yes").is_err() && check(CPU_WALK, "0").is_ok());
+        assert!(check(PROGRESS, "1").is_ok() && check(PROGRESS, "0").is_ok() && check(PROGRESS, "yes").is_err());
         assert!(check(SAMPLER, "signal").is_ok() && check(SAMPLER, "suspend").is_ok());
         assert_eq!(check(SAMPLER, "perf").unwrap_err(), "CORPROF_RECORD_SAMPLER=\"perf\" is not signal or suspend");
         assert!(check("CORPROF_RECORD_INTERVAL", "5").unwrap_err().contains("is not a setting"));

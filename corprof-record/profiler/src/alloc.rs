@@ -81,6 +81,8 @@ struct Recorded {
     /// Bytes of ticks left out as the tool's own: the runtime building its managed event
     /// source's descriptors for the session this mode opened (see [`enabled_for_the_session`]).
     own: f64,
+    /// Allocations recorded (sampled ones, or every one with [`Sampling::Exact`]).
+    recorded: u64,
 }
 
 /// Where a sample came from.
@@ -155,6 +157,13 @@ impl AllocMode {
         self.lock().own.round() as u64
     }
 
+    /// How many allocations were recorded so far, and what they are (`samples` or
+    /// `allocations`, as sampled or exact).
+    pub(crate) fn recorded(&self) -> (u64, &'static str) {
+        let what = if self.sampling == Sampling::Exact { "allocations" } else { "samples" };
+        (self.lock().recorded, what)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Recorded> {
         lock(&self.recorded)
     }
@@ -188,6 +197,7 @@ impl AllocMode {
             r.own += weight;
             return;
         }
+        r.recorded += 1;
         let key = (sites, class);
         if let Some(bytes) = r.bytes.get_mut(&key) {
             *bytes += weight;

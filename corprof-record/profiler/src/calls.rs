@@ -135,11 +135,13 @@ struct ThreadTree {
     stack: Vec<Active>,
     /// Whether each function an exception is unwinding is hooked, innermost last.
     unwinding: Vec<bool>,
+    /// Hooked calls ended, for the live count (summing the nodes would take longer).
+    ended: u64,
 }
 
 impl ThreadTree {
     fn new() -> ThreadTree {
-        ThreadTree { nodes: vec![Node::default()], stack: Vec::new(), unwinding: Vec::new() }
+        ThreadTree { nodes: vec![Node::default()], stack: Vec::new(), unwinding: Vec::new(), ended: 0 }
     }
 
     fn enter(&mut self, function: u32, now: u64) {
@@ -161,6 +163,7 @@ impl ThreadTree {
         let Some(done) = self.stack.pop() else { return };
         // A thread moved to another core may read a counter a little behind: no negative time.
         let elapsed = now.saturating_sub(done.start);
+        self.ended += 1;
         let node = &mut self.nodes[done.node];
         node.calls += 1;
         node.exclusive_ticks += elapsed.saturating_sub(done.children_ticks);
@@ -284,6 +287,12 @@ impl CallsMode {
         let index = u32::try_from(self.names.push(name)?).ok()?;
         lock(&self.by_function).insert(function, index);
         Some(index)
+    }
+
+    /// The hooked calls ended so far, on every thread (each thread's lock taken in turn, briefly).
+    pub fn calls_ended(&self) -> u64 {
+        let trees: Vec<_> = lock(&self.threads).clone();
+        trees.iter().map(|tree| lock(tree).ended).sum()
     }
 
     /// `FunctionHooks::enter`.

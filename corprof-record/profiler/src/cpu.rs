@@ -194,6 +194,7 @@ impl Sampler {
                     stack
                 };
                 profile.add(&stack, weight, 0);
+                crate::progress::add_samples(weight);
             }
             if self.clock == Clock::Cpu {
                 cpu.forget_unseen();

@@ -22,6 +22,7 @@ pub mod heap;
 mod methods;
 mod modes;
 pub mod pauses;
+mod progress;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod signal;
 mod stop;
@@ -44,6 +45,8 @@ pub const CLSID: corprof::GUID = corprof::GUID::parse(corprof_record::CLSID);
 const DETACH_EXPECTED_MS: u32 = 100;
 /// How often the watch thread looks for the command's request to stop and for a SIGINT.
 const WATCH_POLL: Duration = Duration::from_millis(20);
+/// How often the watch thread writes the counts so far, with [`settings::PROGRESS`].
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// What to record, as the command asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,6 +194,14 @@ pub trait Recording: CorProfilerCallback + Send + Sync {
     fn calls(&self) -> Option<&calls::CallsMode> {
         None
     }
+
+    /// What was recorded so far, for the command's live line: counts and what each counts
+    /// (`(1234, "calls")`). Called about once a second from the watch thread, so it must not
+    /// slow the app's threads (read counters, take an uncontended lock briefly). The cpu mode's
+    /// samplers count in `progress.rs` instead.
+    fn progress(&self) -> Vec<(u64, &'static str)> {
+        Vec::new()
+    }
 }
 
 /// Starts the mode the settings name.
@@ -337,6 +348,7 @@ impl Recorder {
             format!("{}\n", runtime_name(&info)).as_bytes(),
         );
         let ctx = Context { info: &info, settings: &settings, threads: Arc::clone(&self.threads), attached };
+        progress::reset();
         let started = start_mode(&ctx).map_err(|why| self.refuse(&why))?;
         let mut events = started.events | COR_PRF_MONITOR::THREADS;
         if attached {
@@ -366,7 +378,8 @@ impl Recorder {
             eprintln!("corprof: {why}; a SIGINT to the app will end it without its recording");
         }
         let duration = settings.duration_ms.filter(|_| attached).map(Duration::from_millis);
-        self.watch(duration, info, attached);
+        let live = settings.pairs.get(settings::PROGRESS).is_some_and(|v| v == "1").then_some(settings.mode);
+        self.watch(duration, info, attached, live);
         Ok(())
     }
 
@@ -386,14 +399,30 @@ impl Recorder {
     /// Starts the thread that ends the recording early: when the command asks (it creates
     /// `<OUT>.stop`), when an attach's `duration` ends, or at a SIGINT ([`stop`]). It writes the
     /// result and, attached, asks the runtime to detach this profiler; at Shutdown it is woken
-    /// and ends (Shutdown writes the result itself).
-    fn watch(&self, duration: Option<Duration>, info: ProfilerInfo, attached: bool) {
+    /// and ends (Shutdown writes the result itself). With `live` (the mode recording) it
+    /// also writes the counts so far beside the output until then, from its start.
+    fn watch(&self, duration: Option<Duration>, info: ProfilerInfo, attached: bool, live: Option<Mode>) {
         let (wake, woken) = std::sync::mpsc::channel::<()>();
         let result = Arc::clone(&self.result);
         let deadline = duration.map(|d| std::time::Instant::now() + d);
         let thread = std::thread::spawn(move || {
             let stop_file = result.out.get().map(|out| beside(out, settings::STOP_SUFFIX));
+            let progress_file =
+                live.and_then(|mode| result.out.get().map(|out| (mode, beside(out, settings::PROGRESS_SUFFIX))));
+            let mut written: Option<std::time::Instant> = None;
             loop {
+                if let Some((mode, file)) = &progress_file
+                    && written.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY)
+                {
+                    written = Some(std::time::Instant::now());
+                    let counts = match (mode, result.recording.get()) {
+                        (Mode::Cpu, _) => progress::cpu(),
+                        (_, Some(recording)) => recording.progress(),
+                        (_, None) => Vec::new(),
+                    };
+                    // Only a live line is lost if it cannot be written.
+                    let _ = files::replace(file, progress::text(&counts).as_bytes());
+                }
                 // A short wait: the command's request and a SIGINT are seen within it.
                 let wait = deadline.map_or(WATCH_POLL, |d| d.saturating_duration_since(std::time::Instant::now()));
                 if !matches!(woken.recv_timeout(wait.min(WATCH_POLL)), Err(RecvTimeoutError::Timeout)) {

@@ -66,15 +66,14 @@ impl Table {
         }))
     }
 
+    /// The counters made so far.
+    fn made(&self) -> impl Iterator<Item = &Counters> {
+        self.chunks.iter().filter_map(OnceLock::get).flat_map(|chunk| chunk.iter()).filter_map(OnceLock::get)
+    }
+
     /// The counters as they are now.
     fn snapshot(&self) -> Vec<MethodLatency> {
-        self.chunks
-            .iter()
-            .filter_map(OnceLock::get)
-            .flat_map(|chunk| chunk.iter())
-            .filter_map(OnceLock::get)
-            .map(Counters::latency)
-            .collect()
+        self.made().map(Counters::latency).collect()
     }
 }
 
@@ -103,6 +102,14 @@ impl Counters {
         self.sum_ns.fetch_add(ns, Ordering::Relaxed);
         if ns > self.max_ns.load(Ordering::Relaxed) {
             self.max_ns.fetch_max(ns, Ordering::Relaxed);
+        }
+    }
+
+    /// The calls ended so far.
+    fn calls(&self) -> u64 {
+        match &self.histogram {
+            Some(h) => h.iter().map(|n| n.load(Ordering::Relaxed)).sum(),
+            None => self.calls.load(Ordering::Relaxed),
         }
     }
 
@@ -319,6 +326,10 @@ impl Recording for MethodsRecording {
         // Methods wrapped and never called are lines with no call.
         let methods = self.table.snapshot().into_iter().chain(wrapped);
         write_atomically(out, MethodsReport::new(methods, unmatched, refused).to_text().as_bytes())
+    }
+
+    fn progress(&self) -> Vec<crate::progress::Count> {
+        vec![(self.table.made().map(Counters::calls).sum(), "calls")]
     }
 }
 

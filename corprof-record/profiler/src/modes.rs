@@ -9,6 +9,7 @@ use crate::alloc::{AllocMode, Sampling};
 use crate::alloc_tick::{self, AllocationTick};
 use crate::calls::CallsMode;
 use crate::heap::{DEFAULT_MAX_OBJECTS, HeapMode, HeapSettings};
+use crate::progress::Count;
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::eventpipe::{self, Level, ProviderConfig, Session};
 use corprof::sync::lock;
@@ -19,6 +20,7 @@ use corprof_record::settings;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn refuse_attach(ctx: &Context<'_>, mode: &str, why: &str) -> std::result::Result<(), String> {
     if ctx.attached {
@@ -143,22 +145,33 @@ impl Recording for AllocRecording {
     }
 
     fn finish(&self, out: &Path) -> std::io::Result<()> {
+        // What to say goes to the `.stats` file, which the command prints with its own lines
+        // (the app's stderr may be elsewhere, or share the terminal with the command's live line).
+        let mut notes = String::new();
         // Before a detach the session must end (no delivery to a profiler on its way out); at
         // Shutdown it is left to the runtime, which ends it itself.
         if let (Some(ticks), true) = (&self.ticks, self.attached) {
             let session = lock(&ticks.session).take();
             if let Some(Err(e)) = session.map(Session::stop) {
-                eprintln!("corprof: the EventPipe session did not stop: {}", e.describe());
+                notes += &format!("the EventPipe session did not stop: {}\n", e.describe());
             }
         }
         let own = self.mode.own_bytes();
         if own > 0 {
-            eprintln!(
-                "corprof: alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session",
+            notes += &format!(
+                "alloc: left out {:.1} KiB the runtime allocated to start corprof's own EventPipe session\n",
                 own as f64 / 1024.0
             );
         }
+        if !notes.is_empty() {
+            // Before the profile, whose appearance tells the command the recording is complete.
+            write_atomically(&crate::beside(out, settings::STATS_SUFFIX), notes.as_bytes())?;
+        }
         write_atomically(out, self.mode.profile().to_text().as_bytes())
+    }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![self.mode.recorded()]
     }
 }
 
@@ -177,16 +190,19 @@ pub(crate) fn heap(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     });
     heap.begin(ctx.info.clone());
     Ok(Started {
-        recording: Box::new(HeapRecording(heap)),
+        recording: Box::new(HeapRecording(heap, AtomicU64::new(0))),
         events: HeapMode::MASK,
         events_high: COR_PRF_HIGH_MONITOR(0),
     })
 }
 
-struct HeapRecording(HeapMode);
+/// The heap mode, and the garbage collections seen (the live count: the snapshot is one, at its
+/// time).
+struct HeapRecording(HeapMode, AtomicU64);
 
 impl CorProfilerCallback for HeapRecording {
     fn garbage_collection_started(&self, generations: &[BOOL], reason: COR_PRF_GC_REASON) -> Result<()> {
+        self.1.fetch_add(1, Ordering::Relaxed);
         self.0.garbage_collection_started(generations, reason)
     }
 
@@ -212,6 +228,10 @@ impl CorProfilerCallback for HeapRecording {
 impl Recording for HeapRecording {
     fn finish(&self, out: &Path) -> std::io::Result<()> {
         self.0.finish(out).map_err(std::io::Error::other)
+    }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![(self.1.load(Ordering::Relaxed), "GCs")]
     }
 }
 
@@ -253,5 +273,9 @@ impl Recording for CallsRecording {
 
     fn calls(&self) -> Option<&CallsMode> {
         Some(&self.0)
+    }
+
+    fn progress(&self) -> Vec<Count> {
+        vec![(self.0.calls_ended(), "calls")]
     }
 }

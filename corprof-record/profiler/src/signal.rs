@@ -115,7 +115,7 @@ static SLOTS: [Slot; MAX_SLOTS] = [const { Slot::new() }; MAX_SLOTS];
 /// Handlers running now, in any thread (stopping waits for none before the library may go).
 static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 /// Samples dropped because their thread's ring was full.
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Whether a signal sampler runs in this process (there is one table).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -877,6 +877,7 @@ impl Drainer {
                         path
                     };
                     profile.add(&path, u64::from(record.weight), 0);
+                    crate::progress::add_samples(u64::from(record.weight));
                 }
             }
             if stopped {

@@ -4,6 +4,7 @@
 pub mod output;
 pub mod record;
 pub mod signals;
+pub mod status;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use corprof_record::formats::Format;

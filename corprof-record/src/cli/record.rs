@@ -10,6 +10,7 @@ use super::output::{
     check_for_heap, check_for_methods, check_for_profile, open_output, title, write_heap, write_methods, write_profile,
 };
 use super::signals::{self, Signals};
+use super::status::{self, Status};
 use super::{Alloc, Clock, Error, Mode, RecordArgs, Sampler};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
@@ -114,11 +115,16 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
     if let Some(methods) = methods {
         settings.push((settings::METHODS, methods));
     }
+    // The live line: only on a terminal, so the profiler keeps its counts only then.
+    let live = status::wanted();
+    if live {
+        settings.push((settings::PROGRESS, "1".to_string()));
+    }
     // What the profiler would refuse at Initialize, refused here before anything starts.
     settings::check_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).map_err(Error::usage)?;
     let (status, recorded) = match args.pid {
-        Some(pid) => (0, Some(attach(pid, args, &lib, settings, &temp)?)),
-        None => launch(args, &lib, &settings, &temp, &output, started)?,
+        Some(pid) => (0, Some(attach(pid, args, &lib, settings, &temp, live)?)),
+        None => launch(args, &lib, &settings, &temp, &output, started, live)?,
     };
     if let Some(recorded) = recorded {
         emit(args, &temp, recorded, &output, started)?;
@@ -262,7 +268,7 @@ fn profiler_library() -> Result<PathBuf, Error> {
 /// recording now (`<OUT>.stop`); a signal that a process sent to the command is passed on to the
 /// app (the terminal's Ctrl-C reached it already), and the end of `--duration` sends it SIGINT
 /// once the output is written. The app's status is the command's. A second signal kills the app
-/// (SIGKILL) and ends the command at once.
+/// (SIGKILL) and ends the command at once. With `live`, the status line shows while it waits.
 fn launch(
     args: &RecordArgs,
     lib: &Path,
@@ -270,6 +276,7 @@ fn launch(
     temp: &TempOut,
     output: &Path,
     started: u64,
+    live: bool,
 ) -> Result<(i32, Option<Recorded>), Error> {
     let [dotnet, rest @ ..] = args.command.as_slice() else {
         return Err(Error::usage(
@@ -300,6 +307,7 @@ fn launch(
     // Caught before the app starts, so none is lost in between (the app gets the default
     // actions back at exec).
     let signals = Signals::catch().map_err(|e| Error::failed(format!("cannot catch SIGINT and SIGTERM: {e}")))?;
+    let began = Instant::now();
     let mut child = command.spawn().map_err(|e| Error::failed(format!("cannot run {dotnet}: {e}")))?;
     let pid = child.id();
     let send = |signal: i32| {
@@ -307,7 +315,10 @@ fn launch(
         // for, so the number cannot name another process.
         unsafe { libc::kill(pid as libc::pid_t, signal) };
     };
-    let deadline = args.duration.map(|s| Instant::now() + Duration::from_secs_f64(s));
+    let duration = args.duration.map(Duration::from_secs_f64);
+    let deadline = duration.map(|d| Instant::now() + d);
+    let mut line =
+        Status::new(live, temp.sibling(settings::PROGRESS_SUFFIX), args.mode.name().to_string(), began, duration);
     // Set once a stop is asked for: by the duration's end (end the app after the output), or
     // by a signal (the app has it).
     let mut stopping: Option<Stop> = None;
@@ -332,10 +343,11 @@ fn launch(
                 .with_status(128 + batch.signal));
             }
             stopping = Some(Stop::Signal);
-            temp.request_stop();
+            temp.request_stop(&mut line);
             if batch.sent {
                 send(batch.signal);
             }
+            line.clear();
             eprintln!(
                 "corprof: {}: stopping the recording; the app (process {pid}) has the signal too; {} again ends \
                  at once, killing it",
@@ -345,7 +357,7 @@ fn launch(
         }
         if stopping.is_none() && deadline.is_some_and(|d| Instant::now() >= d) {
             stopping = Some(Stop::Duration);
-            temp.request_stop();
+            temp.request_stop(&mut line);
         }
         // The duration is over but no recording can come (the profiler did not start, or the
         // runtime never loaded it): the app ends all the same, and the command says why below.
@@ -355,6 +367,7 @@ fn launch(
             && (temp.error_path().exists() || deadline.is_some_and(|d| Instant::now() > d + WRITE_GRACE))
         {
             ended_app = true;
+            line.clear();
             eprintln!("corprof: --duration ended and no recording came: ending the app (process {pid}) with SIGINT");
             send(libc::SIGINT);
         }
@@ -362,6 +375,7 @@ fn launch(
             && !written
             && let Some(recorded) = temp.read(args.mode)?
         {
+            line.end();
             emit(args, temp, recorded, output, started)?;
             written = true;
             if stop == Stop::Duration {
@@ -370,8 +384,10 @@ fn launch(
                 send(libc::SIGINT);
             }
         }
+        line.tick();
         std::thread::sleep(POLL);
     };
+    line.end();
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
@@ -396,13 +412,15 @@ enum Stop {
     Duration,
 }
 
-/// Attaches the profiler to `pid` for `--duration` seconds and reads the recording.
+/// Attaches the profiler to `pid` for `--duration` seconds and reads the recording; with `live`,
+/// the status line shows while it waits.
 fn attach(
     pid: u32,
     args: &RecordArgs,
     lib: &Path,
     mut settings: Vec<(&str, String)>,
     temp: &TempOut,
+    live: bool,
 ) -> Result<Recorded, Error> {
     // Checked in `run` (0.001 to 86400 s): at least one whole millisecond.
     let duration = Duration::from_secs_f64(args.duration.unwrap_or(1.0));
@@ -434,6 +452,8 @@ fn attach(
     // The profiler writes the recording after the duration (or at the app's end, if sooner),
     // then detaches itself.
     let deadline = Instant::now() + duration + WRITE_GRACE;
+    let what = format!("{} in process {pid}", args.mode.name());
+    let mut line = Status::new(live, temp.sibling(settings::PROGRESS_SUFFIX), what, Instant::now(), Some(duration));
     let mut said_ready = false;
     let mut stopping = false;
     loop {
@@ -447,7 +467,8 @@ fn attach(
                 .with_status(128 + batch.signal));
             }
             stopping = true;
-            temp.request_stop();
+            temp.request_stop(&mut line);
+            line.clear();
             eprintln!(
                 "corprof: {name}: stopping the recording; the profiler detaches and process {pid} runs on ({name} \
                  again ends at once)"
@@ -455,14 +476,17 @@ fn attach(
         }
         if !said_ready && let Some(wrapped) = temp.note(settings::READY_SUFFIX) {
             said_ready = true;
+            line.clear();
             eprintln!("corprof: {} methods wrapped in process {pid}; recording their calls", wrapped.trim());
         }
         if let Some(recorded) = temp.read(args.mode)? {
+            line.end();
             wait_for_detach(pid, temp);
             return Ok(recorded);
         }
         let gone = !Path::new(&format!("/proc/{pid}")).exists();
         if gone || temp.error_path().exists() || Instant::now() > deadline {
+            line.end();
             // One last look: the app may have written it as it ended.
             if let Some(recorded) = temp.read(args.mode)? {
                 return Ok(recorded);
@@ -470,6 +494,7 @@ fn attach(
             let what = if gone { format!("process {pid} (it has ended)") } else { format!("process {pid}") };
             return Err(temp.why_nothing(&what));
         }
+        line.tick();
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -543,9 +568,11 @@ impl TempOut {
         PathBuf::from(p)
     }
 
-    /// Asks the profiler to write the recording now (its watch thread looks for this file).
-    fn request_stop(&self) {
+    /// Asks the profiler to write the recording now (its watch thread looks for this file); if
+    /// it cannot, says so on a clean line (`line` erased first).
+    fn request_stop(&self, line: &mut Status) {
         if let Err(e) = std::fs::File::create(self.sibling(settings::STOP_SUFFIX)) {
+            line.clear();
             eprintln!("corprof: cannot ask the profiler to stop: {e}");
         }
     }
