@@ -89,18 +89,32 @@ impl MethodBody {
         let n = self.code.len();
         let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
         let blocks = self.blocks(&layout)?;
-        // Each instruction's regions, innermost first.
-        let mut chains: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (b, block) in blocks.iter().enumerate() {
-            for chain in &mut chains[block.start..block.end] {
-                chain.push(b);
+        // Each instruction's regions, innermost first: instruction `i`'s are
+        // `members[starts[i]..starts[i + 1]]` (one allocation for all, not one per instruction).
+        let mut starts = vec![0usize; n + 1];
+        for block in &blocks {
+            for count in &mut starts[block.start + 1..block.end + 1] {
+                *count += 1;
             }
         }
-        for chain in &mut chains {
-            // Blocks are sorted outer first (see `blocks`), so innermost first is the reverse.
-            chain.reverse();
+        for i in 0..n {
+            starts[i + 1] += starts[i];
         }
-        let innermost_not_try = |i: usize| chains[i].iter().map(|&b| blocks[b].kind).find(|k| *k != Kind::Try);
+        let mut members = vec![0usize; starts[n]];
+        let mut filled = starts.clone();
+        // Blocks are sorted outer first (see `blocks`): each instruction's come in that order,
+        // and are reversed below to innermost first.
+        for (b, block) in blocks.iter().enumerate() {
+            for fill in &mut filled[block.start..block.end] {
+                members[*fill] = b;
+                *fill += 1;
+            }
+        }
+        for i in 0..n {
+            members[starts[i]..starts[i + 1]].reverse();
+        }
+        let chain = |i: usize| &members[starts[i]..starts[i + 1]];
+        let innermost_not_try = |i: usize| chain(i).iter().map(|&b| blocks[b].kind).find(|k| *k != Kind::Try);
 
         for (i, (_, ins)) in self.code.iter().enumerate() {
             let misplaced = || err(at(i), IlErrorKind::Misplaced(ins.opcode));
@@ -115,11 +129,11 @@ impl MethodBody {
                 }
             }
             match ins.opcode {
-                OpCode::RET | OpCode::JMP if !chains[i].is_empty() => return misplaced(),
-                OpCode::ENDFINALLY if chains[i].first().map(|&b| blocks[b].kind) != Some(Kind::Finally) => {
+                OpCode::RET | OpCode::JMP if !chain(i).is_empty() => return misplaced(),
+                OpCode::ENDFINALLY if chain(i).first().map(|&b| blocks[b].kind) != Some(Kind::Finally) => {
                     return misplaced();
                 }
-                OpCode::ENDFILTER if chains[i].first().map(|&b| blocks[b].kind) != Some(Kind::Filter) => {
+                OpCode::ENDFILTER if chain(i).first().map(|&b| blocks[b].kind) != Some(Kind::Filter) => {
                     return misplaced();
                 }
                 OpCode::RETHROW if innermost_not_try(i) != Some(Kind::Catch) => return misplaced(),
@@ -133,21 +147,22 @@ impl MethodBody {
                 return err(at(i), IlErrorKind::FallsOffEnd);
             }
             let leave = info.flow == Flow::Leave;
-            let mut targets: Vec<usize> = Vec::new();
+            let transfer = |j: usize| {
+                if may_transfer(&blocks, chain(i), chain(j), j, leave) {
+                    Ok(())
+                } else {
+                    err(at(i), IlErrorKind::BadTransfer(at(j)))
+                }
+            };
             if falls {
-                targets.push(i + 1);
+                transfer(i + 1)?;
             }
             for t in ins.targets() {
                 // A target at the end of the code is past every instruction: nothing runs there.
                 match layout.position(*t) {
-                    Some(p) => targets.push(p),
+                    Some(p) => transfer(p)?,
                     None if *t == Label::END => return err(at(i), IlErrorKind::FallsOffEnd),
                     None => return err(at(i), IlErrorKind::UnknownLabel(*t)),
-                }
-            }
-            for j in targets {
-                if !may_transfer(&blocks, &chains[i], &chains[j], j, leave) {
-                    return err(at(i), IlErrorKind::BadTransfer(at(j)));
                 }
             }
         }
