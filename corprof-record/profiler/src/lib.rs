@@ -552,6 +552,10 @@ impl CorProfilerCallback for Recorder {
         })
     }
 
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.exception_thrown(thrown))
+    }
+
     fn exception_unwind_function_enter(&self, function_id: corprof::types::FunctionID) -> Result<()> {
         self.result.recording.get().map_or(Ok(()), |r| r.exception_unwind_function_enter(function_id))
     }
