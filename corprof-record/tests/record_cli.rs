@@ -1262,28 +1262,54 @@ fn signal_sampler_on_growing_and_small_stacks_3() {
     growing_and_small_stacks("3");
 }
 
-/// 200 threads working at once, each with its 1 kHz timer: all sampled, few samples dropped.
+/// 200 threads working at once, each with its 1 kHz timer: all sampled and in the profile; on
+/// the CPU clock few samples dropped. On the wall clock 200 timers at 1 kHz are 200,000 expiries
+/// and signals a second, and on a 2-core machine the kernel's work for them starves every thread,
+/// the sampler's among them (its drains came 0.3 to 1.2 s apart instead of 10 ms): rings fill and
+/// most samples are dropped, which the command counts; only the app's output and every thread
+/// being seen are checked there.
 fn many_threads_at_1khz(runtime: &str) {
     for clock in ["wall", "cpu"] {
         let (run, stacks) = attack(runtime, clock, &["many", "200"]);
         assert!(run.stderr.contains(" 202 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
         let (threads, samples) = threads_sampled(&stacks, "Many-");
+        assert_eq!(threads, 200, "CoreCLR {runtime} --clock {clock}: threads in the profile");
         let lost = dropped(&run.stderr);
-        assert!(threads >= 100, "CoreCLR {runtime} --clock {clock}: {threads} of 200 threads in the profile");
-        assert!(lost * 20 <= samples, "CoreCLR {runtime} --clock {clock}: {lost} dropped, {samples} kept");
+        if clock == "cpu" {
+            assert!(lost * 20 <= samples, "CoreCLR {runtime} --clock {clock}: {lost} dropped, {samples} kept");
+        }
     }
 }
 
 #[test]
-#[ignore = "fails with --clock wall: about 55 of 200 threads in the profile, cause not found yet"]
 fn signal_sampler_at_1khz_on_200_threads_8() {
     many_threads_at_1khz("8");
 }
 
 #[test]
-#[ignore = "fails with --clock wall: about 55 of 200 threads in the profile, cause not found yet"]
 fn signal_sampler_at_1khz_on_200_threads_3() {
     many_threads_at_1khz("3");
+}
+
+/// 200 threads one after another, each living about half a millisecond (0.42-0.55 ms from its
+/// timer's start to its end, measured), sampled every millisecond of wall time: each timer's
+/// first expiry falls at a random point of its first interval, so about as many threads are seen
+/// as their lifetimes add up to in intervals (about 100). With the first expiry a whole interval
+/// after the thread's start, 8 to 32 of 200 were (threads live longer on a busier machine).
+fn brief_threads_on_the_wall_clock(runtime: &str) {
+    let (_, stacks) = attack(runtime, "wall", &["brief", "200"]);
+    let (threads, samples) = threads_sampled(&stacks, "Brief-");
+    assert!(threads >= 40, "CoreCLR {runtime}: {threads} of 200 threads in the profile ({samples} samples)");
+}
+
+#[test]
+fn signal_sampler_brief_threads_on_the_wall_clock_8() {
+    brief_threads_on_the_wall_clock("8");
+}
+
+#[test]
+fn signal_sampler_brief_threads_on_the_wall_clock_3() {
+    brief_threads_on_the_wall_clock("3");
 }
 
 /// The app's end with samples in flight (a launch-mode recording has no detach: it ends at the

@@ -74,6 +74,20 @@ struct Record {
 
 impl Record {
     const EMPTY: Record = Record { len: 0, weight: 0, handler_ns: 0, ips: [0; MAX_FRAMES] };
+
+    /// The record as the sampler thread keeps it: only the frames it has.
+    fn sample(&self) -> Sample {
+        Sample { weight: self.weight, handler_ns: self.handler_ns, ips: self.ips[..self.len.min(MAX_FRAMES)].to_vec() }
+    }
+}
+
+/// A record copied out of a ring, without the unused part of its frames: a drain copies a few
+/// words per sample instead of the whole record (2 KiB), which matters when hundreds of threads
+/// are sampled and the sampler thread gets little of the CPU.
+struct Sample {
+    weight: u32,
+    handler_ns: u64,
+    ips: Vec<usize>,
 }
 
 /// One sampled thread's state, shared by its handler and the sampler thread.
@@ -402,10 +416,9 @@ struct Registry {
 /// Samples copied out of a ring: the thread and its records.
 struct Drained {
     tid: i32,
-    thread: Option<ThreadID>,
-    /// The name of a thread destroyed since (the thread table has forgotten it).
-    last_name: Option<Arc<str>>,
-    records: Vec<Record>,
+    /// The thread's name when its records were copied.
+    name: Option<Arc<str>>,
+    records: Vec<Sample>,
 }
 
 impl Registry {
@@ -488,11 +501,20 @@ impl Registry {
         if unsafe { libc::timer_create(clock, &mut event, &mut timer) } != 0 {
             return None;
         }
-        let every = libc::timespec {
-            tv_sec: self.interval.as_secs() as libc::time_t,
-            tv_nsec: self.interval.subsec_nanos() as libc::c_long,
+        let timespec = |d: Duration| libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
         };
-        let spec = libc::itimerspec { it_interval: every, it_value: every };
+        // On the monotonic clock the first expiry comes at a random point of the first interval,
+        // as a tick shared by all threads would: a thread that lives less than an interval is
+        // then sampled with the chance its lifetime gives, where a first expiry one whole interval
+        // after its start would never see it. (On the CPU clock, a thread's unseen time is
+        // counted at its end instead; see `retire`.)
+        let first = match self.clock {
+            Clock::Wall => first_expiry(self.interval, value as u64 ^ now_ns()),
+            Clock::Cpu => self.interval,
+        };
+        let spec = libc::itimerspec { it_interval: timespec(self.interval), it_value: timespec(first) };
         // SAFETY: `timer` was just made; `spec` is a valid itimerspec.
         if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
             // SAFETY: `timer` was just made and is deleted once.
@@ -552,8 +574,13 @@ impl Registry {
         }
     }
 
-    /// Copies every ring's new records out, and frees the slots of retired threads.
-    fn drain(&mut self) -> Vec<Drained> {
+    /// Copies every ring's new records out with their thread's name, and frees the slots of
+    /// retired threads. The name is taken here, under the registry's lock: ThreadDestroyed
+    /// retires the thread under the same lock before the thread table forgets it, so a thread
+    /// not retired yet is still in `names`, and a retired one has its name kept. (Looked up after
+    /// the lock, a thread destroyed meanwhile lost its name, and all its samples went under
+    /// `[thread <number>]`.)
+    fn drain(&mut self, names: &ThreadNames) -> Vec<Drained> {
         let mut drained = Vec::new();
         for (index, slot) in SLOTS.iter().enumerate().take(self.owners.len()) {
             let Some(owner) = &self.owners[index] else { continue };
@@ -571,16 +598,12 @@ impl Registry {
                 // the best guess of where that time went (none: the thread alone).
                 match records.last_mut() {
                     Some(last) => last.weight += owner.extra as u32,
-                    None => records.push(last_record(slot, owner.extra as u32)),
+                    None => records.push(last_record(slot, owner.extra as u32).sample()),
                 }
             }
             if !records.is_empty() {
-                drained.push(Drained {
-                    tid: owner.tid,
-                    thread: owner.thread,
-                    last_name: owner.last_name.clone(),
-                    records,
-                });
+                let name = owner.last_name.clone().or_else(|| owner.thread.and_then(|thread| names.name(thread)));
+                drained.push(Drained { tid: owner.tid, name, records });
             }
             if owner.retiring {
                 // Only if they still name this slot: a new thread may have the ended one's
@@ -636,6 +659,17 @@ fn release(slot: &Slot) {
     }
 }
 
+/// A point in `(0, interval]` drawn from `seed` (splitmix64's finalizer spreads any seed over the
+/// range; the monotonic clock's nanoseconds make it differ from thread to thread).
+fn first_expiry(interval: Duration, seed: u64) -> Duration {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX).max(1);
+    Duration::from_nanos(1 + z % ns)
+}
+
 /// A copy of the last record the slot's thread wrote (or one of no frame), weighing `weight`.
 fn last_record(slot: &Slot, weight: u32) -> Record {
     let ring = slot.ring.load(Ordering::Acquire);
@@ -653,7 +687,7 @@ fn last_record(slot: &Slot, weight: u32) -> Record {
 }
 
 /// The records written since the last take.
-fn take(slot: &Slot) -> Vec<Record> {
+fn take(slot: &Slot) -> Vec<Sample> {
     let ring = slot.ring.load(Ordering::Acquire);
     let head = slot.head.load(Ordering::Acquire);
     let mut tail = slot.tail.load(Ordering::Relaxed);
@@ -661,7 +695,7 @@ fn take(slot: &Slot) -> Vec<Record> {
     while tail != head && !ring.is_null() {
         // SAFETY: records in [tail, head) are complete (head was stored with Release after the
         // write) and the handler does not write them again until tail moves past.
-        out.push(unsafe { *ring.add(tail % RING) });
+        out.push(unsafe { &*ring.add(tail % RING) }.sample());
         tail = tail.wrapping_add(1);
     }
     slot.tail.store(tail, Ordering::Release);
@@ -845,25 +879,29 @@ impl Drainer {
                 reaped = Instant::now();
             }
             // Copied under the lock, resolved after it: the runtime is never called with it held.
-            let drained = lock(&self.registry).drain();
+            let drained = lock(&self.registry).drain(&self.threads);
             if forgot.elapsed() >= FORGET_ADDRESSES_EVERY {
                 functions.clear();
                 forgot = Instant::now();
             }
             for batch in drained {
-                let name =
-                    batch.last_name.clone().or_else(|| batch.thread.and_then(|thread| self.threads.name(thread)));
-                let root = match name {
+                let root = match &batch.name {
                     Some(name) => format!("[thread {name}]"),
                     None => format!("[thread {}]", batch.tid),
                 };
+                // Samples of the same frames are resolved once: a thread in a loop gives the
+                // same few stacks again and again.
+                let mut weights: HashMap<&[usize], u64> = HashMap::new();
                 for record in &batch.records {
                     // A record of a thread's uncounted time at its end was made by no handler.
                     if record.handler_ns > 0 {
                         pauses.add(Duration::from_micros(record.handler_ns.div_ceil(1000)));
                     }
-                    let mut stack: Vec<Frame> = Vec::with_capacity(record.len);
-                    for (i, &ip) in record.ips[..record.len.min(MAX_FRAMES)].iter().enumerate() {
+                    *weights.entry(&record.ips).or_default() += u64::from(record.weight);
+                }
+                for (ips, weight) in weights {
+                    let mut stack: Vec<Frame> = Vec::with_capacity(ips.len());
+                    for (i, &ip) in ips.iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
                         let at = if i == 0 { ip } else { ip.wrapping_sub(1) };
                         let frame = *functions.entry(at).or_insert_with(|| self.function(at));
@@ -876,7 +914,7 @@ impl Drainer {
                     } else {
                         path
                     };
-                    profile.add(&path, u64::from(record.weight), 0);
+                    profile.add(&path, weight, 0);
                 }
             }
             if stopped {
@@ -968,6 +1006,20 @@ mod tests {
             s.frame(10 + 4 * i, s.at(14 + 4 * i), 0x10 + i);
         }
         assert_eq!(s.walk(4, s.at(10), s.bounds()).len(), 8);
+    }
+
+    #[test]
+    fn a_first_expiry_lies_in_the_first_interval_and_spreads_over_it() {
+        let interval = Duration::from_millis(1);
+        let firsts: Vec<Duration> = (0..1000u64).map(|seed| first_expiry(interval, seed)).collect();
+        assert!(firsts.iter().all(|f| *f > Duration::ZERO && *f <= interval));
+        // A tenth of the interval each: every part of it is drawn about equally often.
+        let mut tenths = [0u32; 10];
+        for f in &firsts {
+            tenths[((f.as_nanos() - 1) * 10 / interval.as_nanos()) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|&n| (50..=150).contains(&n)), "{tenths:?}");
+        assert_eq!(first_expiry(Duration::from_nanos(1), 12345), Duration::from_nanos(1));
     }
 
     #[test]
