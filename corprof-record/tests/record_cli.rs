@@ -305,7 +305,7 @@ fn signal_sampler_leaves_the_runtimes_signals_working_3() {
 }
 
 /// Without --sampler: the suspension sampler, whichever the clock; with it, the one asked for;
-/// each says so. --sampler signal cannot attach, and is only for the cpu mode.
+/// each says so. --sampler is only for the cpu mode.
 #[test]
 fn the_command_says_which_sampler_it_used_8() {
     let (dotnet, dll) = (dotnet("8"), app_dll());
@@ -344,9 +344,6 @@ fn the_command_says_which_sampler_it_used_8() {
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         assert!(run.stderr.contains("corprof: cpu: ") && run.stderr.contains(said), "{clock}: {}", run.stderr);
     }
-    let run = record(&["record", "--sampler", "signal", "--pid", "1", "--duration", "1"]);
-    assert_one_line_error(&run, "--sampler signal samples threads from their start");
-    assert_eq!(run.code, Some(2));
     let run = record(&["record", "--mode", "alloc", "--sampler", "signal", "--", "x"]);
     assert_one_line_error(&run, "--sampler is for --mode cpu");
 }
@@ -1334,6 +1331,72 @@ fn signal_sampler_shutdown_with_samples_in_flight_8() {
 #[test]
 fn signal_sampler_shutdown_with_samples_in_flight_3() {
     shutdown_with_samples_in_flight("3");
+}
+
+/// The signal sampler attached (`--pid`) to threads that were running before: 2 spinning and 1
+/// spinning and faulting, found by the profiler (EnumThreads under a short suspension), each given
+/// its timer from the profiler's own thread and its stack bounds from its first sample, so each
+/// is sampled with its whole stack; the faulting one too (its mask unblocked at ExceptionThrown
+/// after an attach as at launch). The detach comes while every thread is still interrupted at
+/// 1 kHz; after it the app faults and spins on, the profiler's library unloaded, and ends as it
+/// would have. On 8.0.4 the threads are named as the kernel has them (.NET names them there); on
+/// 3.1.23, which names none, by their numbers.
+fn signal_sampler_attaches_and_detaches(runtime: &str) {
+    let mut app = Running::start(runtime, &test_app("SignalAttacks"), &["attach", "2000"]);
+    let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap_or_else(|| panic!("no ready line"));
+    let out = out_path(&format!("signal-attach{runtime}"));
+    let o = out.to_str().unwrap();
+    let args = ["record", "--pid", &pid, "--sampler", "signal", "--interval-ms", "1", "--duration", "1.5"];
+    let run = finish(corprof().args(args).args(["--format", "folded", "-o", o]).spawn().unwrap());
+    let app_still_running = app.still_running();
+    // Detached, the sampler has left nothing behind: no timer of its signal (SIGRTMIN+6, 40 with
+    // glibc) in the process, and the signal no longer caught (ignored, so a signal still queued
+    // is dropped; the runtime may unload the library).
+    let proc = |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    let timers = proc("timers");
+    let caught = proc("status").lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).map(|hex| {
+        u64::from_str_radix(hex, 16).unwrap()
+    });
+    app.say("go");
+    let rest: Vec<String> = app.lines.by_ref().map_while(|l| l.ok()).collect();
+    let app_status = app.child.wait().unwrap();
+    assert!(!timers.contains("signal: 40/"), "CoreCLR {runtime}: timers left after the detach:\n{timers}");
+    assert_eq!(caught.map(|mask| mask >> 39 & 1), Some(0), "CoreCLR {runtime}: signal 40 still caught");
+    assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
+    assert!(run.stderr.contains("samples by the signal sampler"), "{}", run.stderr);
+    assert!(app_still_running, "CoreCLR {runtime}: the app ended before the detach");
+    assert_eq!(
+        (app_status.code(), rest.as_slice()),
+        (Some(0), &["attach threads=3 left=0".to_string(), "SignalAttacks attach done".to_string()][..]),
+        "CoreCLR {runtime}"
+    );
+    let stacks = read_folded(&out);
+    let _ = std::fs::remove_file(&out);
+    // Each working thread's samples with its whole stack: the app's lambda beneath Spin.
+    let mut whole: BTreeMap<&str, u64> = BTreeMap::new();
+    for (stack, value) in &stacks {
+        if stack.contains("<Attach>") && stack.contains(";SignalAttacksApp.Program::Spin") {
+            *whole.entry(stack.split(';').next().unwrap()).or_default() += value;
+        }
+    }
+    let busy = whole.values().filter(|&&samples| samples >= 10).count();
+    assert_eq!(busy, 3, "CoreCLR {runtime}: threads with whole stacks {whole:?}");
+    if runtime == "8" {
+        for thread in ["[thread Spin-0]", "[thread Spin-1]", "[thread Fault-0]"] {
+            assert!(whole.get(thread).is_some_and(|&s| s >= 10), "CoreCLR {runtime}: {thread}: {whole:?}");
+        }
+    }
+}
+
+#[test]
+fn signal_sampler_attaches_and_detaches_8() {
+    signal_sampler_attaches_and_detaches("8");
+}
+
+#[test]
+fn signal_sampler_attaches_and_detaches_3() {
+    signal_sampler_attaches_and_detaches("3");
 }
 
 /// 400 threads each spinning 1 ms of its CPU time, 4 at a time: the cpu clock's samples

@@ -208,11 +208,6 @@ fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
 fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     match ctx.settings.sampler.unwrap_or_default() {
         Sampler::Suspend => cpu::start(ctx),
-        Sampler::Signal if ctx.attached => Err(format!(
-            "{}=signal: the signal sampler samples threads from their start, which an attach has missed; attach \
-             with the suspension sampler (suspend)",
-            settings::SAMPLER
-        )),
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         Sampler::Signal => match signal::start(ctx) {
             Ok(started) => Ok(started),

@@ -24,6 +24,10 @@
 //   SignalAttacks ending [ms]         4 background threads spinning and faulting, still running
 //                                     when Main returns after `ms` (default 300): the runtime
 //                                     shuts down while they are sampled
+//   SignalAttacks attach [rounds]     for a profiler to attach to: 2 threads spinning (Spin-0,
+//                                     Spin-1) and 1 spinning and faulting (Fault-0) already run
+//                                     when it prints `ready <pid>`; at a line on stdin each does
+//                                     `rounds` (default 2000) more rounds and ends
 //
 // Prints its counts, then `SignalAttacks <mode> done`, and exits 0; an unexpected exception
 // prints it and the app exits 1.
@@ -248,6 +252,35 @@ namespace SignalAttacksApp
             Console.WriteLine("ending main returns");
         }
 
+        static void Attach(int rounds)
+        {
+            int left = 3;
+            var threads = new List<Thread>();
+            for (int i = 0; i < 3; i++)
+            {
+                bool faults = i == 2;
+                threads.Add(Guarded(faults ? "Fault-0" : "Spin-" + i, () =>
+                {
+                    Node none = null;
+                    int after = -1;
+                    for (int n = 0; after != 0; n++)
+                    {
+                        Spin(20000);
+                        if (faults) { try { Deref(none); } catch (NullReferenceException) { } }
+                        if (after > 0) after--;
+                        else if (after < 0 && stop) after = rounds;
+                    }
+                    Interlocked.Decrement(ref left);
+                }));
+            }
+            foreach (var t in threads) t.Start();
+            Console.WriteLine("ready " + System.Diagnostics.Process.GetCurrentProcess().Id);
+            Console.ReadLine();
+            stop = true;
+            foreach (var t in threads) t.Join();
+            Console.WriteLine("attach threads=3 left=" + left);
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "";
@@ -259,9 +292,10 @@ namespace SignalAttacksApp
                 case "deep": Deep(n < 0 ? 300 : n); break;
                 case "many": Many(n < 0 ? 200 : n); break;
                 case "brief": Brief(n < 0 ? 200 : n); break;
+                case "attach": Attach(n < 0 ? 2000 : n); break;
                 case "short": Short(n < 0 ? 400 : n); break;
                 case "ending": Ending(n < 0 ? 300 : n); break;
-                default: Console.WriteLine("usage: SignalAttacks exits|faults|deep|many|brief|short|ending [n]"); return 2;
+                default: Console.WriteLine("usage: SignalAttacks exits|faults|deep|many|brief|short|ending|attach [n]"); return 2;
             }
             Console.WriteLine("SignalAttacks " + mode + " done");
             return failures == 0 ? 0 : 1;
