@@ -13,9 +13,10 @@
 //! the RBP chain (the JIT's x64 methods keep RBP frames; libcoreclr is built with frame pointers
 //! too) into the thread's ring of fixed-size records. It allocates nothing, takes no lock and
 //! calls nothing of the runtime's; every word it reads lies between the interrupted RSP and the
-//! top of the thread's stack (taken on the thread itself, before its first sample), on the
-//! thread's own stack, so a broken chain ends the walk instead of faulting. A full ring drops the
-//! sample and counts it.
+//! top of the thread's stack (taken on the thread itself, before its first sample; for a thread
+//! found running at an attach, from where its first sample's RSP lies in the process's mappings,
+//! that sample keeping its address only), on the thread's own stack, so a broken chain ends the
+//! walk instead of faulting. A full ring drops the sample and counts it.
 //!
 //! The sampler thread drains the rings every [`DRAIN_EVERY`], resolves each address through
 //! `GetFunctionFromIP` (a return address as the call before it) and adds the stack to the same
@@ -151,8 +152,9 @@ fn token(index: usize, generation: u64) -> usize {
     (generation as usize) << 16 | index
 }
 
-/// The signal handler. Async-signal-safe: atomics, `gettid`, `clock_gettime` and reads of the
-/// interrupted thread's own stack within its bounds.
+/// The signal handler. Async-signal-safe: atomics, `gettid`, `clock_gettime`, `pthread_self`
+/// (glibc reads the thread pointer) and reads of the interrupted thread's own stack within its
+/// bounds.
 extern "C" fn on_signal(_signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
     // SAFETY: `__errno_location` gives this thread's errno, valid for the thread's life; the
