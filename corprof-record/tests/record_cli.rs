@@ -304,15 +304,16 @@ fn signal_sampler_leaves_the_runtimes_signals_working_3() {
     signal_sampler_leaves_the_runtimes_signals_working("3");
 }
 
-/// Without --sampler: the suspension sampler, whichever the clock; with it, the one asked for;
-/// each says so. --sampler is only for the cpu mode.
+/// Without --sampler: the signal sampler (on Linux x86-64), whichever the clock; with it, the
+/// one asked for; each says so. --sampler is only for the cpu mode.
 #[test]
 fn the_command_says_which_sampler_it_used_8() {
     let (dotnet, dll) = (dotnet("8"), app_dll());
     let runs = [
-        ("cpu", None, "ticks of the suspension sampler"),
-        ("wall", None, "ticks of the suspension sampler"),
-        ("cpu", Some("signal"), "samples by the signal sampler"),
+        ("cpu", None, "samples by the signal sampler"),
+        ("wall", None, "samples by the signal sampler"),
+        ("cpu", Some("suspend"), "ticks of the suspension sampler"),
+        ("wall", Some("signal"), "samples by the signal sampler"),
     ];
     for (clock, sampler, said) in runs {
         let out = out_path(&format!("default-{clock}-{sampler:?}"));
@@ -778,21 +779,34 @@ fn heap_attaches_snapshots_and_detaches_3() {
 
 #[test]
 fn attach_records_then_detaches_while_the_app_goes_on_8() {
-    attach_then_detach("8");
+    attach_then_detach("8", None);
 }
 
 #[test]
 fn attach_records_then_detaches_while_the_app_goes_on_3() {
-    attach_then_detach("3");
+    attach_then_detach("3", None);
 }
 
-fn attach_then_detach(runtime: &str) {
+#[test]
+fn attach_records_then_detaches_by_suspension_8() {
+    attach_then_detach("8", Some("suspend"));
+}
+
+#[test]
+fn attach_records_then_detaches_by_suspension_3() {
+    attach_then_detach("3", Some("suspend"));
+}
+
+/// Attaches with `sampler` (`None`: the default), then starts RecordCpu's threads: each sampled
+/// under its name, the command says which sampler it used, the detach leaves the app running.
+fn attach_then_detach(runtime: &str, sampler: Option<&str>) {
     let mut app = Running::start(runtime, &app_dll(), &["0", "5000", "wait", "time"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap_or_else(|| panic!("no ready line"));
-    let out = out_path(&format!("attach{runtime}"));
+    let out = out_path(&format!("attach{runtime}-{sampler:?}"));
     let command = corprof()
+        .arg("record")
+        .args(sampler.map(|s| ["--sampler", s]).into_iter().flatten())
         .args([
-            "record",
             "--pid",
             &pid,
             "--duration",
@@ -817,6 +831,8 @@ fn attach_then_detach(runtime: &str) {
     assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
     assert!(app_still_running, "the app ended before the detach");
     assert_eq!((app_status.code(), rest.last().map(String::as_str)), (Some(0), Some("RecordCpu done")), "{rest:?}");
+    let said = if sampler == Some("suspend") { "ticks of the suspension sampler" } else { "samples by the signal sampler" };
+    assert!(run.stderr.contains(said), "CoreCLR {runtime} {sampler:?}: {}", run.stderr);
     let stacks = read_folded(&out);
     let _ = std::fs::remove_file(&out);
     let (heavy, heavy_rooted) = samples_in(&stacks, "RecordCpuApp.Work::Heavy", "[thread Heavy]");
@@ -870,6 +886,8 @@ fn suspend_only_ticks_record_nothing_8() {
     let mut command = corprof();
     command.env(settings::CPU_WALK, "0").args([
         "record",
+        "--sampler",
+        "suspend",
         "--format",
         "folded",
         "-o",

@@ -54,7 +54,8 @@ pub struct Settings {
     /// cpu: milliseconds between samples.
     pub interval_ms: u64,
     pub clock: Clock,
-    /// cpu: the sampler asked for (`None`: `Sampler::default()`, the suspension sampler).
+    /// cpu: the sampler asked for (`None`: `Sampler::default()`, the signal sampler on Linux
+    /// x86-64, falling back to the suspension sampler if it cannot start).
     pub sampler: Option<Sampler>,
     /// attach: how long to record before detaching.
     pub duration_ms: Option<u64>,
@@ -81,19 +82,22 @@ pub enum Clock {
     Cpu,
 }
 
-/// cpu: how samples are taken. The default is the suspension sampler: the signal sampler is
-/// asked for by name while it cannot yet sample a thread that took a hardware exception (a
-/// NullReferenceException) again — its signal stays blocked on such a thread after the
-/// runtime's fault handler, whose mask the sampler extends so that a sample never lands on the
-/// runtime's small signal stack (that overflowed it and killed the app on CoreCLR 8.0.4).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// cpu: how samples are taken. The default is the signal sampler where it works (Linux
+/// x86-64), which stops only the thread it samples; elsewhere the suspension sampler, which
+/// stops the whole runtime each tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sampler {
     /// Each thread interrupted alone by a signal from its own timer, its frames read in the
     /// handler.
     Signal,
     /// The runtime suspended each tick, every managed thread walked, resumed.
-    #[default]
     Suspend,
+}
+
+impl Default for Sampler {
+    fn default() -> Sampler {
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) { Sampler::Signal } else { Sampler::Suspend }
+    }
 }
 
 impl Settings {
