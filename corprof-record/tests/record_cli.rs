@@ -831,7 +831,8 @@ fn attach_then_detach(runtime: &str, sampler: Option<&str>) {
     assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
     assert!(app_still_running, "the app ended before the detach");
     assert_eq!((app_status.code(), rest.last().map(String::as_str)), (Some(0), Some("RecordCpu done")), "{rest:?}");
-    let said = if sampler == Some("suspend") { "ticks of the suspension sampler" } else { "samples by the signal sampler" };
+    let said =
+        if sampler == Some("suspend") { "ticks of the suspension sampler" } else { "samples by the signal sampler" };
     assert!(run.stderr.contains(said), "CoreCLR {runtime} {sampler:?}: {}", run.stderr);
     let stacks = read_folded(&out);
     let _ = std::fs::remove_file(&out);
@@ -1372,9 +1373,11 @@ fn signal_sampler_attaches_and_detaches(runtime: &str) {
     // is dropped; the runtime may unload the library).
     let proc = |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
     let timers = proc("timers");
-    let caught = proc("status").lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).map(|hex| {
-        u64::from_str_radix(hex, 16).unwrap()
-    });
+    let caught = proc("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .map(str::trim)
+        .map(|hex| u64::from_str_radix(hex, 16).unwrap());
     app.say("go");
     let rest: Vec<String> = app.lines.by_ref().map_while(|l| l.ok()).collect();
     let app_status = app.child.wait().unwrap();

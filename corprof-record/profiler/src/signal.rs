@@ -730,9 +730,8 @@ impl Registry {
             .filter_map(|index| {
                 let slot = &SLOTS[index];
                 let sp = slot.seen_sp.load(Ordering::Acquire);
-                (slot.stack_hi.load(Ordering::Acquire) == 0 && sp != 0).then(|| {
-                    (index, slot.generation.load(Ordering::SeqCst), sp, slot.seen_tp.load(Ordering::Relaxed))
-                })
+                (slot.stack_hi.load(Ordering::Acquire) == 0 && sp != 0)
+                    .then(|| (index, slot.generation.load(Ordering::SeqCst), sp, slot.seen_tp.load(Ordering::Relaxed)))
             })
             .collect()
     }
