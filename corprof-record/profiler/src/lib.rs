@@ -616,7 +616,9 @@ mod tests {
         let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
         assert_eq!(s.sampler, None);
-        assert_eq!(Sampler::default(), Sampler::Suspend);
+        let default =
+            if cfg!(all(target_os = "linux", target_arch = "x86_64")) { Sampler::Signal } else { Sampler::Suspend };
+        assert_eq!(Sampler::default(), default);
         let s = Settings::from_pairs(pairs(&[
             (settings::OUT, "/tmp/x"),
             (settings::MODE, "heap"),
