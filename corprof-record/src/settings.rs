@@ -20,8 +20,8 @@ pub const INTERVAL_MS: &str = "CORPROF_RECORD_INTERVAL_MS";
 /// cpu: `wall` (every thread each sample) or `cpu` (weighted by each thread's CPU time).
 pub const CLOCK: &str = "CORPROF_RECORD_CLOCK";
 /// cpu: `signal` (each thread interrupted alone by a signal of its own timer, its frames read in
-/// the handler; Linux x86-64, from the app's start) or `suspend` (the runtime suspended each tick
-/// and every thread walked). Unset: `signal` where it works, else `suspend`.
+/// the handler; Linux x86-64) or `suspend` (the runtime suspended each tick and every thread
+/// walked). Unset: `signal` where it works, else `suspend`.
 pub const SAMPLER: &str = "CORPROF_RECORD_SAMPLER";
 /// alloc: `sampled` (about one sample per 100 KB, weighted) or `exact`.
 pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";

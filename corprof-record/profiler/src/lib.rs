@@ -57,7 +57,8 @@ pub struct Settings {
     /// cpu: milliseconds between samples.
     pub interval_ms: u64,
     pub clock: Clock,
-    /// cpu: the sampler asked for (`None`: `Sampler::default()`, the suspension sampler).
+    /// cpu: the sampler asked for (`None`: `Sampler::default()`, the signal sampler on Linux
+    /// x86-64, falling back to the suspension sampler if it cannot start).
     pub sampler: Option<Sampler>,
     /// attach: how long to record before detaching.
     pub duration_ms: Option<u64>,
@@ -84,19 +85,22 @@ pub enum Clock {
     Cpu,
 }
 
-/// cpu: how samples are taken. The default is the suspension sampler: the signal sampler is
-/// asked for by name while it cannot yet sample a thread that took a hardware exception (a
-/// NullReferenceException) again — its signal stays blocked on such a thread after the
-/// runtime's fault handler, whose mask the sampler extends so that a sample never lands on the
-/// runtime's small signal stack (that overflowed it and killed the app on CoreCLR 8.0.4).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// cpu: how samples are taken. The default is the signal sampler where it works (Linux
+/// x86-64), which stops only the thread it samples; elsewhere the suspension sampler, which
+/// stops the whole runtime each tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sampler {
     /// Each thread interrupted alone by a signal from its own timer, its frames read in the
     /// handler.
     Signal,
     /// The runtime suspended each tick, every managed thread walked, resumed.
-    #[default]
     Suspend,
+}
+
+impl Default for Sampler {
+    fn default() -> Sampler {
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) { Sampler::Signal } else { Sampler::Suspend }
+    }
 }
 
 impl Settings {
@@ -219,11 +223,6 @@ fn start_mode(ctx: &Context<'_>) -> std::result::Result<Started, String> {
 fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
     match ctx.settings.sampler.unwrap_or_default() {
         Sampler::Suspend => cpu::start(ctx),
-        Sampler::Signal if ctx.attached => Err(format!(
-            "{}=signal: the signal sampler samples threads from their start, which an attach has missed; attach \
-             with the suspension sampler (suspend)",
-            settings::SAMPLER
-        )),
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         Sampler::Signal => match signal::start(ctx) {
             Ok(started) => Ok(started),
@@ -581,6 +580,10 @@ impl CorProfilerCallback for Recorder {
         })
     }
 
+    fn exception_thrown(&self, thrown: LiveObject<'_>) -> Result<()> {
+        self.result.recording.get().map_or(Ok(()), |r| r.exception_thrown(thrown))
+    }
+
     fn exception_unwind_function_enter(&self, function_id: corprof::types::FunctionID) -> Result<()> {
         self.result.recording.get().map_or(Ok(()), |r| r.exception_unwind_function_enter(function_id))
     }
@@ -642,7 +645,9 @@ mod tests {
         let s = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x")])).unwrap();
         assert_eq!((s.mode, s.interval_ms, s.clock, s.duration_ms), (Mode::Cpu, 10, Clock::Wall, None));
         assert_eq!(s.sampler, None);
-        assert_eq!(Sampler::default(), Sampler::Suspend);
+        let default =
+            if cfg!(all(target_os = "linux", target_arch = "x86_64")) { Sampler::Signal } else { Sampler::Suspend };
+        assert_eq!(Sampler::default(), default);
         let s = Settings::from_pairs(pairs(&[
             (settings::OUT, "/tmp/x"),
             (settings::MODE, "heap"),

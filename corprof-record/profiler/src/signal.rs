@@ -13,9 +13,10 @@
 //! the RBP chain (the JIT's x64 methods keep RBP frames; libcoreclr is built with frame pointers
 //! too) into the thread's ring of fixed-size records. It allocates nothing, takes no lock and
 //! calls nothing of the runtime's; every word it reads lies between the interrupted RSP and the
-//! top of the thread's stack (taken on the thread itself, before its first sample), on the
-//! thread's own stack, so a broken chain ends the walk instead of faulting. A full ring drops the
-//! sample and counts it.
+//! top of the thread's stack (taken on the thread itself, before its first sample; for a thread
+//! found running at an attach, from where its first sample's RSP lies in the process's mappings,
+//! that sample keeping its address only), on the thread's own stack, so a broken chain ends the
+//! walk instead of faulting. A full ring drops the sample and counts it.
 //!
 //! The sampler thread drains the rings every [`DRAIN_EVERY`], resolves each address through
 //! `GetFunctionFromIP` (a return address as the call before it) and adds the stack to the same
@@ -74,6 +75,20 @@ struct Record {
 
 impl Record {
     const EMPTY: Record = Record { len: 0, weight: 0, handler_ns: 0, ips: [0; MAX_FRAMES] };
+
+    /// The record as the sampler thread keeps it: only the frames it has.
+    fn sample(&self) -> Sample {
+        Sample { weight: self.weight, handler_ns: self.handler_ns, ips: self.ips[..self.len.min(MAX_FRAMES)].to_vec() }
+    }
+}
+
+/// A record copied out of a ring, without the unused part of its frames: a drain copies a few
+/// words per sample instead of the whole record (2 KiB), which matters when hundreds of threads
+/// are sampled and the sampler thread gets little of the CPU.
+struct Sample {
+    weight: u32,
+    handler_ns: u64,
+    ips: Vec<usize>,
 }
 
 /// One sampled thread's state, shared by its handler and the sampler thread.
@@ -85,9 +100,15 @@ struct Slot {
     busy: AtomicBool,
     /// The owner's OS thread ID (checked against `gettid()` in the handler).
     tid: AtomicI32,
-    /// The owner's stack: the lowest address and one past the highest.
+    /// The owner's stack: the lowest address and one past the highest; `stack_hi` 0 while they
+    /// are not known (a thread found at an attach, until the sampler thread has placed the
+    /// stack pointer of its first sample in the process's mappings).
     stack_lo: AtomicUsize,
     stack_hi: AtomicUsize,
+    /// The interrupted RSP and the thread pointer (`pthread_self`) of the first sample taken
+    /// while the bounds were unknown, for the sampler thread to find the stack by; 0 before.
+    seen_sp: AtomicUsize,
+    seen_tp: AtomicUsize,
     /// [`RING`] records, allocated outside any handler; null before the first owner.
     ring: AtomicPtr<Record>,
     /// Records written (by the handler) and read (by the sampler thread), counted from 0.
@@ -103,6 +124,8 @@ impl Slot {
             tid: AtomicI32::new(0),
             stack_lo: AtomicUsize::new(0),
             stack_hi: AtomicUsize::new(0),
+            seen_sp: AtomicUsize::new(0),
+            seen_tp: AtomicUsize::new(0),
             ring: AtomicPtr::new(std::ptr::null_mut()),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
@@ -129,8 +152,9 @@ fn token(index: usize, generation: u64) -> usize {
     (generation as usize) << 16 | index
 }
 
-/// The signal handler. Async-signal-safe: atomics, `gettid`, `clock_gettime` and reads of the
-/// interrupted thread's own stack within its bounds.
+/// The signal handler. Async-signal-safe: atomics, `gettid`, `clock_gettime`, `pthread_self`
+/// (glibc reads the thread pointer) and reads of the interrupted thread's own stack within its
+/// bounds.
 extern "C" fn on_signal(_signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
     // SAFETY: `__errno_location` gives this thread's errno, valid for the thread's life; the
@@ -211,8 +235,20 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
     // The kernel says whether the interrupted RSP is on the alternate signal stack (the runtime
     // runs its fault handler there): then only the address is kept, the stack being another.
     let on_alternate = uc.uc_stack.ss_flags & libc::SS_ONSTACK != 0;
-    let (lo, hi) = (slot.stack_lo.load(Ordering::Relaxed), slot.stack_hi.load(Ordering::Relaxed));
+    // `stack_hi` is stored after `stack_lo` (Release), so bounds seen here are whole.
+    let hi = slot.stack_hi.load(Ordering::Acquire);
+    let lo = slot.stack_lo.load(Ordering::Acquire);
     let len = if on_alternate {
+        out.ips[0] = ip;
+        1
+    } else if hi == 0 {
+        // Bounds not known yet: only the address, and where the stack is for the sampler thread
+        // to look up. `pthread_self` reads the thread pointer (one load through %fs in glibc).
+        if slot.seen_sp.load(Ordering::Relaxed) == 0 {
+            // SAFETY: pthread_self takes no arguments and only reads the thread pointer.
+            slot.seen_tp.store(unsafe { libc::pthread_self() } as usize, Ordering::Relaxed);
+            slot.seen_sp.store(sp, Ordering::Release);
+        }
         out.ips[0] = ip;
         1
     } else {
@@ -362,6 +398,54 @@ fn own_stack() -> Option<(usize, usize)> {
     }
 }
 
+/// The kernel's name of thread `tid` of this process (`/proc/self/task/<tid>/comm`), if the
+/// thread was given one: a thread starts with its process's name (`/proc/self/comm`), which
+/// CoreCLR 3.1 leaves to every thread (it names none), so that name says nothing.
+fn os_thread_name(tid: i32) -> Option<Arc<str>> {
+    let read = |path: &str| {
+        let bytes = corprof_record::files::read_regular(Path::new(path), 64).ok()??;
+        let name = String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string();
+        (!name.is_empty()).then_some(name)
+    };
+    let name = read(&format!("/proc/self/task/{tid}/comm"))?;
+    (Some(&name) != read("/proc/self/comm").as_ref()).then(|| Arc::from(name))
+}
+
+/// The most of `/proc/self/maps` read (a process has one line per mapping, under 200 bytes each).
+const MAX_MAPS_BYTES: u64 = 64 << 20;
+
+/// The stack bounds of a thread that was interrupted at `sp` with thread pointer `tp`, from
+/// `maps` (the text of `/proc/self/maps`): the readable and writable mapping that holds `sp`,
+/// up to `tp` if the mapping holds that too (glibc puts a thread's descriptor at the top of the
+/// block its stack was made in, so the stack lies below it, all of it mapped while the thread
+/// lives), or up to the mapping's end if it is the main thread's `[stack]`. `None` for anything
+/// else: such a thread is sampled by its address only.
+fn stack_bounds(maps: &str, sp: usize, tp: usize) -> Option<(usize, usize)> {
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((start, end)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            continue;
+        };
+        if !(start <= sp && sp < end) {
+            continue;
+        }
+        if !perms.starts_with("rw") {
+            return None;
+        }
+        let name = fields.nth(3).unwrap_or("");
+        return if sp < tp && tp <= end {
+            Some((start, tp))
+        } else if name == "[stack]" {
+            Some((start, end))
+        } else {
+            None
+        };
+    }
+    None
+}
+
 /// A sampled thread, as the sampler thread knows it.
 struct Owner {
     tid: i32,
@@ -372,6 +456,11 @@ struct Owner {
     retiring: bool,
     /// The thread's name when it was destroyed (its last samples are named after).
     last_name: Option<Arc<str>>,
+    /// A thread found at an attach: the name the kernel has for it (`comm`, which .NET sets
+    /// from `Thread.Name`, cut to 15 bytes), used while the runtime has named it to no callback.
+    os_name: Option<Arc<str>>,
+    /// A thread found at an attach: its stack was looked up (found or not).
+    looked_up: bool,
     /// cpu clock: the thread's CPU time not counted from (0: from its start; the main thread,
     /// taken at Initialize, from then).
     cpu_from: u64,
@@ -402,15 +491,17 @@ struct Registry {
 /// Samples copied out of a ring: the thread and its records.
 struct Drained {
     tid: i32,
-    thread: Option<ThreadID>,
-    /// The name of a thread destroyed since (the thread table has forgotten it).
-    last_name: Option<Arc<str>>,
-    records: Vec<Record>,
+    /// The thread's name when its records were copied.
+    name: Option<Arc<str>>,
+    records: Vec<Sample>,
 }
 
 impl Registry {
-    /// Starts sampling OS thread `tid` (the calling thread), optionally known as `thread`.
-    fn add(&mut self, tid: i32, thread: Option<ThreadID>) {
+    /// Starts sampling OS thread `tid`, optionally known as `thread`: the calling thread itself
+    /// (`found` false: its stack bounds are taken here, its CPU time counted from its start if
+    /// the runtime named it), or a thread found running at an attach (`found` true: bounds from
+    /// its first sample, see [`Slot::seen_sp`], its CPU time counted from now).
+    fn add(&mut self, tid: i32, thread: Option<ThreadID>, found: bool) {
         if self.stopped {
             return;
         }
@@ -430,10 +521,15 @@ impl Registry {
             }
             self.retire_slot(index);
         }
-        // SAFETY: gettid takes no arguments.
-        let (Some((lo, hi)), true) = (own_stack(), unsafe { libc::gettid() } == tid) else {
-            self.unsampled += 1;
-            return;
+        let (lo, hi) = if found {
+            (0, 0)
+        } else {
+            // SAFETY: gettid takes no arguments.
+            let (Some(bounds), true) = (own_stack(), unsafe { libc::gettid() } == tid) else {
+                self.unsampled += 1;
+                return;
+            };
+            bounds
         };
         let Some(index) = self.owners.iter().position(Option::is_none) else {
             self.unsampled += 1;
@@ -450,6 +546,8 @@ impl Registry {
         slot.tid.store(tid, Ordering::SeqCst);
         slot.stack_lo.store(lo, Ordering::SeqCst);
         slot.stack_hi.store(hi, Ordering::SeqCst);
+        slot.seen_sp.store(0, Ordering::SeqCst);
+        slot.seen_tp.store(0, Ordering::SeqCst);
         let generation = (slot.generation.load(Ordering::SeqCst) + 1) | 1;
         slot.generation.store(generation, Ordering::SeqCst);
         let Some(timer) = self.timer(tid, token(index, generation & 0xffff_ffff_ffff)) else {
@@ -459,10 +557,21 @@ impl Registry {
         };
         // A thread announced by the runtime is counted from its start: the CPU time it used in
         // the runtime before its timer began is its own. The main thread, taken at Initialize,
-        // from then (before it, the runtime started up).
-        let cpu_from = if thread.is_some() { 0 } else { thread_cpu_ns(tid as u32).unwrap_or(0) };
-        self.owners[index] =
-            Some(Owner { tid, thread, timer, retiring: false, last_name: None, cpu_from, counted: 0, extra: 0 });
+        // and a thread found at an attach, from then (before it, the runtime started up, or
+        // nobody recorded).
+        let cpu_from = if thread.is_some() && !found { 0 } else { thread_cpu_ns(tid as u32).unwrap_or(0) };
+        self.owners[index] = Some(Owner {
+            tid,
+            thread,
+            timer,
+            retiring: false,
+            last_name: None,
+            os_name: None,
+            looked_up: false,
+            cpu_from,
+            counted: 0,
+            extra: 0,
+        });
         self.by_tid.insert(tid, index);
         if let Some(thread) = thread {
             self.by_thread.insert(thread, index);
@@ -488,11 +597,20 @@ impl Registry {
         if unsafe { libc::timer_create(clock, &mut event, &mut timer) } != 0 {
             return None;
         }
-        let every = libc::timespec {
-            tv_sec: self.interval.as_secs() as libc::time_t,
-            tv_nsec: self.interval.subsec_nanos() as libc::c_long,
+        let timespec = |d: Duration| libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
         };
-        let spec = libc::itimerspec { it_interval: every, it_value: every };
+        // On the monotonic clock the first expiry comes at a random point of the first interval,
+        // as a tick shared by all threads would: a thread that lives less than an interval is
+        // then sampled with the chance its lifetime gives, where a first expiry one whole interval
+        // after its start would never see it. (On the CPU clock, a thread's unseen time is
+        // counted at its end instead; see `retire`.)
+        let first = match self.clock {
+            Clock::Wall => first_expiry(self.interval, value as u64 ^ now_ns()),
+            Clock::Cpu => self.interval,
+        };
+        let spec = libc::itimerspec { it_interval: timespec(self.interval), it_value: timespec(first) };
         // SAFETY: `timer` was just made; `spec` is a valid itimerspec.
         if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
             // SAFETY: `timer` was just made and is deleted once.
@@ -552,8 +670,13 @@ impl Registry {
         }
     }
 
-    /// Copies every ring's new records out, and frees the slots of retired threads.
-    fn drain(&mut self) -> Vec<Drained> {
+    /// Copies every ring's new records out with their thread's name, and frees the slots of
+    /// retired threads. The name is taken here, under the registry's lock: ThreadDestroyed
+    /// retires the thread under the same lock before the thread table forgets it, so a thread
+    /// not retired yet is still in `names`, and a retired one has its name kept. (Looked up after
+    /// the lock, a thread destroyed meanwhile lost its name, and all its samples went under
+    /// `[thread <number>]`.)
+    fn drain(&mut self, names: &ThreadNames) -> Vec<Drained> {
         let mut drained = Vec::new();
         for (index, slot) in SLOTS.iter().enumerate().take(self.owners.len()) {
             let Some(owner) = &self.owners[index] else { continue };
@@ -571,16 +694,16 @@ impl Registry {
                 // the best guess of where that time went (none: the thread alone).
                 match records.last_mut() {
                     Some(last) => last.weight += owner.extra as u32,
-                    None => records.push(last_record(slot, owner.extra as u32)),
+                    None => records.push(last_record(slot, owner.extra as u32).sample()),
                 }
             }
             if !records.is_empty() {
-                drained.push(Drained {
-                    tid: owner.tid,
-                    thread: owner.thread,
-                    last_name: owner.last_name.clone(),
-                    records,
-                });
+                let name = owner
+                    .last_name
+                    .clone()
+                    .or_else(|| owner.thread.and_then(|thread| names.name(thread)))
+                    .or_else(|| owner.os_name.clone());
+                drained.push(Drained { tid: owner.tid, name, records });
             }
             if owner.retiring {
                 // Only if they still name this slot: a new thread may have the ended one's
@@ -597,6 +720,47 @@ impl Registry {
             }
         }
         drained
+    }
+
+    /// Threads found at an attach whose first sample has said where their stack is: each
+    /// one's slot, owner's generation, and the RSP and thread pointer of that sample.
+    fn unbounded(&self) -> Vec<(usize, u64, usize, usize)> {
+        (0..self.owners.len())
+            .filter(|&index| self.owners[index].as_ref().is_some_and(|o| !o.retiring && !o.looked_up))
+            .filter_map(|index| {
+                let slot = &SLOTS[index];
+                let sp = slot.seen_sp.load(Ordering::Acquire);
+                (slot.stack_hi.load(Ordering::Acquire) == 0 && sp != 0)
+                    .then(|| (index, slot.generation.load(Ordering::SeqCst), sp, slot.seen_tp.load(Ordering::Relaxed)))
+            })
+            .collect()
+    }
+
+    /// Gives the slot's thread its stack bounds (`None`: none found, it stays sampled by its
+    /// address), if the slot still has the owner they were looked up for.
+    fn bound(&mut self, index: usize, generation: u64, bounds: Option<(usize, usize)>) {
+        let slot = &SLOTS[index];
+        let Some(owner) = self.owners[index].as_mut().filter(|o| !o.retiring) else { return };
+        if slot.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        owner.looked_up = true;
+        if let Some((lo, hi)) = bounds {
+            slot.stack_lo.store(lo, Ordering::Release);
+            slot.stack_hi.store(hi, Ordering::Release);
+        }
+    }
+
+    /// Starts sampling the threads found running at an attach, each named as the kernel has it.
+    fn add_found(&mut self, found: &[(ThreadID, i32)]) {
+        for &(thread, tid) in found {
+            self.add(tid, Some(thread), true);
+            if let Some(owner) = self.by_tid.get(&tid).and_then(|&index| self.owners[index].as_mut())
+                && owner.os_name.is_none()
+            {
+                owner.os_name = os_thread_name(tid);
+            }
+        }
     }
 
     /// Retires the threads that have ended (no ThreadDestroyed needed).
@@ -636,6 +800,17 @@ fn release(slot: &Slot) {
     }
 }
 
+/// A point in `(0, interval]` drawn from `seed` (splitmix64's finalizer spreads any seed over the
+/// range; the monotonic clock's nanoseconds make it differ from thread to thread).
+fn first_expiry(interval: Duration, seed: u64) -> Duration {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX).max(1);
+    Duration::from_nanos(1 + z % ns)
+}
+
 /// A copy of the last record the slot's thread wrote (or one of no frame), weighing `weight`.
 fn last_record(slot: &Slot, weight: u32) -> Record {
     let ring = slot.ring.load(Ordering::Acquire);
@@ -653,7 +828,7 @@ fn last_record(slot: &Slot, weight: u32) -> Record {
 }
 
 /// The records written since the last take.
-fn take(slot: &Slot) -> Vec<Record> {
+fn take(slot: &Slot) -> Vec<Sample> {
     let ring = slot.ring.load(Ordering::Acquire);
     let head = slot.head.load(Ordering::Acquire);
     let mut tail = slot.tail.load(Ordering::Relaxed);
@@ -661,7 +836,7 @@ fn take(slot: &Slot) -> Vec<Record> {
     while tail != head && !ring.is_null() {
         // SAFETY: records in [tail, head) are complete (head was stored with Release after the
         // write) and the handler does not write them again until tail moves past.
-        out.push(unsafe { *ring.add(tail % RING) });
+        out.push(unsafe { &*ring.add(tail % RING) }.sample());
         tail = tail.wrapping_add(1);
     }
     slot.tail.store(tail, Ordering::Release);
@@ -693,14 +868,16 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
     // thread may have been announced before: it is taken here, on itself.
     // SAFETY: gettid and getpid take no arguments.
     if unsafe { libc::gettid() == libc::getpid() } {
-        lock(&registry).add(std::process::id() as i32, None);
+        lock(&registry).add(std::process::id() as i32, None, false);
     }
     let stop = Arc::new(Stop::default());
+    let find = Arc::new(AtomicBool::new(false));
     let drainer = Drainer {
         info: ctx.info.clone(),
         threads: Arc::clone(&ctx.threads),
         registry: Arc::clone(&registry),
         stop: Arc::clone(&stop),
+        find: Arc::clone(&find),
     };
     let thread = std::thread::Builder::new()
         .name("corprof-signal-sampler".to_string())
@@ -722,6 +899,8 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
             stop,
             clock: ctx.settings.clock,
             thread: Mutex::new(Some(thread)),
+            attached: ctx.attached,
+            find,
         }),
         // ExceptionThrown: see `exception_thrown`.
         events: COR_PRF_MONITOR::EXCEPTIONS,
@@ -736,6 +915,10 @@ struct SignalCpu {
     stop: Arc<Stop>,
     clock: Clock,
     thread: Mutex<Option<JoinHandle<(Profile, Pauses)>>>,
+    /// Attached: the threads running before are found once the event mask is taken.
+    attached: bool,
+    /// Set for the sampler thread to find the running threads ([`Drainer::find_running`]).
+    find: Arc<AtomicBool>,
 }
 
 impl SignalCpu {
@@ -755,7 +938,7 @@ impl SignalCpu {
 impl CorProfilerCallback for SignalCpu {
     fn thread_assigned_to_os_thread(&self, thread: ThreadID, os_thread: DWORD) -> corprof::Result<()> {
         #[allow(clippy::unnecessary_cast)]
-        lock(&self.registry).add(os_thread as i32, Some(thread));
+        lock(&self.registry).add(os_thread as i32, Some(thread), false);
         Ok(())
     }
 
@@ -784,6 +967,15 @@ impl CorProfilerCallback for SignalCpu {
 }
 
 impl Recording for SignalCpu {
+    /// Attached, the threads that were running before are found now: from here on the runtime
+    /// announces every new thread (ThreadAssignedToOSThread), so none falls between the two.
+    fn after_mask(&self) -> Result<(), String> {
+        if self.attached {
+            self.find.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
     fn finish(&self, out: &Path) -> std::io::Result<()> {
         let (profile, pauses) = self.stop().ok_or_else(|| std::io::Error::other("the sampler thread failed"))?;
         let (sampled, unsampled) = {
@@ -824,9 +1016,44 @@ struct Drainer {
     threads: Arc<ThreadNames>,
     registry: Arc<Mutex<Registry>>,
     stop: Arc<Stop>,
+    /// Set after an attach's event mask: find the threads that were running (once).
+    find: Arc<AtomicBool>,
 }
 
 impl Drainer {
+    /// The managed threads running now, each with its OS thread, read under a short suspension
+    /// of the runtime (the only time a listed thread is sure to live while the runtime is asked
+    /// about it), and given their timers after it.
+    fn find_running(&self) {
+        let found: Vec<(ThreadID, i32)> = match self.info.suspend_runtime() {
+            Ok(suspension) => match suspension.threads() {
+                Ok(threads) => threads
+                    .filter_map(|thread| Some((thread.id(), suspension.os_thread_id(thread).ok()? as i32)))
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        lock(&self.registry).add_found(&found);
+    }
+
+    /// Gives the threads found at an attach their stack bounds, once their first sample has said
+    /// where the stack is (see [`stack_bounds`]).
+    fn bound_found(&self) {
+        let unbounded = lock(&self.registry).unbounded();
+        if unbounded.is_empty() {
+            return;
+        }
+        let Ok(Some(maps)) = corprof_record::files::read_regular(Path::new("/proc/self/maps"), MAX_MAPS_BYTES) else {
+            return;
+        };
+        let maps = String::from_utf8_lossy(&maps);
+        let mut registry = lock(&self.registry);
+        for (index, generation, sp, tp) in unbounded {
+            registry.bound(index, generation, stack_bounds(&maps, sp, tp));
+        }
+    }
+
     fn run(self) -> (Profile, Pauses) {
         let mut thread_ready = false;
         let mut profile = Profile::new(Unit::Samples);
@@ -840,30 +1067,38 @@ impl Drainer {
             if !thread_ready {
                 thread_ready = self.info.initialize_current_thread().is_ok();
             }
+            if thread_ready && self.find.swap(false, Ordering::SeqCst) {
+                self.find_running();
+            }
+            self.bound_found();
             if reaped.elapsed() >= REAP_EVERY {
                 lock(&self.registry).reap();
                 reaped = Instant::now();
             }
             // Copied under the lock, resolved after it: the runtime is never called with it held.
-            let drained = lock(&self.registry).drain();
+            let drained = lock(&self.registry).drain(&self.threads);
             if forgot.elapsed() >= FORGET_ADDRESSES_EVERY {
                 functions.clear();
                 forgot = Instant::now();
             }
             for batch in drained {
-                let name =
-                    batch.last_name.clone().or_else(|| batch.thread.and_then(|thread| self.threads.name(thread)));
-                let root = match name {
+                let root = match &batch.name {
                     Some(name) => format!("[thread {name}]"),
                     None => format!("[thread {}]", batch.tid),
                 };
+                // Samples of the same frames are resolved once: a thread in a loop gives the
+                // same few stacks again and again.
+                let mut weights: HashMap<&[usize], u64> = HashMap::new();
                 for record in &batch.records {
                     // A record of a thread's uncounted time at its end was made by no handler.
                     if record.handler_ns > 0 {
                         pauses.add(Duration::from_micros(record.handler_ns.div_ceil(1000)));
                     }
-                    let mut stack: Vec<Frame> = Vec::with_capacity(record.len);
-                    for (i, &ip) in record.ips[..record.len.min(MAX_FRAMES)].iter().enumerate() {
+                    *weights.entry(&record.ips).or_default() += u64::from(record.weight);
+                }
+                for (ips, weight) in weights {
+                    let mut stack: Vec<Frame> = Vec::with_capacity(ips.len());
+                    for (i, &ip) in ips.iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
                         let at = if i == 0 { ip } else { ip.wrapping_sub(1) };
                         let frame = *functions.entry(at).or_insert_with(|| self.function(at));
@@ -876,8 +1111,8 @@ impl Drainer {
                     } else {
                         path
                     };
-                    profile.add(&path, u64::from(record.weight), 0);
-                    crate::progress::add_samples(u64::from(record.weight));
+                    profile.add(&path, weight, 0);
+                    crate::progress::add_samples(weight);
                 }
             }
             if stopped {
@@ -969,6 +1204,43 @@ mod tests {
             s.frame(10 + 4 * i, s.at(14 + 4 * i), 0x10 + i);
         }
         assert_eq!(s.walk(4, s.at(10), s.bounds()).len(), 8);
+    }
+
+    #[test]
+    fn a_found_threads_stack_is_the_mapping_of_its_sp_up_to_its_thread_pointer() {
+        let maps = "\
+55d0a0000000-55d0a0021000 r-xp 00000000 08:01 1234 /usr/bin/dotnet
+7f0000000000-7f0000001000 ---p 00000000 00:00 0
+7f0000001000-7f0000801000 rw-p 00000000 00:00 0
+7f0000801000-7f0000802000 r--p 00000000 00:00 0
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+";
+        // A thread's stack: from the mapping's start up to its descriptor (the thread pointer).
+        assert_eq!(stack_bounds(maps, 0x7f00_0070_0000, 0x7f00_0080_0000), Some((0x7f00_0000_1000, 0x7f00_0080_0000)));
+        // The main thread, whose thread pointer lies elsewhere: the whole [stack] mapping.
+        assert_eq!(stack_bounds(maps, 0x7ffd_0002_0000, 0x7f00_0080_0000), Some((0x7ffd_0000_0000, 0x7ffd_0002_1000)));
+        // A thread pointer outside the mapping of the SP, an SP in no mapping, in one that cannot
+        // be read and written, or at the thread pointer itself: no bounds.
+        assert_eq!(stack_bounds(maps, 0x7f00_0070_0000, 0x7f00_0090_0000), None);
+        assert_eq!(stack_bounds(maps, 0x7f00_0090_0000, 0x7f00_0095_0000), None);
+        assert_eq!(stack_bounds(maps, 0x55d0_a000_1000, 0x55d0_a000_2000), None);
+        assert_eq!(stack_bounds(maps, 0x7f00_0080_0000, 0x7f00_0080_0000), None);
+        assert_eq!(stack_bounds("", 1, 2), None);
+        assert_eq!(stack_bounds("garbage\nzz-yy rw-p\n", 1, 2), None);
+    }
+
+    #[test]
+    fn a_first_expiry_lies_in_the_first_interval_and_spreads_over_it() {
+        let interval = Duration::from_millis(1);
+        let firsts: Vec<Duration> = (0..1000u64).map(|seed| first_expiry(interval, seed)).collect();
+        assert!(firsts.iter().all(|f| *f > Duration::ZERO && *f <= interval));
+        // A tenth of the interval each: every part of it is drawn about equally often.
+        let mut tenths = [0u32; 10];
+        for f in &firsts {
+            tenths[((f.as_nanos() - 1) * 10 / interval.as_nanos()) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|&n| (50..=150).contains(&n)), "{tenths:?}");
+        assert_eq!(first_expiry(Duration::from_nanos(1), 12345), Duration::from_nanos(1));
     }
 
     #[test]

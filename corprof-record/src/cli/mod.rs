@@ -62,9 +62,10 @@ pub struct RecordArgs {
     /// cpu: `wall` counts every thread at each sample, `cpu` weights each by the CPU time it used.
     #[arg(long, value_enum, default_value_t = Clock::Wall)]
     pub clock: Clock,
-    /// cpu: `suspend` (the default) stops the whole runtime each tick and walks every thread;
-    /// `signal` interrupts each thread alone (a timer per thread, its frames read in a signal
-    /// handler; at launch, Linux x86-64; see the guide for what it cannot sample yet).
+    /// cpu: `signal` (the default on Linux x86-64) interrupts each thread alone (a timer per
+    /// thread, its frames read in a signal handler); `suspend` (the default elsewhere, and what
+    /// serves if the signal sampler cannot start) stops the whole runtime each tick and walks
+    /// every thread.
     #[arg(long, value_enum)]
     pub sampler: Option<Sampler>,
     /// alloc: `sampled` (about one allocation per 100 KB, weighted so totals are unbiased) or

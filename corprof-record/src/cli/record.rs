@@ -11,7 +11,7 @@ use super::output::{
 };
 use super::signals::{self, Signals};
 use super::status::{self, Status};
-use super::{Alloc, Clock, Error, Mode, RecordArgs, Sampler};
+use super::{Alloc, Clock, Error, Mode, RecordArgs};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
 use corprof_record::formats::summary::{SUMMARY_TOP, summary_lines};
@@ -55,12 +55,6 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
                 return Err(Error::usage(
                     "the calls mode records from the app's start only (the runtime allows enter/leave hooks only \
                      from startup); attach (--pid) works with --mode cpu, alloc or heap",
-                ));
-            }
-            (Mode::Cpu, _) if args.sampler == Some(Sampler::Signal) => {
-                return Err(Error::usage(
-                    "--sampler signal samples threads from their start, which an attach has missed; attach (--pid) \
-                     with --sampler suspend (its default)",
                 ));
             }
             (Mode::Alloc, Alloc::Exact) => {

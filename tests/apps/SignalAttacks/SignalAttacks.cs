@@ -13,13 +13,21 @@
 //   SignalAttacks deep [rounds]       recursion down and up again, on the main thread (its stack
 //                                     grows as it goes) and on a thread of a 256 KiB stack,
 //                                     nearly to its end
-//   SignalAttacks many [threads]      threads (default 200) spinning at once
+//   SignalAttacks many [threads]      threads (default 200) spinning at once: each waits until
+//                                     all have started, then spins about 5 ms of its CPU time
+//   SignalAttacks brief [threads]     threads (default 200) started one after another, each
+//                                     spinning about half a millisecond (most end before the next
+//                                     starts, each living less than a 1 ms interval)
 //   SignalAttacks short [threads]     threads (default 400), 4 at a time, each spinning 1 ms of
 //                                     its own CPU time; prints `measured cpu-ms <total>`, the CPU
 //                                     time those threads used (each one's CPU clock at its end)
 //   SignalAttacks ending [ms]         4 background threads spinning and faulting, still running
 //                                     when Main returns after `ms` (default 300): the runtime
 //                                     shuts down while they are sampled
+//   SignalAttacks attach [rounds]     for a profiler to attach to: 2 threads spinning (Spin-0,
+//                                     Spin-1) and 1 spinning and faulting (Fault-0) already run
+//                                     when it prints `ready <pid>`; at a line on stdin each does
+//                                     `rounds` (default 2000) more rounds and ends
 //
 // Prints its counts, then `SignalAttacks <mode> done`, and exits 0; an unexpected exception
 // prints it and the app exits 1.
@@ -180,13 +188,28 @@ namespace SignalAttacksApp
         static void Many(int count)
         {
             long total = 0;
+            var gate = new ManualResetEvent(false);
             var threads = new List<Thread>();
             for (int i = 0; i < count; i++)
             {
-                threads.Add(Guarded("Many-" + i, () => { Interlocked.Add(ref total, Spin(400000) & 1); }));
+                threads.Add(Guarded("Many-" + i, () => { gate.WaitOne(); Interlocked.Add(ref total, Spin(4000000) & 1); }));
+            }
+            foreach (var t in threads) t.Start();
+            gate.Set();
+            foreach (var t in threads) t.Join();
+            Console.WriteLine("many threads=" + count + " total=" + total);
+        }
+
+        static void Brief(int count)
+        {
+            long total = 0;
+            var threads = new List<Thread>();
+            for (int i = 0; i < count; i++)
+            {
+                threads.Add(Guarded("Brief-" + i, () => { Interlocked.Add(ref total, Spin(400000) & 1); }));
             }
             Run(threads, count);
-            Console.WriteLine("many threads=" + count + " total=" + total);
+            Console.WriteLine("brief threads=" + count + " total=" + total);
         }
 
         static void Short(int count)
@@ -229,6 +252,35 @@ namespace SignalAttacksApp
             Console.WriteLine("ending main returns");
         }
 
+        static void Attach(int rounds)
+        {
+            int left = 3;
+            var threads = new List<Thread>();
+            for (int i = 0; i < 3; i++)
+            {
+                bool faults = i == 2;
+                threads.Add(Guarded(faults ? "Fault-0" : "Spin-" + i, () =>
+                {
+                    Node none = null;
+                    int after = -1;
+                    for (int n = 0; after != 0; n++)
+                    {
+                        Spin(20000);
+                        if (faults) { try { Deref(none); } catch (NullReferenceException) { } }
+                        if (after > 0) after--;
+                        else if (after < 0 && stop) after = rounds;
+                    }
+                    Interlocked.Decrement(ref left);
+                }));
+            }
+            foreach (var t in threads) t.Start();
+            Console.WriteLine("ready " + System.Diagnostics.Process.GetCurrentProcess().Id);
+            Console.ReadLine();
+            stop = true;
+            foreach (var t in threads) t.Join();
+            Console.WriteLine("attach threads=3 left=" + left);
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "";
@@ -239,9 +291,11 @@ namespace SignalAttacksApp
                 case "faults": Faults(n < 0 ? 2000 : n); break;
                 case "deep": Deep(n < 0 ? 300 : n); break;
                 case "many": Many(n < 0 ? 200 : n); break;
+                case "brief": Brief(n < 0 ? 200 : n); break;
+                case "attach": Attach(n < 0 ? 2000 : n); break;
                 case "short": Short(n < 0 ? 400 : n); break;
                 case "ending": Ending(n < 0 ? 300 : n); break;
-                default: Console.WriteLine("usage: SignalAttacks exits|faults|deep|many|short|ending [n]"); return 2;
+                default: Console.WriteLine("usage: SignalAttacks exits|faults|deep|many|brief|short|ending|attach [n]"); return 2;
             }
             Console.WriteLine("SignalAttacks " + mode + " done");
             return failures == 0 ? 0 : 1;
