@@ -8,7 +8,7 @@
 
 mod support;
 use support::TempDir;
-use support::{clean, root};
+use support::{clean, dotnet, root};
 
 use corprof_record::settings;
 use std::collections::BTreeMap;
@@ -19,24 +19,13 @@ use std::time::{Duration, Instant};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn dotnet(runtime: &str) -> PathBuf {
-    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
-    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
-    path
-}
-
 fn app_dll() -> PathBuf {
-    let path = root().join("tests/apps/RecordCpu/bin/RecordCpu.dll");
-    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
-    path
+    support::app("RecordCpu")
 }
 
 /// The command, with an environment cleaned of inherited runtime and profiler settings.
 fn corprof() -> Command {
-    let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
-    let lib = exe.with_file_name("libcorprof_record_profiler.so");
-    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(support::corprof_exe());
     clean(&mut cmd);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd

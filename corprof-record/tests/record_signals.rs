@@ -12,7 +12,7 @@
 //! and the apps and runtimes of `bash scripts/setup`.
 
 mod support;
-use support::{clean, root};
+use support::{clean, dotnet};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -24,16 +24,8 @@ use std::time::Duration;
 /// Longer than any run here takes: past it the test fails (it never waits this long on success).
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn dotnet(runtime: &str) -> PathBuf {
-    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
-    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
-    path
-}
-
 fn app_dll() -> PathBuf {
-    let path = root().join("tests/apps/RecordRun/bin/RecordRun.dll");
-    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
-    path
+    support::app("RecordRun")
 }
 
 /// A running process whose stdout and stderr lines arrive on channels (read by threads, so the
@@ -125,10 +117,7 @@ impl Running {
 }
 
 fn corprof() -> Command {
-    let exe = Path::new(env!("CARGO_BIN_EXE_corprof"));
-    let lib = exe.with_file_name("libcorprof_record_profiler.so");
-    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(support::corprof_exe());
     clean(&mut cmd);
     cmd
 }

@@ -12,7 +12,7 @@
 //! (`cargo build -p corprof-record-profiler`) and the apps and runtimes of `bash scripts/setup`.
 
 mod support;
-use support::{TempDir, clean, root};
+use support::{TempDir, clean, dotnet, root};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -25,23 +25,12 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// What the command writes to draw the line, and alone to erase it.
 const ERASE: &str = "\r\x1b[K";
 
-fn dotnet(runtime: &str) -> PathBuf {
-    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
-    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
-    path
-}
-
 fn app_dll() -> PathBuf {
-    let path = root().join("tests/apps/RecordRun/bin/RecordRun.dll");
-    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
-    path
+    support::app("RecordRun")
 }
 
 fn corprof() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_corprof"));
-    let lib = exe.with_file_name("libcorprof_record_profiler.so");
-    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
-    exe
+    support::corprof_exe()
 }
 
 fn quote(word: &str) -> String {

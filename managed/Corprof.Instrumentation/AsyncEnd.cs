@@ -154,42 +154,14 @@ namespace Corprof.Instrumentation
         /// </summary>
         public static void EndValueTask(object valueTask, object exception, int method, long state, IntPtr entry)
         {
-            try
+            // What it holds, as EndTask takes it: a task, nothing known (as for no task), or,
+            // complete when made, a task complete already.
+            object inside = null;
+            if (exception == null && ValueTaskInside.Of(valueTask, out inside) && inside == null)
             {
-                var call = Entry(entry);
-                if (call == null)
-                {
-                    return;
-                }
-                if (exception != null)
-                {
-                    call(method, state, Faulted, 0, 0);
-                    return;
-                }
-                object inside;
-                if (!ValueTaskInside.Of(valueTask, out inside))
-                {
-                    call(method, state, NoTask, 0, 0);
-                    return;
-                }
-                if (inside == null)
-                {
-                    call(method, state, Completed, 0, 0);
-                    return;
-                }
-                var t = inside as Task;
-                if (t == null)
-                {
-                    call(method, state, NoTask, 0, 0);
-                    return;
-                }
-                t.ContinueWith(OnTask, new Pending(call, method, state), CancellationToken.None,
-                    TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+                inside = Task.CompletedTask;
             }
-            catch (Exception)
-            {
-                // The app's call goes on as written.
-            }
+            EndTask(exception == null ? inside : null, exception, method, state, entry);
         }
 
         /// <summary>
@@ -198,46 +170,28 @@ namespace Corprof.Instrumentation
         /// </summary>
         public static void EndValueTaskOf<T>(object valueTask, object exception, int method, long state, IntPtr entry)
         {
-            try
+            object inside = null;
+            if (exception == null && ValueTaskInside.Of(valueTask, out inside) && inside == null)
             {
-                var call = Entry(entry);
-                if (call == null)
+                // Complete when made: its result is the value's own field (no task to make).
+                try
                 {
-                    return;
+                    var call = Entry(entry);
+                    if (call != null)
+                    {
+                        long integer;
+                        double number;
+                        Bits(ValueTaskInside.Result(valueTask), out integer, out number);
+                        call(method, state, Completed, integer, number);
+                    }
                 }
-                if (exception != null)
+                catch (Exception)
                 {
-                    call(method, state, Faulted, 0, 0);
-                    return;
+                    // The app's call goes on as written.
                 }
-                object inside;
-                if (!ValueTaskInside.Of(valueTask, out inside))
-                {
-                    call(method, state, NoTask, 0, 0);
-                    return;
-                }
-                if (inside == null)
-                {
-                    // Complete at the return: its result is the value's own field.
-                    long integer;
-                    double number;
-                    Bits(ValueTaskInside.Result(valueTask), out integer, out number);
-                    call(method, state, Completed, integer, number);
-                    return;
-                }
-                var t = inside as Task<T>;
-                if (t == null)
-                {
-                    call(method, state, NoTask, 0, 0);
-                    return;
-                }
-                t.ContinueWith(Of<T>.OnTask, new Pending(call, method, state), CancellationToken.None,
-                    TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+                return;
             }
-            catch (Exception)
-            {
-                // The app's call goes on as written.
-            }
+            EndTaskOf<T>(exception == null ? inside : null, exception, method, state, entry);
         }
 
         private static int How(Task task)

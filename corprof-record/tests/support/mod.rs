@@ -39,3 +39,28 @@ pub fn clean(cmd: &mut Command) {
     }
     cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
 }
+
+/// The runtime's `dotnet` of `runtime` ("8" or "3"), as `bash scripts/setup` installs it.
+#[allow(dead_code)]
+pub fn dotnet(runtime: &str) -> PathBuf {
+    let path = root().join(format!(".runtimes/dotnet-{runtime}/dotnet"));
+    assert!(path.is_file(), "no runtime at {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+/// The test app `name`'s assembly, as `bash scripts/setup` builds it.
+#[allow(dead_code)]
+pub fn app(name: &str) -> PathBuf {
+    let path = root().join(format!("tests/apps/{name}/bin/{name}.dll"));
+    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
+    path
+}
+
+/// The command's executable, with the profiler library it loads beside it.
+#[allow(dead_code)]
+pub fn corprof_exe() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_corprof"));
+    let lib = exe.with_file_name("libcorprof_record_profiler.so");
+    assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
+    exe
+}
