@@ -545,7 +545,11 @@ fn longest_interval(runtime: &str) {
     assert!(started.elapsed() < Duration::from_secs(30), "CoreCLR {runtime}: took {:?}", started.elapsed());
     assert_eq!(run.code, Some(0), "CoreCLR {runtime}: {}", run.stderr);
     assert!(run.stdout.contains("RecordCpu done"), "{}", run.stdout);
-    assert!(read_folded(&out).is_empty());
+    // The signal sampler's first expiry on the wall clock falls at a random point of the first
+    // interval: a thread may give one sample in the app's short life, never a second (and the
+    // app has fewer than 16 threads).
+    let folded = read_folded(&out);
+    assert!(folded.values().sum::<u64>() < 16, "CoreCLR {runtime}: {folded:?}");
     let _ = std::fs::remove_file(&out);
 }
 
