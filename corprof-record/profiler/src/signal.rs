@@ -137,6 +137,37 @@ impl Slot {
 static SLOTS: [Slot; MAX_SLOTS] = [const { Slot::new() }; MAX_SLOTS];
 /// Handlers running now, in any thread (stopping waits for none before the library may go).
 static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// How many on-stack-replacement return addresses the handler knows ([`OSR_RETURNS`]).
+const MAX_OSR_RETURNS: usize = 64;
+/// How far above an OSR frame the handler looks for its Tier0 frame's saved RBP, in words.
+const OSR_SCAN_WORDS: usize = 1024;
+/// Return addresses that are the pseudo returns of on-stack-replaced frames, learned by the
+/// sampler thread (see [`Drainer::learn_osr`]): an x64 OSR method chains its frame to a *copy*
+/// of its Tier0 frame's saved RBP, with the patchpoint's return into the Tier0 code above it, so
+/// a plain RBP walk reads the loop twice and misses its caller. Written by the sampler thread
+/// only (an entry, then the count, Release); read by the handler (the count, Acquire). Entries
+/// stay: code of a non-collectible module is never freed.
+static OSR_RETURNS: [AtomicUsize; MAX_OSR_RETURNS] = [const { AtomicUsize::new(0) }; MAX_OSR_RETURNS];
+static OSR_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `ret` is a learned OSR pseudo return. Loads only: callable from the handler.
+fn is_osr_return(ret: usize) -> bool {
+    let n = OSR_COUNT.load(Ordering::Acquire).min(MAX_OSR_RETURNS);
+    OSR_RETURNS[..n].iter().any(|r| r.load(Ordering::Relaxed) == ret)
+}
+
+/// Adds `ret` to [`OSR_RETURNS`] (the sampler thread only; full: left out).
+fn learn_osr_return(ret: usize) {
+    if ret == 0 || is_osr_return(ret) {
+        return;
+    }
+    let n = OSR_COUNT.load(Ordering::Relaxed);
+    if n < MAX_OSR_RETURNS {
+        OSR_RETURNS[n].store(ret, Ordering::Relaxed);
+        OSR_COUNT.store(n + 1, Ordering::Release);
+    }
+}
 /// Samples dropped because their thread's ring was full.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Whether a signal sampler runs in this process (there is one table).
@@ -254,7 +285,7 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
     } else {
         // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
         // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
-        unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips) }
+        unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return) }
     };
     out.len = len;
     out.weight = 1 + overrun.max(0) as u32;
@@ -265,11 +296,21 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
 /// Walks the RBP chain of a thread stopped at `ip` with `sp` and `fp`, into `out`: the address,
 /// then each frame's return address, innermost first; gives how many it wrote. Reads only
 /// aligned words in `[sp, hi)`, and only if `sp` lies in `[lo, hi)`; each frame must lie above
-/// the one before, so a broken or looping chain ends the walk.
+/// the one before, so a broken or looping chain ends the walk. At a return address `osr` says is
+/// an OSR pseudo return, the frame's caller is read from its Tier0 frame instead: the first word
+/// above it (within [`OSR_SCAN_WORDS`], below the next frame) holding the same saved RBP is that
+/// frame's, and the word after it the real return.
 ///
 /// # Safety
 /// If `sp` lies in `[lo, hi)`, every byte of `[sp, hi)` must be readable for the call.
-unsafe fn walk(ip: usize, sp: usize, fp: usize, (lo, hi): (usize, usize), out: &mut [usize]) -> usize {
+unsafe fn walk(
+    ip: usize,
+    sp: usize,
+    fp: usize,
+    (lo, hi): (usize, usize),
+    out: &mut [usize],
+    osr: impl Fn(usize) -> bool,
+) -> usize {
     let Some(first) = out.first_mut() else { return 0 };
     *first = ip;
     let mut len = 1;
@@ -284,6 +325,23 @@ unsafe fn walk(ip: usize, sp: usize, fp: usize, (lo, hi): (usize, usize), out: &
             unsafe { (std::ptr::read_volatile(fp as *const usize), std::ptr::read_volatile((fp + 8) as *const usize)) };
         if ret == 0 {
             break;
+        }
+        let mut ret = ret;
+        if next > fp && osr(ret) {
+            let mut slot = fp + 16;
+            let last = next.min(hi - 16);
+            let mut words = 0;
+            while slot < last && words < OSR_SCAN_WORDS {
+                // SAFETY: `slot` is aligned (fp is, and it moves by words), above `fp` and at most
+                // `hi - 16`, so it and the word after it lie within [sp, hi).
+                if unsafe { std::ptr::read_volatile(slot as *const usize) } == next {
+                    // SAFETY: as above, `slot + 8` lies within [sp, hi).
+                    ret = unsafe { std::ptr::read_volatile((slot + 8) as *const usize) };
+                    break;
+                }
+                slot += 8;
+                words += 1;
+            }
         }
         out[len] = ret;
         len += 1;
@@ -1098,10 +1156,17 @@ impl Drainer {
                 }
                 for (ips, weight) in weights {
                     let mut stack: Vec<Frame> = Vec::with_capacity(ips.len());
+                    let mut before: Option<(usize, Frame)> = None;
                     for (i, &ip) in ips.iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
                         let at = if i == 0 { ip } else { ip.wrapping_sub(1) };
                         let frame = *functions.entry(at).or_insert_with(|| self.function(at));
+                        if let (Some((inner, Some(f))), Some(g)) = (before, frame)
+                            && f == g
+                        {
+                            self.learn_osr(f, inner, at, ip);
+                        }
+                        before = Some((at, frame));
                         frames::push(&mut stack, frame);
                     }
                     let path: Vec<String> =
@@ -1126,6 +1191,33 @@ impl Drainer {
     }
 
     /// The managed function at `ip`, `None` for native code (or code the runtime does not name).
+    /// Two frames of `function` one above the other (`inner` below `outer`, code addresses):
+    /// recursion if both lie in one native code version, else on-stack replacement (an OSR
+    /// version's frame over its Tier0 version's, CoreCLR 7 and later), and then `ret`, the
+    /// outer frame's return address, is the OSR frame's pseudo return, which the handler learns.
+    fn learn_osr(&self, function: corprof::types::FunctionID, inner: usize, outer: usize, ret: usize) {
+        if is_osr_return(ret) {
+            return;
+        }
+        // SAFETY: the runtime only looks the address up in its code ranges.
+        let Ok(found) = (unsafe { self.info.get_function_from_ip2(outer as *const corprof::types::BYTE) }) else {
+            return;
+        };
+        let Ok(starts) = self.info.get_native_code_start_addresses(function, found.rejit_id) else { return };
+        let version = |at: usize| {
+            starts.iter().position(|&start| {
+                self.info.get_code_info4(start).is_ok_and(|ranges| {
+                    ranges.iter().any(|r| (r.startAddress..r.startAddress.saturating_add(r.size)).contains(&at))
+                })
+            })
+        };
+        if let (Some(a), Some(b)) = (version(inner), version(outer))
+            && a != b
+        {
+            learn_osr_return(ret);
+        }
+    }
+
     fn function(&self, ip: usize) -> Frame {
         // SAFETY: the runtime only looks the address up in its code ranges; it does not read
         // memory at it.
@@ -1149,9 +1241,12 @@ mod tests {
             self.0[i + 1] = ret;
         }
         fn walk(&self, sp_word: usize, fp: usize, bounds: (usize, usize)) -> Vec<usize> {
+            self.walk_osr(sp_word, fp, bounds, &[])
+        }
+        fn walk_osr(&self, sp_word: usize, fp: usize, bounds: (usize, usize), osr: &[usize]) -> Vec<usize> {
             let mut out = [0usize; 8];
             // SAFETY: every bound the tests give lies within this stack's 64 words.
-            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out) };
+            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out, |r| osr.contains(&r)) };
             out[..len].to_vec()
         }
         fn bounds(&self) -> (usize, usize) {
@@ -1184,6 +1279,29 @@ mod tests {
         assert_eq!(s.walk(4, s.at(10), b), [0x1000, 0xa], "a frame pointing at itself");
         assert_eq!(s.walk(4, s.at(3), b), [0x1000], "a frame pointer below RSP");
         assert_eq!(s.walk(4, 0, b), [0x1000], "null");
+    }
+
+    #[test]
+    fn an_osr_frame_is_walked_through_its_tier0_frame() {
+        let mut s = Stack([0; 64]);
+        // A helper's frame (word 4) over an OSR frame (10), whose saved RBP is a copy of its
+        // Tier0 frame's (20: Main's frame, 30) and whose return is the patchpoint's (0xbad); the
+        // Tier0 frame's own saved RBP and Main's return (0xc) at 20; Main's frame at 30.
+        s.frame(4, s.at(10), 0xa);
+        s.frame(10, s.at(30), 0xbad);
+        s.0[14] = 0x77; // a Tier0 local
+        s.frame(20, s.at(30), 0xc);
+        s.frame(30, s.at(40), 0xd);
+        let b = s.bounds();
+        assert_eq!(s.walk(4, s.at(4), b), [0x1000, 0xa, 0xbad, 0xd], "not known as OSR: the plain chain");
+        assert_eq!(s.walk_osr(4, s.at(4), b, &[0xbad]), [0x1000, 0xa, 0xc, 0xd], "through the Tier0 frame");
+        // No saved RBP to find below the next frame: the pseudo return is kept.
+        s.frame(20, 0x1234, 0xc);
+        assert_eq!(s.walk_osr(4, s.at(4), b, &[0xbad]), [0x1000, 0xa, 0xbad, 0xd]);
+        // The search stops below the next frame: its own word (here pointing at itself, which
+        // also ends the walk there) is not taken for the Tier0 frame's.
+        s.0[30] = s.at(30);
+        assert_eq!(s.walk_osr(4, s.at(4), b, &[0xbad]), [0x1000, 0xa, 0xbad, 0xd]);
     }
 
     #[test]
