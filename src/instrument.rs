@@ -993,23 +993,24 @@ impl Instrumentation {
             let worker = info.clone();
             crate::info_gate::pin_library();
             // The modules loaded already count as one pending request until the worker has
-            // queued theirs.
+            // queued theirs. Listed here, not on the worker: a module that finishes loading once
+            // `start` has returned is the load callback's (wrapped as it loads), never taken
+            // for one loaded before (which only ReJIT, within its metadata's budget, can wrap).
+            let loaded = info.enum_modules().map(|m| m.collect::<Vec<ModuleID>>()).unwrap_or_default();
             this.pending.fetch_add(1, Ordering::AcqRel);
             std::thread::Builder::new()
                 .name("corprof-instrument".into())
-                .spawn(move || this.work(&worker, receive))
+                .spawn(move || this.work(&worker, loaded, receive))
                 .map_err(|_| StartError::Runtime(HResult::E_FAIL))?;
         }
         Ok(this)
     }
 
     /// The worker thread's life: the modules already loaded, then ReJIT requests in batches.
-    fn work(&self, info: &ProfilerInfo, queue: mpsc::Receiver<Job>) {
+    fn work(&self, info: &ProfilerInfo, loaded: Vec<ModuleID>, queue: mpsc::Receiver<Job>) {
         let _ = info.initialize_current_thread();
-        if let Ok(modules) = info.enum_modules() {
-            for module in modules {
-                self.module(info, module, true);
-            }
+        for module in loaded {
+            self.module(info, module, true);
         }
         self.pending.fetch_sub(1, Ordering::AcqRel);
         while let Ok(first) = queue.recv() {
@@ -1196,6 +1197,10 @@ impl Instrumentation {
         let mut defined: Option<Option<corprof_sig::image::TypeNames>> = None;
         // What a module loaded before `start` can still take (see `Budget`).
         let mut budget: Option<Budget> = None;
+        // The ReJITs to request (with the startup bit found, for a managed handler's): asked for
+        // once everything is added to the module's metadata and its rebuild made, so that the
+        // runtime does not read the metadata for them while it is being written.
+        let mut requests: Vec<(mdMethodDef, Option<(u32, u64)>)> = Vec::new();
         // Whether anything was added to the module's metadata.
         let mut emitted = false;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
@@ -1338,14 +1343,10 @@ impl Instrumentation {
                                     startup.done
                                 };
                                 if let Some(found) = done {
-                                    self.release(module, method, bit, found);
+                                    requests.push((method, Some((bit, found))));
                                 }
                             }
-                            None => {
-                                if let Some(queue) = lock(&self.queue).as_ref() {
-                                    let _ = queue.send(Job::Rejit(module, method));
-                                }
-                            }
+                            None => requests.push((method, None)),
                         }
                         continue;
                     }
@@ -1355,6 +1356,16 @@ impl Instrumentation {
         }
         if emitted && !loaded {
             finish_growth(info, module);
+        }
+        for (method, gate) in requests {
+            match gate {
+                Some((bit, found)) => self.release(module, method, bit, found),
+                None => {
+                    if let Some(queue) = lock(&self.queue).as_ref() {
+                        let _ = queue.send(Job::Rejit(module, method));
+                    }
+                }
+            }
         }
     }
 

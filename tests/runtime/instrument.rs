@@ -81,7 +81,7 @@ fn wrapped(runtime: &'static str, test: &str) {
     let mut rejit: Vec<String> = rejit.into_iter().map(String::from).collect();
     rejit.sort();
     expected_rejit.sort();
-    assert_eq!(rejit, expected_rejit, "the overloads of precompiled methods on CoreCLR {runtime}");
+    assert_eq!(rejit, expected_rejit, "the overloads of precompiled methods on CoreCLR {runtime}:\n{text}");
     let wrapped_by_first = [
         ".ctor", "Nothing", "Add", "Greet", "Nine", "Half", "Third", "Odd", "First", "Big", "Throws", "Fact", "Swap",
         "Id", "Guarded", "Later", "Loop",
