@@ -8,7 +8,7 @@
 
 mod support;
 use support::TempDir;
-use support::{clean, dotnet, root};
+use support::{clean, dotnet};
 
 use corprof_record::settings;
 use std::collections::BTreeMap;
@@ -237,7 +237,7 @@ fn signal_sampler_cpu_clock_follows_cpu_time_3() {
 /// activation signal, sleeps, monitor waits, short threads) under 1 kHz signal sampling: the
 /// same output as unprofiled, exit status 0, every thread sampled.
 fn signal_sampler_leaves_the_runtimes_signals_working(runtime: &str) {
-    let dll = test_app("RecordStress");
+    let dll = support::app("RecordStress");
     let dotnet = dotnet(runtime);
     let mut plain = Command::new(&dotnet);
     clean(&mut plain);
@@ -639,18 +639,12 @@ impl Running {
     }
 }
 
-fn test_app(name: &str) -> PathBuf {
-    let path = root().join(format!("tests/apps/{name}/bin/{name}.dll"));
-    assert!(path.is_file(), "no {} (run `bash scripts/setup`)", path.display());
-    path
-}
-
 /// alloc attaches through the runtime's AllocationTick (an EventPipe session, allowed after
 /// attach): RecordAlloc's bytes per stack within sampling error, then a clean detach while the
 /// app goes on.
 #[test]
 fn alloc_attaches_records_and_detaches_8() {
-    let mut app = Running::start("8", &test_app("RecordAlloc"), &["100000", "wait"]);
+    let mut app = Running::start("8", &support::app("RecordAlloc"), &["100000", "wait"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap();
     let out = out_path("alloc-attach8");
     let o = out.to_str().unwrap();
@@ -686,7 +680,7 @@ fn alloc_attaches_records_and_detaches_8() {
 /// app goes on untouched.
 #[test]
 fn alloc_attach_is_refused_on_3() {
-    let mut app = Running::start("3", &test_app("RecordAlloc"), &["1000", "wait"]);
+    let mut app = Running::start("3", &support::app("RecordAlloc"), &["1000", "wait"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap();
     let run = finish(corprof().args(["record", "--mode", "alloc", "--pid", &pid, "--duration", "2"]).spawn().unwrap());
     assert_one_line_error(
@@ -708,7 +702,7 @@ fn alloc_start_line(runtime: &str, alloc: &str) -> Vec<String> {
     let mut cmd = corprof();
     cmd.args(["record", "--mode", "alloc", "--alloc", alloc, "--format", "folded", "-o"]).arg(&out);
     // 2000 of each of RecordAlloc's objects, 3.8 MB: about 38 samples, none with chance e^-38.
-    cmd.arg("--").arg(dotnet(runtime)).arg(test_app("RecordAlloc")).arg("2000");
+    cmd.arg("--").arg(dotnet(runtime)).arg(support::app("RecordAlloc")).arg("2000");
     let run = finish(cmd.spawn().unwrap());
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "RecordAlloc done 2000\n"), "{}", run.stderr);
     assert!(!read_folded(&out).is_empty(), "nothing recorded: {}", run.stderr);
@@ -736,7 +730,7 @@ fn alloc_on_3_says_what_it_costs_as_it_starts() {
 /// heap attaches (`COR_PRF_MONITOR_GC` is allowed after attach) and snapshots RecordHeap's known
 /// graph when the duration ends, while the app holds it.
 fn heap_attaches(runtime: &str) {
-    let mut app = Running::start(runtime, &test_app("RecordHeap"), &["8000"]);
+    let mut app = Running::start(runtime, &support::app("RecordHeap"), &["8000"]);
     assert_eq!(app.line(), "built");
     let pid = app.child.id().to_string();
     let out = out_path(&format!("heap-attach{runtime}"));
@@ -919,7 +913,7 @@ fn micros(fields: &BTreeMap<&str, &str>, key: &str) -> f64 {
 /// the terminal lists the slowest methods.
 fn methods_at_launch(runtime: &str) {
     let out = out_path(&format!("methods-launch{runtime}"));
-    let (dotnet, dll) = (dotnet(runtime), test_app("RecordCalls"));
+    let (dotnet, dll) = (dotnet(runtime), support::app("RecordCalls"));
     let p = "RecordCallsApp.Program::";
     let run = record(&[
         "record",
@@ -998,7 +992,7 @@ fn methods_mode_times_each_call_at_launch_3() {
 /// The methods mode's JSON and pictures hold the same figures.
 #[test]
 fn methods_mode_writes_json_and_pictures_8() {
-    let (dotnet, dll) = (dotnet("8"), test_app("RecordCalls"));
+    let (dotnet, dll) = (dotnet("8"), support::app("RecordCalls"));
     let run_format = |format: &str| -> String {
         let out = out_path(&format!("methods-{format}"));
         let run = record(&[
@@ -1042,7 +1036,7 @@ fn methods_mode_writes_json_and_pictures_8() {
 /// runtime keeps the profiler (it detaches none that rewrote IL), which the command says, and the
 /// app goes on.
 fn methods_attach(runtime: &str) {
-    let mut app = Running::start(runtime, &test_app("RecordAlloc"), &["1000", "wait"]);
+    let mut app = Running::start(runtime, &support::app("RecordAlloc"), &["1000", "wait"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap();
     let out = out_path(&format!("methods-attach{runtime}"));
     let mut command = corprof()
@@ -1120,7 +1114,7 @@ fn steady(stdout: &str) -> String {
 /// --interval-ms 1`: the same output (but for what it measures), exit status 0, every thread
 /// sampled. Gives the profiled run and its stacks.
 fn attack(runtime: &str, clock: &str, args: &[&str]) -> (Output, BTreeMap<String, u64>) {
-    let dll = test_app("SignalAttacks");
+    let dll = support::app("SignalAttacks");
     let dotnet = dotnet(runtime);
     let mut plain = Command::new(&dotnet);
     clean(&mut plain);
@@ -1354,7 +1348,7 @@ fn signal_sampler_shutdown_with_samples_in_flight_3() {
 /// would have. On 8.0.4 the threads are named as the kernel has them (.NET names them there); on
 /// 3.1.23, which names none, by their numbers.
 fn signal_sampler_attaches_and_detaches(runtime: &str) {
-    let mut app = Running::start(runtime, &test_app("SignalAttacks"), &["attach", "2000"]);
+    let mut app = Running::start(runtime, &support::app("SignalAttacks"), &["attach", "2000"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap_or_else(|| panic!("no ready line"));
     let out = out_path(&format!("signal-attach{runtime}"));
     let o = out.to_str().unwrap();
@@ -1451,7 +1445,7 @@ fn signal_sampler_short_threads_cpu_coverage_3() {
 /// still show the loop twice: at most a fifth of the loop's, or 30 (a short loop's first ones).
 fn allocating_loops_keep_their_callers(runtime: &str, osr: bool) {
     let out = out_path(&format!("osr-{runtime}-{osr}"));
-    let (dotnet, dll) = (dotnet(runtime), test_app("RecordAlloc"));
+    let (dotnet, dll) = (dotnet(runtime), support::app("RecordAlloc"));
     let mut command = corprof();
     if !osr {
         command.env("DOTNET_TC_OnStackReplacement", "0");

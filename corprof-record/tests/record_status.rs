@@ -12,7 +12,7 @@
 //! (`cargo build -p corprof-record-profiler`) and the apps and runtimes of `bash scripts/setup`.
 
 mod support;
-use support::{TempDir, clean, dotnet, root};
+use support::{TempDir, clean, dotnet};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -405,7 +405,7 @@ fn the_line_shows_while_attached_8() {
 fn a_dumb_terminal_gets_no_line_8() {
     let dir = TempDir::new("dumb8");
     let out = dir.0.join("out.folded");
-    let dll = root().join("tests/apps/RecordCpu/bin/RecordCpu.dll");
+    let dll = support::app("RecordCpu");
     let (dotnet, dll) = (dotnet("8"), dll.to_str().unwrap().to_string());
     let o = out.to_str().unwrap();
     let run = under_terminal_named(
