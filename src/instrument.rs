@@ -571,11 +571,22 @@ fn begin(m: &Method, d: &Definition, args: &[CallValue]) -> u64 {
     }
 }
 
-/// The end code's native entry point:
-/// `void (int32 method, uint64 state, int32 threw, int64 int, float64 float)`, cdecl.
-extern "C" fn end_entry(method: u32, state: u64, threw: i32, int: i64, float: f64) {
+/// The end code's native entry point: `void (int32 method, uint64 state, int32 returned, int64
+/// value)`, cdecl; `returned` is 0 when an exception is leaving the method, the value an integer
+/// result widened (0 for a method whose result is not an integer).
+extern "C" fn end_entry(method: u32, state: u64, returned: i32, value: i64) {
+    end(method, state, returned, value, 0.0);
+}
+
+/// The end code's native entry point for a method returning a floating-point number:
+/// `void (int32 method, uint64 state, int32 returned, float64 value)`, cdecl.
+extern "C" fn end_float_entry(method: u32, state: u64, returned: i32, value: f64) {
+    end(method, state, returned, 0, value);
+}
+
+fn end(method: u32, state: u64, returned: i32, int: i64, float: f64) {
     let Some((m, d)) = lookup(method) else { return };
-    let outcome = if threw != 0 { Outcome::Threw } else { Outcome::Returned(m.returns.value(int, float)) };
+    let outcome = if returned == 0 { Outcome::Threw } else { Outcome::Returned(m.returns.value(int, float)) };
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| d.handler.end(m, state, outcome))) {
         handler_panicked(m, d, payload);
     }
@@ -626,12 +637,13 @@ fn begin_arguments_sig() -> MethodSig {
     }
 }
 
-fn end_sig() -> MethodSig {
+/// `end_entry`'s signature, or `end_float_entry`'s with `float`.
+fn end_sig(float: bool) -> MethodSig {
     MethodSig {
         call_conv: CallConv(CallConv::C),
         generic_params: 0,
         ret: Type::Void,
-        params: vec![Type::I4, Type::U8, Type::I4, Type::I8, Type::R8],
+        params: vec![Type::I4, Type::U8, Type::I4, if float { Type::R8 } else { Type::I8 }],
         sentinel: None,
     }
 }
@@ -1186,6 +1198,8 @@ impl Instrumentation {
             self.startup(info, module, plain && assembly != "System.Private.CoreLib");
         }
         let mut import = None;
+        // Opened once per module, for the Rust handlers' bodies.
+        let mut emit: Option<Result<MetaDataEmit, String>> = None;
         let mut entries = Entries::default();
         // Every type's full name, read once per module when a target's type has a `*`.
         let mut types: Option<Vec<(mdTypeDef, String)>> = None;
@@ -1236,7 +1250,8 @@ impl Instrumentation {
                 methods.into_iter().map(move |m| (type_name, m))
             });
             for (type_name, method) in methods {
-                let method_name = import.get_method_props(method).map(|p| p.name).unwrap_or_default();
+                let props = import.get_method_props(method);
+                let method_name = props.as_ref().map(|p| p.name.clone()).unwrap_or_default();
                 if pattern.is_some_and(|p| !glob(p, &method_name)) {
                     continue;
                 }
@@ -1280,19 +1295,26 @@ impl Instrumentation {
                             budget.get_or_insert_with(|| Budget::of(defined.as_ref().and_then(Option::as_ref)))
                         });
                         emitted = true;
-                        wrapped_body(
-                            info,
-                            import,
-                            module,
-                            method,
-                            *definition,
-                            &name,
-                            no_transition,
-                            &task_end,
-                            entries,
-                            budget,
-                        )
-                        .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
+                        let emit = emit.get_or_insert_with(|| writable(info, module));
+                        let props = props.as_ref().map_err(|e| format!("its metadata: {e}"));
+                        props
+                            .and_then(|props| {
+                                wrapped_body(
+                                    info,
+                                    import,
+                                    emit.as_ref().map_err(Clone::clone)?,
+                                    module,
+                                    method,
+                                    props,
+                                    *definition,
+                                    &name,
+                                    no_transition,
+                                    &task_end,
+                                    entries,
+                                    budget,
+                                )
+                            })
+                            .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
                     }
                 });
                 let decision = match body {
@@ -1744,8 +1766,10 @@ fn signature_of(import: &MetaDataImport, token: Token) -> Option<MethodSig> {
 fn wrapped_body(
     info: &ProfilerInfo,
     import: &MetaDataImport,
+    emit: &MetaDataEmit,
     module: ModuleID,
     method: mdMethodDef,
+    props: &crate::bindings::wrappers::metadata_import::MethodProps,
     definition: DefinitionId,
     name: &str,
     no_transition: bool,
@@ -1753,7 +1777,6 @@ fn wrapped_body(
     mut entries: Option<&mut Entries>,
     budget: Option<&mut Budget>,
 ) -> Result<(MethodBody, bool), String> {
-    let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
     if props.code_rva == 0 || props.impl_flags & 0x3 != 0 || props.attr & 0x2000 != 0 {
         return Err("it has no IL body".into());
@@ -1767,7 +1790,6 @@ fn wrapped_body(
     if let Some(budget) = budget {
         budget.take(sig_bytes.len(), locals.as_ref().map_or(0, Vec::len))?;
     }
-    let emit = writable(info, module)?;
     let sig_token = |s: &MethodSig| -> Result<Token, String> {
         let bytes = s.encode().map_err(|e| e.to_string())?;
         emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))
@@ -1781,7 +1803,12 @@ fn wrapped_body(
     }
     let arguments = d.is_some_and(|d| d.arguments);
     let mut begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
-    let mut end_signature = end_sig();
+    let returns = match &task {
+        None => Kind::of(&sig.ret),
+        Some(t) => t.result().map_or(Kind::Void, Kind::of),
+    };
+    let float = returns == Kind::Float && task.is_none();
+    let mut end_signature = end_sig(float);
     // Without the GC transition, for a handler that never blocks: `unmanaged` with
     // modopt(CallConvSuppressGCTransition) on the return type, as C# writes
     // `delegate* unmanaged[SuppressGCTransition]`. If the type cannot be named in this module,
@@ -1789,7 +1816,7 @@ fn wrapped_body(
     let mut without_transition = false;
     if no_transition
         && d.is_some_and(|d| !d.may_block)
-        && let Some(modifier) = suppress_gc_transition(info, import, &emit, module)
+        && let Some(modifier) = suppress_gc_transition(info, import, emit, module)
     {
         without_transition = true;
         for s in [&mut begin_signature, &mut end_signature] {
@@ -1802,12 +1829,8 @@ fn wrapped_body(
 
     let mut wrapper = Wrapper::new(&body, &sig, locals.as_deref()).map_err(|e| e.to_string())?;
     let state = wrapper.add_local(Type::U8).map_err(|e| e.to_string())?;
-    let returns = match &task {
-        None => Kind::of(&sig.ret),
-        Some(t) => t.result().map_or(Kind::Void, Kind::of),
-    };
     let task_call = match &task {
-        Some(t) => Some(managed::task_end_call(info, &emit, module, t)?),
+        Some(t) => Some(managed::task_end_call(info, emit, module, t)?),
         None => None,
     };
     let this = sig.call_conv.has_this() && !sig.call_conv.explicit_this();
@@ -1833,11 +1856,15 @@ fn wrapped_body(
         None => begin_entry as extern "C" fn(u32) -> u64 as usize,
         Some(_) => begin_arguments_entry as extern "C" fn(u32, *const u64, u32) -> u64 as usize,
     };
-    let end_target = end_entry as extern "C" fn(u32, u64, i32, i64, f64) as usize;
+    let end_target = if float {
+        end_float_entry as extern "C" fn(u32, u64, i32, f64) as usize
+    } else {
+        end_entry as extern "C" fn(u32, u64, i32, i64) as usize
+    };
     // Through the module's own entry methods where it has them (`call`, cheap for the JIT),
     // else straight to the entry (`calli`).
     let via = |entries: Option<&mut Entries>, target: usize, signature: &MethodSig, token: Token| {
-        entries.and_then(|e| e.method(info, &emit, module, target, signature, token))
+        entries.and_then(|e| e.method(info, emit, module, target, signature, token))
     };
     let begin_via = via(entries.as_deref_mut(), begin_target, &begin_signature, begin_token);
     let end_via = via(entries, end_target, &end_signature, end_token);
@@ -1918,24 +1945,18 @@ fn wrapped_body(
         wrapper.finish(begin, end, call_sig)
     } else {
         // Native entries catch the handler's panics: nothing they do throws, so the shape with
-        // one fault region, less for the JIT to compile than guards it would never use.
-        let end = |threw: bool| {
-            let mut end = vec![
-                Instruction::ldc_i4(index as i32),
-                Instruction::ldloc(state),
-                Instruction::ldc_i4(i32::from(threw)),
-            ];
-            let value = ret.filter(|_| !threw);
-            match (returns, value) {
+        // one exception region and one end, less for the JIT to compile than guards it would
+        // never use.
+        let end = |returned: u16| {
+            let mut end =
+                vec![Instruction::ldc_i4(index as i32), Instruction::ldloc(state), Instruction::ldloc(returned)];
+            match (returns, ret) {
                 (Kind::Int, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_I8)]),
                 (Kind::UInt | Kind::Bool | Kind::Char, Some(r)) => {
                     end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_U8)])
                 }
-                _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
-            }
-            match (returns, value) {
                 (Kind::Float, Some(r)) => end.extend([Instruction::ldloc(r), Instruction::simple(OpCode::CONV_R8)]),
-                _ => end.push(Instruction { opcode: OpCode::LDC_R8, operand: Operand::F64(0.0) }),
+                _ => end.push(Instruction { opcode: OpCode::LDC_I8, operand: Operand::I64(0) }),
             }
             end.extend(end_call.iter().cloned());
             end
@@ -2000,7 +2021,7 @@ mod tests {
     fn the_entry_points_reach_the_handler_with_its_state_and_the_value() {
         let (index, begins, ends) = registered(false);
         assert_eq!(begin_entry(index), 7);
-        end_entry(index, 7, 0, -2, 0.0);
+        end_entry(index, 7, 1, -2);
         assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 1));
     }
 
@@ -2040,6 +2061,28 @@ mod tests {
         );
         task_end_entry(u32::MAX, 6, TASK_COMPLETED, 0, 0.0);
         assert_eq!(SEEN.0.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn end_entries_say_how_the_method_ended_and_its_value() {
+        static SEEN: Ends = Ends(Mutex::new(Vec::new()));
+        let mut i = Instrumentation::new();
+        let definition = i.wrap(Target::method("T", "Ends"), &SEEN).unwrap();
+        let int = method_of(definition, Kind::Int, Vec::new());
+        let float = method_of(definition, Kind::Float, Vec::new());
+        end_entry(int, 1, 1, -5);
+        end_entry(int, 2, 0, 0);
+        end_float_entry(float, 3, 1, 2.5);
+        end_float_entry(float, 4, 0, 0.0);
+        assert_eq!(
+            *SEEN.0.lock().unwrap(),
+            [
+                (1, Outcome::Returned(CallValue::Int(-5))),
+                (2, Outcome::Threw),
+                (3, Outcome::Returned(CallValue::Float(2.5))),
+                (4, Outcome::Threw),
+            ]
+        );
     }
 
     /// Keeps the arguments `begin` is given.
@@ -2176,7 +2219,8 @@ mod tests {
         for index in [u32::MAX, MAX_METHODS as u32, (MAX_METHODS - 1) as u32] {
             assert_eq!(begin_entry(index), 0);
             assert_eq!(begin_arguments_entry(index, std::ptr::null(), 3), 0);
-            end_entry(index, 1, 1, 1, 1.0);
+            end_entry(index, 1, 1, 1);
+            end_float_entry(index, 1, 0, 1.0);
         }
     }
 
@@ -2186,7 +2230,7 @@ mod tests {
         let (index, begins, ends) = registered(true);
         assert_eq!(begin_entry(index), 0);
         assert_eq!(begin_entry(index), 0);
-        end_entry(index, 7, 0, -2, 0.0);
+        end_entry(index, 7, 1, -2);
         assert_eq!((begins.load(Ordering::Relaxed), ends.load(Ordering::Relaxed)), (1, 0));
     }
 

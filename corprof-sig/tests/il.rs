@@ -914,7 +914,7 @@ mod wrap {
     }
 
     #[test]
-    fn unguarded_wrapping_is_one_fault_region_with_an_end_on_each_way_out() {
+    fn unguarded_wrapping_is_one_finally_region_with_one_end() {
         // tail. call Callee; ret
         let mut b = MethodBody::new();
         b.push(op(OpCode::TAIL));
@@ -923,12 +923,15 @@ mod wrap {
         let w = Wrapper::new(&b, &int_method(), None).unwrap();
         let ret = w.return_local().unwrap();
         let begin = [op(OpCode::LDNULL), Instruction::token(OpCode::CALL, HANDLER)];
-        // The end says how the body ended: null after a return, a string after a throw.
-        let end = |threw: bool| {
-            let say = if threw { Instruction::token(OpCode::LDSTR, Token::new(0x70, 1)) } else { op(OpCode::LDNULL) };
-            [say, Instruction::token(OpCode::CALL, HANDLER)]
+        // The end says how the body ended: the local the wrapper sets to 1 on a return.
+        let mut given = None;
+        let end = |returned: u16| {
+            given = Some(returned);
+            [Instruction::ldloc(returned), Instruction::token(OpCode::CALL, HANDLER)]
         };
         let body = w.finish_unguarded(begin, end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        let returned = given.unwrap();
+        assert_eq!(returned, 2, "after the return value and the exception");
         let code: Vec<(Label, Instruction)> = body.iter().map(|(l, i)| (l, i.clone())).collect();
         let ops: Vec<OpCode> = code.iter().map(|(_, i)| i.opcode).collect();
         assert_eq!(
@@ -938,26 +941,27 @@ mod wrap {
                 OpCode::CALL, // begin
                 OpCode::CALL, // the original call, no longer a tail call
                 OpCode::STLOC_0,
+                OpCode::LDC_I4_1,
+                OpCode::STLOC_2, // returned = 1
                 OpCode::LEAVE,
-                OpCode::LDSTR,
+                OpCode::LDLOC_2,
                 OpCode::CALL,
-                OpCode::ENDFINALLY, // the fault handler: end(true)
-                OpCode::LDNULL,
-                OpCode::CALL, // end(false)
+                OpCode::ENDFINALLY, // the finally handler: the end, once
                 OpCode::LDLOC_0,
                 OpCode::RET,
             ],
             "{ops:?}"
         );
         assert_eq!(code[3].1, Instruction::stloc(ret));
-        assert_eq!(code[4].1, Instruction::branch(OpCode::LEAVE, code[8].0), "the return leaves to end(false)");
+        assert_eq!(code[5].1, Instruction::stloc(returned));
+        assert_eq!(code[6].1, Instruction::branch(OpCode::LEAVE, code[10].0), "the return leaves past the finally");
         let [c] = body.clauses() else { panic!("{:?}", body.clauses()) };
-        assert_eq!(c.kind, ClauseKind::Fault);
+        assert_eq!(c.kind, ClauseKind::Finally);
         assert_eq!(
             (c.try_start, c.try_end, c.handler_start, c.handler_end),
-            (code[2].0, code[5].0, code[5].0, code[8].0)
+            (code[2].0, code[7].0, code[7].0, code[10].0)
         );
-        assert!(body.init_locals());
+        assert!(body.init_locals(), "returned starts at 0: a throw leaves it so");
     }
 
     #[test]
@@ -980,8 +984,8 @@ mod wrap {
         let clauses = body.clauses();
         assert_eq!(clauses.len(), 2);
         assert!(matches!(clauses[0].kind, ClauseKind::Catch(_)), "the body's own region stays first (inner)");
-        assert_eq!(clauses[1].kind, ClauseKind::Fault);
-        assert_eq!(clauses[0].handler_end, clauses[1].try_end, "the catch ends where the fault handler starts");
+        assert_eq!(clauses[1].kind, ClauseKind::Finally);
+        assert_eq!(clauses[0].handler_end, clauses[1].try_end, "the catch ends where the finally handler starts");
         // A backward branch to the first instruction does not run begin code again: here no
         // begin, and the first instruction is still the original `br`.
         assert_eq!(body.iter().next().map(|(_, i)| i.opcode), Some(OpCode::BR));
@@ -997,11 +1001,8 @@ mod wrap {
         for bad in [Instruction::branch(OpCode::BR, l), op(OpCode::RET), op(OpCode::THROW), op(OpCode::TAIL)] {
             let e = w.clone().finish_unguarded([bad.clone()], |_| [], sigs).unwrap_err();
             assert_eq!(e, WrapError::NotStraightLine(bad.opcode));
-            // Bad end code on either way out.
-            for way in [false, true] {
-                let end = |threw: bool| if threw == way { vec![bad.clone()] } else { vec![] };
-                assert_eq!(w.clone().finish_unguarded([], end, sigs).unwrap_err(), e);
-            }
+            // Bad end code.
+            assert_eq!(w.clone().finish_unguarded([], |_| vec![bad.clone()], sigs).unwrap_err(), e);
         }
         let e = w.clone().finish_unguarded([op(OpCode::POP)], |_| [], sigs).unwrap_err();
         assert!(matches!(e, WrapError::Il(IlError { kind: IlErrorKind::StackUnderflow, .. })), "{e}");
@@ -1581,9 +1582,9 @@ mod corelib {
                 end_code.extend([Instruction::ldarg(a), Instruction::simple(OpCode::POP)]);
             }
             end_code.extend(ret.into_iter().flat_map(|r| [Instruction::ldloc(r), Instruction::simple(OpCode::POP)]));
-            // The unguarded shape too: one fault region more, nothing else.
-            let end_unguarded = |threw: bool| {
-                let mut code = vec![Instruction::ldloc(state), Instruction::ldc_i4(i32::from(threw))];
+            // The unguarded shape too: one finally region more, nothing else.
+            let end_unguarded = |returned: u16| {
+                let mut code = vec![Instruction::ldloc(state), Instruction::ldloc(returned)];
                 code.extend([Instruction::simple(OpCode::CONV_I8), Instruction::simple(OpCode::POP)]);
                 code.extend(ret.into_iter().flat_map(|r| [Instruction::ldloc(r), Instruction::simple(OpCode::POP)]));
                 code.push(Instruction::simple(OpCode::POP));

@@ -34,8 +34,8 @@ fn wrapped(runtime: &'static str, test: &str) {
     assert_eq!(run.stdout, plain.stdout, "the app's output, wrapped and not: {}", run.describe());
     if runtime == "8" {
         // The app's module, wrapped as it loaded, got entry methods, and the wrapped bodies call
-        // them: the begin and end entries, with and without the GC transition, and the begin
-        // taking arguments.
+        // them: the begin and end entries, with and without the GC transition, the begin taking
+        // arguments, and the end of a method returning a floating-point number.
         let jitted = jitted.read().unwrap_or_else(|| panic!("no JIT summary: {}", run.describe()));
         let mut entries: Vec<&str> = jitted
             .lines()
@@ -45,7 +45,7 @@ fn wrapped(runtime: &'static str, test: &str) {
             .collect();
         entries.sort();
         entries.dedup();
-        assert_eq!(entries.len(), 5, "{entries:?}\n{jitted}");
+        assert_eq!(entries.len(), 6, "{entries:?}\n{jitted}");
     }
     // Each handler that panics (in begin, in end: with a payload that panics again when dropped)
     // is reported once, and the app runs on.

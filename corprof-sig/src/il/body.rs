@@ -111,6 +111,7 @@ impl MethodBody {
         let mut body = MethodBody { fat, max_stack, ..MethodBody::new() };
         // Targets as offsets first; they become labels once every instruction has one.
         let raw = decode_code(code_bytes, code_start)?;
+        body.code.reserve_exact(raw.len());
         let mut at_offset: Vec<Option<Label>> = vec![None; code_size + 1];
         for (i, (offset, _, _)) in raw.iter().enumerate() {
             at_offset[*offset] = Some(Label(i as u32));
@@ -292,7 +293,8 @@ enum RawOperand {
 /// code's offset in the body, for error offsets.
 fn decode_code(code: &[u8], base: usize) -> Result<Vec<(usize, OpCode, RawOperand)>, IlError> {
     let mut r = Bytes { bytes: code, pos: 0 };
-    let mut out = Vec::new();
+    // An instruction takes about two bytes on average.
+    let mut out = Vec::with_capacity(code.len() / 2 + 1);
     let at = |pos| pos + base;
     while r.pos < code.len() {
         let start = r.pos;

@@ -54,8 +54,10 @@ impl MethodBody {
 
     /// Appends `ins` and returns its label.
     pub fn push(&mut self, ins: Instruction) -> Label {
-        let n = self.code.len();
-        self.splice_at(n, [ins])[0]
+        let label = Label(self.next_label);
+        self.next_label += 1;
+        self.code.push((label, ins));
+        label
     }
 
     /// Removes the instruction at `at`. Branches, switch targets and clause boundaries that

@@ -254,7 +254,7 @@ impl Wrapper {
         }
 
         // The original code: every return goes through the finally.
-        let first = leave_on_return(&mut body, &original, ret, the_end, note)?;
+        let first = leave_on_return(&mut body, &original, ret, None, the_end, note)?;
 
         // The begin code, guarded, before everything.
         let mut clauses = std::mem::take(&mut body.clauses);
@@ -285,18 +285,19 @@ impl Wrapper {
         body.max_stack = max;
         Ok(Wrapped { body, locals: locals_bytes, frame })
     }
-    /// Wraps the body with `begin` and end code that cannot throw — calls into code that
+    /// Wraps the body with `begin` and `end` code that cannot throw — calls into code that
     /// catches its own failures, such as native functions — so neither is guarded, and the
-    /// exception is not noted: `end(false)` gives the code run after the body returned,
-    /// `end(true)` the code run when an exception leaves it (which then goes on to the caller).
-    /// One exception region instead of [`finish`](Self::finish)'s four, so less for the JIT to
-    /// compile:
+    /// exception is not noted. The end code runs however the body ends, once, in a finally
+    /// handler; `end` gets the index of an `int32` local that holds 1 there when the body
+    /// returned and 0 when an exception is leaving it (which then goes on to the caller). One
+    /// exception region instead of [`finish`](Self::finish)'s four, and one copy of the end
+    /// code, so less for the JIT to compile:
     ///
     /// ```text
     /// <begin>
-    /// try { <the original code, each `ret` now `stloc ret; leave END`> }
-    /// fault { <end(true)> endfault }
-    /// END: <end(false)> ldloc ret; ret
+    /// try { <the original code, each `ret` now `stloc ret; ldc.i4.1; stloc returned; leave END`> }
+    /// finally { <end> endfinally }
+    /// END: ldloc ret; ret
     /// ```
     ///
     /// The exception local stays null. Begin and end code follow [`finish`](Self::finish)'s
@@ -305,57 +306,61 @@ impl Wrapper {
     /// ```
     /// use corprof_sig::il::{ClauseKind, Instruction, MethodBody, OpCode, Wrapper};
     /// use corprof_sig::sig::{MethodSig, Token};
-    /// // static int F(int x) => x; and a native `static void Seen(int)` behind a MemberRef.
+    /// // static int F(int x) => x; and a native `static void Seen(int returned)` behind a MemberRef.
     /// let body = MethodBody::parse(&[0x0a, 0x02, 0x2a]).unwrap();
     /// let method = MethodSig::decode(&[0x00, 0x01, 0x08, 0x08]).unwrap();
     /// let seen = Token::new(Token::MEMBER_REF, 1);
     /// let w = Wrapper::new(&body, &method, None).unwrap();
-    /// let end = |threw: bool| [Instruction::ldc_i4(threw as i32), Instruction::token(OpCode::CALL, seen)];
+    /// let end = |returned: u16| [Instruction::ldloc(returned), Instruction::token(OpCode::CALL, seen)];
     /// let wrapped = w.finish_unguarded([], end, |t| (t == seen).then(|| MethodSig::decode(&[0x00, 0x01, 0x01, 0x08]).unwrap())).unwrap();
+    /// // int32 ret, object ex, int32 returned
+    /// assert_eq!(wrapped.locals_signature(), [0x07, 0x03, 0x08, 0x1c, 0x08]);
     /// let body = wrapped.into_body(Token::new(Token::STANDALONE_SIG, 7));
     /// assert_eq!(body.clauses().len(), 1);
-    /// assert_eq!(body.clauses()[0].kind, ClauseKind::Fault);
+    /// assert_eq!(body.clauses()[0].kind, ClauseKind::Finally);
     /// ```
     pub fn finish_unguarded<E: IntoIterator<Item = Instruction>>(
-        self,
+        mut self,
         begin: impl IntoIterator<Item = Instruction>,
-        end: impl Fn(bool) -> E,
+        end: impl FnOnce(u16) -> E,
         call_sig: impl Fn(Token) -> Option<MethodSig>,
     ) -> Result<Wrapped, WrapError> {
+        let returned = self.add_local(Type::I4)?;
         let begin = straight(begin.into_iter().collect())?;
-        let (on_throw, on_return) =
-            (straight(end(true).into_iter().collect())?, straight(end(false).into_iter().collect())?);
+        let end = straight(end(returned).into_iter().collect())?;
         let Wrapper { mut body, locals, frame, ret, .. } = self;
         let original: Vec<Label> = body.labels().collect();
 
-        // The tail: the fault handler, then the end after a return, and the return.
-        let mut fault = None;
-        for ins in on_throw {
+        // The tail: the finally handler, then the return.
+        let mut finally = None;
+        for ins in end {
             let l = body.push(ins);
-            fault.get_or_insert(l);
+            finally.get_or_insert(l);
         }
-        let endfault = body.push(Instruction::simple(OpCode::ENDFINALLY));
-        let fault = fault.unwrap_or(endfault);
-        let mut the_end = None;
-        for ins in on_return.into_iter().chain(ret.map(Instruction::ldloc)).chain([Instruction::simple(OpCode::RET)]) {
-            let l = body.push(ins);
-            the_end.get_or_insert(l);
-        }
-        let the_end = the_end.unwrap_or(Label::END);
+        let endfinally = body.push(Instruction::simple(OpCode::ENDFINALLY));
+        let finally = finally.unwrap_or(endfinally);
+        let the_end = match ret {
+            Some(r) => {
+                let l = body.push(Instruction::ldloc(r));
+                body.push(Instruction::simple(OpCode::RET));
+                l
+            }
+            None => body.push(Instruction::simple(OpCode::RET)),
+        };
         // A region of the original code that ran to the end of the code ends where the tail
         // starts.
         for c in &mut body.clauses {
             for l in c.labels_mut() {
                 if *l == Label::END {
-                    *l = fault;
+                    *l = finally;
                 }
             }
         }
-        let first = leave_on_return(&mut body, &original, ret, the_end, fault)?;
+        let first = leave_on_return(&mut body, &original, ret, Some(returned), the_end, finally)?;
         if !begin.is_empty() {
             body.insert_before(first, begin)?;
         }
-        body.clauses.push(Clause::new(ClauseKind::Fault, first, fault, fault, the_end));
+        body.clauses.push(Clause::new(ClauseKind::Finally, first, finally, finally, the_end));
         body.set_init_locals(true);
 
         let locals_bytes = locals.encode()?;
@@ -379,14 +384,15 @@ fn straight(code: Vec<Instruction>) -> Result<Vec<Instruction>, WrapError> {
     }
 }
 
-/// Makes every `ret` of the original code (labels `original`) store the value in `ret` and
-/// leave to `the_end`, and drops `tail.` prefixes (a tail call cannot leave a protected
+/// Makes every `ret` of the original code (labels `original`) store the value in `ret`, set
+/// `returned` (when given) to 1 and leave to `the_end`, and drops `tail.` prefixes (a tail call cannot leave a protected
 /// region). Returns the label of the original code's first instruction now (`tail` moved
 /// what named a removed first prefix on; `fallback` if nothing of it is left).
 fn leave_on_return(
     body: &mut MethodBody,
     original: &[Label],
     ret: Option<u16>,
+    returned: Option<u16>,
     the_end: Label,
     fallback: Label,
 ) -> Result<Label, WrapError> {
@@ -395,7 +401,8 @@ fn leave_on_return(
         match body.get(l).map(|i| i.opcode) {
             Some(OpCode::RET) => {
                 let store = ret.map(Instruction::stloc);
-                body.replace(l, store.into_iter().chain([Instruction::branch(OpCode::LEAVE, the_end)]))?;
+                let mark = returned.into_iter().flat_map(|r| [Instruction::ldc_i4(1), Instruction::stloc(r)]);
+                body.replace(l, store.into_iter().chain(mark).chain([Instruction::branch(OpCode::LEAVE, the_end)]))?;
             }
             Some(OpCode::TAIL) => {
                 body.remove(l)?;
