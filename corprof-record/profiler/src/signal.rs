@@ -26,6 +26,7 @@
 use crate::Clock;
 use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock, thread_cpu_ns};
 use crate::frames::{self, Frame};
+use crate::native::{self, Regs};
 use crate::pauses::Pauses;
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::sync::lock;
@@ -57,6 +58,8 @@ const DRAIN_EVERY: Duration = Duration::from_millis(10);
 const REAP_EVERY: Duration = Duration::from_secs(1);
 /// How often the address cache starts over (code can be unloaded and its addresses reused).
 const FORGET_ADDRESSES_EVERY: Duration = Duration::from_secs(1);
+/// `--native`: how often the sampler thread reads the process's mappings again.
+const REFRESH_MAPS_EVERY: Duration = Duration::from_secs(1);
 /// How long stopping waits for a handler still running (it runs for microseconds).
 const HANDLER_GRACE: Duration = Duration::from_secs(2);
 
@@ -111,6 +114,8 @@ struct Slot {
     seen_tp: AtomicUsize,
     /// [`RING`] records, allocated outside any handler; null before the first owner.
     ring: AtomicPtr<Record>,
+    /// `--native`: the unwinder's working memory, allocated with the ring; null without.
+    unwinder: AtomicPtr<native::Context>,
     /// Records written (by the handler) and read (by the sampler thread), counted from 0.
     head: AtomicUsize,
     tail: AtomicUsize,
@@ -127,6 +132,7 @@ impl Slot {
             seen_sp: AtomicUsize::new(0),
             seen_tp: AtomicUsize::new(0),
             ring: AtomicPtr::new(std::ptr::null_mut()),
+            unwinder: AtomicPtr::new(std::ptr::null_mut()),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
         }
@@ -168,6 +174,8 @@ fn learn_osr_return(ret: usize) {
         OSR_COUNT.store(n + 1, Ordering::Release);
     }
 }
+/// Whether native frames are unwound by their call frame information (`--native`).
+static NATIVE: AtomicBool = AtomicBool::new(false);
 /// Samples dropped because their thread's ring was full.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Whether a signal sampler runs in this process (there is one table).
@@ -283,9 +291,23 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
         out.ips[0] = ip;
         1
     } else {
-        // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
-        // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
-        unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return) }
+        let table = native::UNWIND.load(Ordering::Acquire);
+        let unwinder = slot.unwinder.load(Ordering::Acquire);
+        if NATIVE.load(Ordering::Relaxed) && !table.is_null() && !unwinder.is_null() {
+            // SAFETY: the table stays allocated while a handler runs (the resolver frees a
+            // replaced one only once none does, IN_HANDLER counting this one since before the
+            // load); the unwinder is the slot's, used by its owner's handler alone (`busy`).
+            let (table, unwinder) = unsafe { (&*table, &mut *unwinder) };
+            let cfi = |lookup: usize, regs: Regs, read: &dyn Fn(usize) -> Option<usize>| {
+                native::step(table, unwinder, lookup, regs, read)
+            };
+            // SAFETY: as below.
+            unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return, cfi) }
+        } else {
+            // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
+            // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
+            unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return, no_cfi) }
+        }
     };
     out.len = len;
     out.weight = 1 + overrun.max(0) as u32;
@@ -301,6 +323,11 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
 /// above it (within [`OSR_SCAN_WORDS`], below the next frame) holding the same saved RBP is that
 /// frame's, and the word after it the real return.
 ///
+/// `cfi` (`--native`) is asked first for each frame: given the frame's lookup address (its
+/// address, or its return address less one, which lies in the call), its registers and a reader
+/// of stack words (within `[frame's sp, hi)`, aligned), it gives the caller's registers by the
+/// frame's call frame information, or `None` for the RBP step.
+///
 /// # Safety
 /// If `sp` lies in `[lo, hi)`, every byte of `[sp, hi)` must be readable for the call.
 unsafe fn walk(
@@ -310,6 +337,7 @@ unsafe fn walk(
     (lo, hi): (usize, usize),
     out: &mut [usize],
     osr: impl Fn(usize) -> bool,
+    mut cfi: impl FnMut(usize, Regs, &dyn Fn(usize) -> Option<usize>) -> Option<Regs>,
 ) -> usize {
     let Some(first) = out.first_mut() else { return 0 };
     *first = ip;
@@ -317,9 +345,33 @@ unsafe fn walk(
     if !(lo <= sp && sp < hi && hi >= 16) {
         return len;
     }
-    let mut fp = fp;
-    let mut floor = sp;
-    while len < out.len() && fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8) {
+    // The frame being unwound: its address, the lowest stack address it may own (the
+    // interrupted RSP, then each caller's stack pointer) and its RBP.
+    let mut regs = Regs { ip, sp, fp };
+    while len < out.len() {
+        let (floor, fp) = (regs.sp, regs.fp);
+        let lookup = if len == 1 { regs.ip } else { regs.ip.wrapping_sub(1) };
+        let read = |addr: usize| -> Option<usize> {
+            if !(addr >= floor && addr <= hi - 8 && addr.is_multiple_of(8)) {
+                return None;
+            }
+            // SAFETY: an aligned word within [floor, hi), a part of [sp, hi) (`floor` never falls
+            // below the interrupted `sp`).
+            Some(unsafe { std::ptr::read_volatile(addr as *const usize) })
+        };
+        if let Some(caller) = cfi(lookup, regs, &read) {
+            // A caller lies above the frame and within the stack, or the walk ends.
+            if caller.ip == 0 || caller.sp <= floor || caller.sp > hi {
+                break;
+            }
+            out[len] = caller.ip;
+            len += 1;
+            regs = caller;
+            continue;
+        }
+        if !(fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8)) {
+            break;
+        }
         // SAFETY: `fp` and `fp + 8` are aligned words within [sp, hi), checked above.
         let (next, ret) =
             unsafe { (std::ptr::read_volatile(fp as *const usize), std::ptr::read_volatile((fp + 8) as *const usize)) };
@@ -348,10 +400,14 @@ unsafe fn walk(
         if next <= fp {
             break;
         }
-        floor = fp + 16;
-        fp = next;
+        regs = Regs { ip: ret, sp: fp + 16, fp: next };
     }
     len
+}
+
+/// No call frame information: the plain RBP walk.
+fn no_cfi(_: usize, _: Regs, _: &dyn Fn(usize) -> Option<usize>) -> Option<Regs> {
+    None
 }
 
 /// Installs the handler; refuses if anything else handles the signal already.
@@ -597,6 +653,9 @@ impl Registry {
         if slot.ring.load(Ordering::Acquire).is_null() {
             let ring: Box<[Record]> = vec![Record::EMPTY; RING].into_boxed_slice();
             slot.ring.store(Box::into_raw(ring).cast(), Ordering::Release);
+        }
+        if NATIVE.load(Ordering::Relaxed) && slot.unwinder.load(Ordering::Acquire).is_null() {
+            slot.unwinder.store(Box::into_raw(native::Context::new()), Ordering::Release);
         }
         // The slot is free: no handler works in it (released with its busy flag clear).
         slot.head.store(0, Ordering::SeqCst);
@@ -907,6 +966,15 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
     if ACTIVE.swap(true, Ordering::SeqCst) {
         return Err("a signal sampler runs in this process already".to_string());
     }
+    // Before the handler: slots made from here on get their unwinder's memory, and the
+    // libraries loaded now are read before the first sample (a sampler thread busy reading them
+    // would leave the rings to fill).
+    NATIVE.store(ctx.settings.native(), Ordering::SeqCst);
+    let resolver = ctx.settings.native().then(|| {
+        let mut resolver = native::Resolver::new();
+        resolver.refresh(|| IN_HANDLER.load(Ordering::SeqCst) == 0);
+        resolver
+    });
     if let Err(e) = install() {
         ACTIVE.store(false, Ordering::SeqCst);
         return Err(e);
@@ -936,6 +1004,7 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         registry: Arc::clone(&registry),
         stop: Arc::clone(&stop),
         find: Arc::clone(&find),
+        resolver,
     };
     let thread = std::thread::Builder::new()
         .name("corprof-signal-sampler".to_string())
@@ -1076,6 +1145,9 @@ struct Drainer {
     stop: Arc<Stop>,
     /// Set after an attach's event mask: find the threads that were running (once).
     find: Arc<AtomicBool>,
+    /// `--native`: names native frames by their libraries and keeps the handler's unwind
+    /// table; `None`: runs of native frames fold into `[native]`.
+    resolver: Option<native::Resolver>,
 }
 
 impl Drainer {
@@ -1112,7 +1184,7 @@ impl Drainer {
         }
     }
 
-    fn run(self) -> (Profile, Pauses) {
+    fn run(mut self) -> (Profile, Pauses) {
         let mut thread_ready = false;
         let mut profile = Profile::new(Unit::Samples);
         let mut pauses = Pauses::default();
@@ -1120,6 +1192,12 @@ impl Drainer {
         let mut functions: HashMap<usize, Frame> = HashMap::new();
         let mut forgot = Instant::now();
         let mut reaped = Instant::now();
+        // `--native`: the libraries' names and unwind tables, and the names given to addresses.
+        let mut resolver = self.resolver.take();
+        let mut native_names: HashMap<usize, String> = HashMap::new();
+        // The resolver comes with the mappings read once (`start`).
+        let mut refreshed = Instant::now();
+        let idle = || IN_HANDLER.load(Ordering::SeqCst) == 0;
         loop {
             let stopped = self.stop.wait_until(Instant::now() + DRAIN_EVERY);
             if !thread_ready {
@@ -1137,7 +1215,18 @@ impl Drainer {
             let drained = lock(&self.registry).drain(&self.threads);
             if forgot.elapsed() >= FORGET_ADDRESSES_EVERY {
                 functions.clear();
+                native_names.clear();
                 forgot = Instant::now();
+            }
+            // The mappings read again now and then (libraries loaded since), and at once when a
+            // sample holds an address in none of them (below).
+            let mut fresh = false;
+            if let Some(resolver) = resolver.as_mut()
+                && refreshed.elapsed() >= REFRESH_MAPS_EVERY
+            {
+                resolver.refresh(idle);
+                refreshed = Instant::now();
+                fresh = true;
             }
             for batch in drained {
                 let root = match &batch.name {
@@ -1156,6 +1245,8 @@ impl Drainer {
                 }
                 for (ips, weight) in weights {
                     let mut stack: Vec<Frame> = Vec::with_capacity(ips.len());
+                    // `--native`: every frame named, innermost first.
+                    let mut named: Vec<String> = Vec::new();
                     let mut before: Option<(usize, Frame)> = None;
                     for (i, &ip) in ips.iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
@@ -1167,10 +1258,31 @@ impl Drainer {
                             self.learn_osr(f, inner, at, ip);
                         }
                         before = Some((at, frame));
-                        frames::push(&mut stack, frame);
+                        match (resolver.as_mut(), frame) {
+                            (None, _) => frames::push(&mut stack, frame),
+                            (Some(_), Some(function)) => named.push(names.name(function)),
+                            (Some(resolver), None) => {
+                                let name = native_names.entry(at).or_insert_with(|| {
+                                    let mut native = resolver.name(at);
+                                    if native == native::Native::Other("[unknown]") && !fresh {
+                                        // A library loaded since the last look: look again,
+                                        // once per drain.
+                                        resolver.refresh(idle);
+                                        refreshed = Instant::now();
+                                        fresh = true;
+                                        native = resolver.name(at);
+                                    }
+                                    native.frame()
+                                });
+                                named.push(name.clone());
+                            }
+                        }
                     }
-                    let path: Vec<String> =
-                        std::iter::once(root.clone()).chain(frames::folded(&stack, |f| names.name(f))).collect();
+                    let path: Vec<String> = if resolver.is_some() {
+                        std::iter::once(root.clone()).chain(named.into_iter().rev()).collect()
+                    } else {
+                        std::iter::once(root.clone()).chain(frames::folded(&stack, |f| names.name(f))).collect()
+                    };
                     let path = if profile.stacks.len() >= MAX_STACKS && !profile.stacks.contains_key(&path) {
                         vec![root.clone(), "[truncated]".to_string()]
                     } else {
@@ -1186,6 +1298,11 @@ impl Drainer {
                     break;
                 }
             }
+        }
+        if let Some(resolver) = resolver.as_mut() {
+            // The handler is uninstalled by now (stopping does that first); a table is freed
+            // only if no handler still runs.
+            resolver.stop(idle());
         }
         (profile, pauses)
     }
@@ -1246,7 +1363,7 @@ mod tests {
         fn walk_osr(&self, sp_word: usize, fp: usize, bounds: (usize, usize), osr: &[usize]) -> Vec<usize> {
             let mut out = [0usize; 8];
             // SAFETY: every bound the tests give lies within this stack's 64 words.
-            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out, |r| osr.contains(&r)) };
+            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out, |r| osr.contains(&r), no_cfi) };
             out[..len].to_vec()
         }
         fn bounds(&self) -> (usize, usize) {
