@@ -231,7 +231,8 @@ fn an_unloaded_library(runtime: &str) {
     let (run, text) = record(runtime, &options, &["unload", "300"], &format!("unload-{runtime}"));
     let stacks = folded(&text);
     let (unload, all) = share(&stacks, "[thread Unload]", |f| f.contains(&"RecordNativeApp.Program::Unload"));
-    assert!(all > 0 && unload > 0, "CoreCLR {runtime}: {}\n{text}", run.stderr);
+    let (named, _) = share(&stacks, "[thread Unload]", |f| f.contains(&"libcorprofunload.so!spin_inner"));
+    assert!(all > 0 && unload > 0 && named > 0, "CoreCLR {runtime}: {}\n{text}", run.stderr);
 }
 
 #[test]

@@ -397,11 +397,12 @@ impl Resolver {
         // CoreCLR 7 and later map their executable memory from a memfd ("double mapping"):
         // the runtime's own code, never a library.
         if !m.path.starts_with('/') || m.path.starts_with("/memfd:") {
-            return match m.path.as_str() {
-                "" => Native::Other(if m.executable { "[runtime stub]" } else { "[unknown]" }),
-                "[vdso]" => Native::Other("[vdso]"),
-                _ => Native::Other("[unknown]"),
-            };
+            return Native::Other(match m.path.as_str() {
+                "[vdso]" => "[vdso]",
+                _ if !m.executable => "[unknown]",
+                path if path.is_empty() || path.starts_with("/memfd:") => "[runtime stub]",
+                _ => "[unknown]",
+            });
         }
         let Some(library) = self.library(&m.path, m.inode) else { return Native::Other("[unknown]") };
         let offset = library.bias(m.start, m.offset).map_or(ip as u64 - m.start as u64 + m.offset, |bias| {
@@ -433,5 +434,153 @@ impl Drop for Resolver {
     fn drop(&mut self) {
         // Left to `stop`, which knows whether a handler runs; here they leak instead.
         self.retired.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("corprof-native-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn maps_are_read_line_by_line_and_garbage_left_out() {
+        let maps = "\
+7f0000001000-7f0000002000 r-xp 00001000 08:01 1234                       /usr/lib/libc.so.6
+7f0000000000-7f0000001000 r--p 00000000 08:01 1234                       /usr/lib/libc.so.6
+7f0000003000-7f0000004000 r-xp 00000000 00:00 0 
+7f0000005000-7f0000006000 r-xp 00000000 00:01 77                         /memfd:doublemapper (deleted)
+7f0000007000-7f0000008000 r-xp 00002000 08:01 99                         /tmp/a lib.so (deleted)
+7ffd0000a000-7ffd0000b000 r-xp 00000000 00:00 0                          [vdso]
+garbage
+zz-yy r-xp 0 0 0
+";
+        let m = parse_maps(maps);
+        assert_eq!(m.len(), 6);
+        assert_eq!(m[0].path, "/usr/lib/libc.so.6");
+        assert!(!m[0].executable && m[1].executable);
+        assert_eq!((m[1].start, m[1].end, m[1].offset, m[1].inode), (0x7f00_0000_1000, 0x7f00_0000_2000, 0x1000, 1234));
+        assert_eq!(m[2].path, "");
+        assert_eq!(m[4].path, "/tmp/a lib.so (deleted)");
+        let mut resolver = Resolver::new();
+        resolver.maps = m;
+        let other = |r: &mut Resolver, ip| match r.name(ip) {
+            Native::Other(name) => name,
+            library => panic!("{library:?}"),
+        };
+        assert_eq!(other(&mut resolver, 0x7f00_0000_3010), "[runtime stub]");
+        assert_eq!(other(&mut resolver, 0x7f00_0000_5010), "[runtime stub]");
+        assert_eq!(other(&mut resolver, 0x7ffd_0000_a010), "[vdso]");
+        assert_eq!(other(&mut resolver, 0x7f00_0000_4010), "[unknown]");
+        assert_eq!(other(&mut resolver, 0x10), "[unknown]");
+        // A deleted file is not read (another may be at its path): its name and its offset.
+        assert_eq!(
+            resolver.name(0x7f00_0000_7010),
+            Native::Library { name: "a lib.so".to_string(), offset: 0x2010 }
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_the_mapped_library_is_named_only_and_never_waited_on() {
+        let dir = temp("hostile");
+        let name_only = |path: &Path, inode: u64| {
+            let library = Library::read(path.to_str().unwrap(), inode);
+            assert!(library.symbols.is_empty() && library.unwind.is_none(), "{}", path.display());
+            library.name
+        };
+        // A FIFO (opening it for reading would wait for a writer forever).
+        let fifo = dir.join("libfifo.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let inode = std::fs::metadata(&fifo).unwrap().ino();
+        assert_eq!(name_only(&fifo, inode), "libfifo.so");
+        // Gone; not ELF; too big (sparse, so nothing is written); another file than the one
+        // mapped (its inode differs).
+        assert_eq!(name_only(&dir.join("libgone.so"), 1), "libgone.so");
+        let text = dir.join("libtext.so");
+        std::fs::write(&text, b"not an ELF file").unwrap();
+        assert_eq!(name_only(&text, std::fs::metadata(&text).unwrap().ino()), "libtext.so");
+        let huge = dir.join("libhuge.so");
+        let file = std::fs::File::create(&huge).unwrap();
+        file.set_len(MAX_LIBRARY_BYTES + 1).unwrap();
+        assert_eq!(name_only(&huge, file.metadata().unwrap().ino()), "libhuge.so");
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let copy = dir.join("libcopy.so");
+        std::fs::write(&copy, &exe).unwrap();
+        let inode = std::fs::metadata(&copy).unwrap().ino();
+        assert_eq!(name_only(&copy, inode + 1), "libcopy.so");
+        assert!(!Library::read(copy.to_str().unwrap(), inode).symbols.is_empty());
+        // Bytes that are ELF in part only.
+        assert!(Library::parse("x", &exe[..exe.len() / 3]).is_none_or(|l| l.name == "x"));
+        assert!(Library::parse("x", b"\x7fELF\x02\x01\x01").is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[inline(never)]
+    fn marker() -> usize {
+        std::hint::black_box(marker as fn() -> usize as usize)
+    }
+
+    /// This test binary as the resolver sees it: the mapping of `marker`'s code, its bias, and
+    /// the symbol covering it, demangled.
+    fn own_library() -> (Arc<Library>, Mapping, u64) {
+        let maps = parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let at = marker();
+        let m = maps.iter().find(|m| m.start <= at && at < m.end).unwrap().clone();
+        let library = Arc::new(Library::read(&m.path, m.inode));
+        let bias = library.bias(m.start, m.offset).unwrap();
+        (library, m, bias)
+    }
+
+    #[test]
+    fn a_symbol_names_the_code_it_covers() {
+        let (library, _, bias) = own_library();
+        let at = marker() as u64 - bias;
+        let name = demangle(library.symbol(at + 1).unwrap());
+        assert_eq!(name, "corprof_record_profiler::native::tests::marker");
+        assert!(library.symbol(u64::MAX).is_none());
+        assert_eq!(demangle("_ZN3foo3bar17h0123456789abcdefE"), "foo::bar");
+        assert_eq!(demangle("_ZN3WKS7gc_heap10mark_phaseEib"), "WKS::gc_heap::mark_phase");
+        assert_eq!(demangle("memset"), "memset");
+        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+    }
+
+    /// Where `probe` stood, and what its caller's return address and stack pointer were.
+    #[inline(never)]
+    fn probe() -> (Regs, usize) {
+        let (ip, sp, fp): (usize, usize, usize);
+        // SAFETY: reads the instruction pointer, RSP and RBP into registers; no memory touched.
+        unsafe {
+            std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {fp}, rbp", ip = out(reg) ip, sp = out(reg) sp, fp = out(reg) fp)
+        };
+        (Regs { ip, sp, fp }, std::hint::black_box(0))
+    }
+
+    #[test]
+    fn a_frame_is_unwound_by_its_call_frame_information() {
+        let (library, m, bias) = own_library();
+        let table = UnwindTable { ranges: vec![Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) }] };
+        let mut context = Context::new();
+        let (regs, _) = probe();
+        // Reads within 64 KiB above the probe's stack pointer: this thread's live stack.
+        let read = |addr: usize| {
+            (addr >= regs.sp && addr + 8 <= regs.sp + (64 << 10) && addr.is_multiple_of(8))
+                // SAFETY: an aligned word of this thread's stack above its stack pointer when
+                // probed (the probe's frame and this test's, still live).
+                .then(|| unsafe { std::ptr::read_volatile(addr as *const usize) })
+        };
+        let caller = step(&table, &mut context, regs.ip, regs, read).expect("no caller");
+        assert!(caller.sp > regs.sp);
+        let name = demangle(library.symbol(caller.ip as u64 - 1 - bias).unwrap());
+        assert_eq!(name, "corprof_record_profiler::native::tests::a_frame_is_unwound_by_its_call_frame_information");
+        // No table entry for the address, or a stack that cannot be read: no step.
+        assert_eq!(step(&UnwindTable::default(), &mut context, regs.ip, regs, read), None);
+        assert_eq!(step(&table, &mut context, regs.ip, regs, |_| None), None);
     }
 }

@@ -1422,6 +1422,47 @@ mod tests {
     }
 
     #[test]
+    fn frames_with_call_frame_information_are_unwound_by_it_the_others_by_rbp() {
+        let mut s = Stack([0; 64]);
+        // A frameless leaf at 0x1000 (its return address 0xe at word 6, RBP untouched), called by
+        // a frameless function at 0xe (return 0xf at word 8), called by a chain of RBP frames at
+        // words 10 and 20.
+        s.0[6] = 0xe;
+        s.0[8] = 0xf;
+        s.frame(10, s.at(20), 0xa);
+        s.frame(20, 0, 0xb);
+        let b = s.bounds();
+        let (at6, at8) = (s.at(6), s.at(8));
+        let cfi = |lookup: usize, regs: Regs, read: &dyn Fn(usize) -> Option<usize>| match lookup {
+            0x1000 => Some(Regs { ip: read(at6)?, sp: at6 + 8, fp: regs.fp }),
+            0xd => Some(Regs { ip: read(at8)?, sp: at8 + 8, fp: regs.fp }),
+            _ => None,
+        };
+        let mut out = [0usize; 8];
+        // SAFETY: the bounds lie within the fake stack.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, cfi) };
+        assert_eq!(out[..len], [0x1000, 0xe, 0xf, 0xa, 0xb]);
+        // Without it, the two frameless frames are lost.
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, no_cfi) };
+        assert_eq!(out[..len], [0x1000, 0xa, 0xb]);
+        // A caller below the frame, or reads outside the stack, end the walk or fall back to RBP.
+        let down = |_: usize, regs: Regs, _: &dyn Fn(usize) -> Option<usize>| Some(Regs { ip: 0xe, sp: regs.sp, fp: 0 });
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, down) };
+        assert_eq!(out[..len], [0x1000]);
+        let outside = |_: usize, _: Regs, read: &dyn Fn(usize) -> Option<usize>| {
+            assert_eq!(read(s.at(2)), None, "below the frame");
+            assert_eq!(read(b.1), None, "above the stack");
+            assert_eq!(read(s.at(6) + 1), None, "unaligned");
+            None
+        };
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, outside) };
+        assert_eq!(out[..len], [0x1000, 0xa, 0xb]);
+    }
+
+    #[test]
     fn an_rsp_off_the_stack_walks_nothing() {
         let mut s = Stack([0; 64]);
         s.frame(10, 0, 0xa);
