@@ -216,12 +216,41 @@ impl gimli::UnwindContextStorage<usize> for Rules {
     type Stack = [gimli::UnwindTableRow<usize, Self>; 4];
 }
 
-/// The unwinder's working memory, allocated outside the handler.
-pub(crate) struct Context(gimli::UnwindContext<usize, Rules>);
+/// How many rules a thread's unwinder keeps (a direct-mapped cache by lookup address): a
+/// thread's samples come back to the same few hundred call sites again and again.
+const CACHED_RULES: usize = 256;
+
+/// How a frame's caller is found, as the handler follows it: the CFA from RSP or RBP plus an
+/// offset, the return address at an offset from the CFA, RBP kept or restored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    /// No rule followed here (no FDE, an expression, another register): walk by RBP.
+    None,
+    Cfa { from_rbp: bool, offset: i64, ra: i64, rbp: Rbp },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rbp {
+    Same,
+    At(i64),
+    Is(i64),
+}
+
+/// The unwinder's working memory, allocated outside the handler: gimli's context and the
+/// thread's cached rules, with the table they were found in.
+pub(crate) struct Context {
+    unwind: gimli::UnwindContext<usize, Rules>,
+    table: *const UnwindTable,
+    rules: [(usize, Rule); CACHED_RULES],
+}
 
 impl Context {
     pub(crate) fn new() -> Box<Context> {
-        Box::new(Context(gimli::UnwindContext::new_in()))
+        Box::new(Context {
+            unwind: gimli::UnwindContext::new_in(),
+            table: std::ptr::null(),
+            rules: [(0, Rule::None); CACHED_RULES],
+        })
     }
 }
 
@@ -249,45 +278,66 @@ pub(crate) fn step(
     regs: Regs,
     read: impl Fn(usize) -> Option<usize>,
 ) -> Option<Regs> {
-    use gimli::{
-        BaseAddresses, CfaRule, EhFrame, EhFrameHdr, LittleEndian, RegisterRule, UnwindSection,
-    };
     let range = table.find(lookup)?;
-    let unwind = range.library.unwind.as_ref()?;
-    let at = (lookup as u64).wrapping_sub(range.bias);
-    let bases = BaseAddresses::default()
-        .set_eh_frame_hdr(unwind.hdr_at)
-        .set_eh_frame(unwind.frame_at)
-        .set_text(unwind.text_at);
-    let hdr = EhFrameHdr::new(&unwind.hdr, LittleEndian).parse(&bases, 8).ok()?;
-    let frame = EhFrame::new(&unwind.frame, LittleEndian);
-    let row = hdr.table()?.unwind_info_for_address(&frame, &bases, &mut context.0, at, EhFrame::cie_from_offset).ok()?;
-    let cfa = match *row.cfa() {
-        CfaRule::RegisterAndOffset { register, offset } => {
-            let base = match register {
-                RSP => regs.sp,
-                RBP => regs.fp,
-                _ => return None,
-            };
-            (base as i64).wrapping_add(offset) as usize
+    // Rules found in another table may be another library's (one unloaded, another mapped at
+    // its addresses): forgotten when the table changes.
+    if !std::ptr::eq(context.table, table) {
+        context.rules.fill((0, Rule::None));
+        context.table = table;
+    }
+    let index = (lookup ^ lookup >> 8) % CACHED_RULES;
+    let rule = match context.rules[index] {
+        (at, rule) if at == lookup && lookup != 0 => rule,
+        _ => {
+            let rule = find_rule(range, &mut context.unwind, lookup);
+            context.rules[index] = (lookup, rule);
+            rule
         }
-        CfaRule::Expression(_) => return None,
     };
+    let Rule::Cfa { from_rbp, offset, ra, rbp } = rule else { return None };
+    let cfa = (if from_rbp { regs.fp } else { regs.sp } as i64).wrapping_add(offset) as usize;
     // Every frame lies above the one it called: no progress, no frame.
     if cfa <= regs.sp {
         return None;
     }
-    let ip = match row.register(RA) {
-        Some(RegisterRule::Offset(n)) => read((cfa as i64).wrapping_add(n) as usize)?,
-        _ => return None,
-    };
-    let fp = match row.register(RBP) {
-        Some(RegisterRule::Offset(n)) => read((cfa as i64).wrapping_add(n) as usize)?,
-        Some(RegisterRule::ValOffset(n)) => (cfa as i64).wrapping_add(n) as usize,
-        None | Some(RegisterRule::SameValue) => regs.fp,
-        _ => return None,
+    let ip = read((cfa as i64).wrapping_add(ra) as usize)?;
+    let fp = match rbp {
+        Rbp::Same => regs.fp,
+        Rbp::At(n) => read((cfa as i64).wrapping_add(n) as usize)?,
+        Rbp::Is(n) => (cfa as i64).wrapping_add(n) as usize,
     };
     Some(Regs { ip, sp: cfa, fp })
+}
+
+/// The rule of the frame at `lookup` in `range`'s library, by its `.eh_frame`.
+fn find_rule(range: &Range, unwind: &mut gimli::UnwindContext<usize, Rules>, lookup: usize) -> Rule {
+    use gimli::{BaseAddresses, CfaRule, EhFrame, EhFrameHdr, LittleEndian, RegisterRule, UnwindSection};
+    let found = (|| {
+        let info = range.library.unwind.as_ref()?;
+        let at = (lookup as u64).wrapping_sub(range.bias);
+        let bases =
+            BaseAddresses::default().set_eh_frame_hdr(info.hdr_at).set_eh_frame(info.frame_at).set_text(info.text_at);
+        let hdr = EhFrameHdr::new(&info.hdr, LittleEndian).parse(&bases, 8).ok()?;
+        let frame = EhFrame::new(&info.frame, LittleEndian);
+        let row = hdr.table()?.unwind_info_for_address(&frame, &bases, unwind, at, EhFrame::cie_from_offset).ok()?;
+        let (from_rbp, offset) = match *row.cfa() {
+            CfaRule::RegisterAndOffset { register: RSP, offset } => (false, offset),
+            CfaRule::RegisterAndOffset { register: RBP, offset } => (true, offset),
+            _ => return None,
+        };
+        let ra = match row.register(RA) {
+            Some(RegisterRule::Offset(n)) => n,
+            _ => return None,
+        };
+        let rbp = match row.register(RBP) {
+            Some(RegisterRule::Offset(n)) => Rbp::At(n),
+            Some(RegisterRule::ValOffset(n)) => Rbp::Is(n),
+            None | Some(RegisterRule::SameValue) => Rbp::Same,
+            _ => return None,
+        };
+        Some(Rule::Cfa { from_rbp, offset, ra, rbp })
+    })();
+    found.unwrap_or(Rule::None)
 }
 
 /// What a native address is: a library's frame, or memory of no library.
@@ -577,6 +627,8 @@ zz-yy r-xp 0 0 0
         };
         let caller = step(&table, &mut context, regs.ip, regs, read).expect("no caller");
         assert!(caller.sp > regs.sp);
+        // The second time from the thread's cached rules: the same.
+        assert_eq!(step(&table, &mut context, regs.ip, regs, read), Some(caller));
         let name = demangle(library.symbol(caller.ip as u64 - 1 - bias).unwrap());
         assert_eq!(name, "corprof_record_profiler::native::tests::a_frame_is_unwound_by_its_call_frame_information");
         // No table entry for the address, or a stack that cannot be read: no step.
