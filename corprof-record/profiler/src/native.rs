@@ -601,15 +601,16 @@ zz-yy r-xp 0 0 0
         assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
     }
 
-    /// Where `probe` stood, and what its caller's return address and stack pointer were.
+    /// Calls `f` with the registers of a point inside this function, while its frame is live.
     #[inline(never)]
-    fn probe() -> (Regs, usize) {
+    fn probe(f: &mut dyn FnMut(Regs)) {
         let (ip, sp, fp): (usize, usize, usize);
         // SAFETY: reads the instruction pointer, RSP and RBP into registers; no memory touched.
         unsafe {
             std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {fp}, rbp", ip = out(reg) ip, sp = out(reg) sp, fp = out(reg) fp)
         };
-        (Regs { ip, sp, fp }, std::hint::black_box(0))
+        f(Regs { ip, sp, fp });
+        std::hint::black_box(());
     }
 
     #[test]
@@ -617,22 +618,29 @@ zz-yy r-xp 0 0 0
         let (library, m, bias) = own_library();
         let table = UnwindTable { ranges: vec![Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) }] };
         let mut context = Context::new();
-        let (regs, _) = probe();
-        // Reads within 64 KiB above the probe's stack pointer: this thread's live stack.
-        let read = |addr: usize| {
-            (addr >= regs.sp && addr + 8 <= regs.sp + (64 << 10) && addr.is_multiple_of(8))
-                // SAFETY: an aligned word of this thread's stack above its stack pointer when
-                // probed (the probe's frame and this test's, still live).
-                .then(|| unsafe { std::ptr::read_volatile(addr as *const usize) })
-        };
-        let caller = step(&table, &mut context, regs.ip, regs, read).expect("no caller");
+        let mut seen = None;
+        probe(&mut |regs| {
+            // Reads within 64 KiB above the probe's stack pointer: this thread's live stack.
+            let read = |addr: usize| {
+                (addr >= regs.sp && addr + 8 <= regs.sp + (64 << 10) && addr.is_multiple_of(8))
+                    // SAFETY: an aligned word of this thread's stack above the probe's stack
+                    // pointer: the probe's frame and its callers', live while this runs.
+                    .then(|| unsafe { std::ptr::read_volatile(addr as *const usize) })
+            };
+            let caller = step(&table, &mut context, regs.ip, regs, read);
+            // The second time from the thread's cached rules: the same.
+            let again = step(&table, &mut context, regs.ip, regs, read);
+            let elsewhere = step(&UnwindTable::default(), &mut context, regs.ip, regs, read);
+            let unreadable = step(&table, &mut context, regs.ip, regs, |_| None);
+            seen = Some((regs, caller, again, elsewhere, unreadable));
+        });
+        let (regs, caller, again, elsewhere, unreadable) = seen.unwrap();
+        let caller = caller.expect("no caller");
         assert!(caller.sp > regs.sp);
-        // The second time from the thread's cached rules: the same.
-        assert_eq!(step(&table, &mut context, regs.ip, regs, read), Some(caller));
+        assert_eq!(again, Some(caller));
         let name = demangle(library.symbol(caller.ip as u64 - 1 - bias).unwrap());
         assert_eq!(name, "corprof_record_profiler::native::tests::a_frame_is_unwound_by_its_call_frame_information");
         // No table entry for the address, or a stack that cannot be read: no step.
-        assert_eq!(step(&UnwindTable::default(), &mut context, regs.ip, regs, read), None);
-        assert_eq!(step(&table, &mut context, regs.ip, regs, |_| None), None);
+        assert_eq!((elsewhere, unreadable), (None, None));
     }
 }
