@@ -1375,8 +1375,7 @@ fn signal_sampler_attaches_and_detaches(runtime: &str, native: bool) {
     let o = out.to_str().unwrap();
     let args = ["record", "--pid", &pid, "--sampler", "signal", "--interval-ms", "1", "--duration", "1.5"];
     let native_option: &[&str] = if native { &["--native"] } else { &[] };
-    let run =
-        finish(corprof().args(args).args(native_option).args(["--format", "folded", "-o", o]).spawn().unwrap());
+    let run = finish(corprof().args(args).args(native_option).args(["--format", "folded", "-o", o]).spawn().unwrap());
     let app_still_running = app.still_running();
     // Detached, the sampler has left nothing behind: no timer of its signal (SIGRTMIN+6, 40 with
     // glibc) in the process, and the signal no longer caught (ignored, so a signal still queued

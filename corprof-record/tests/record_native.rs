@@ -175,8 +175,9 @@ fn named_by_symbols_or_library(runtime: &str) {
         let entry = format!("{lib}!corprof_spin_entry");
         frames.windows(3).any(|w| w == [entry.as_str(), outer, inner])
     }
-    let named =
-        |f: &[&str]| chain(f, "libcorprofnative.so", "libcorprofnative.so!spin_outer", "libcorprofnative.so!spin_inner");
+    let named = |f: &[&str]| {
+        chain(f, "libcorprofnative.so", "libcorprofnative.so!spin_outer", "libcorprofnative.so!spin_inner")
+    };
     let named_all = |f: &[&str]| named(f) && beneath(f, "RecordNativeApp.Program::Named", |_| true);
     let (whole, all) = share(&stacks, "[thread Native]", named_all);
     let (in_named, _) = share(&stacks, "[thread Native]", |f| f.contains(&"RecordNativeApp.Program::Named"));
@@ -185,9 +186,8 @@ fn named_by_symbols_or_library(runtime: &str) {
         "CoreCLR {runtime}: of {all} samples, {in_named} in Named, {whole} with the library's 3 frames:\n{text}"
     );
     let stripped = |f: &[&str]| chain(f, "libcorprofstripped.so", "libcorprofstripped.so", "libcorprofstripped.so");
-    let (whole, _) = share(&stacks, "[thread Native]", |f| {
-        stripped(f) && beneath(f, "RecordNativeApp.Program::Stripped", |_| true)
-    });
+    let (whole, _) =
+        share(&stacks, "[thread Native]", |f| stripped(f) && beneath(f, "RecordNativeApp.Program::Stripped", |_| true));
     let (in_stripped, _) = share(&stacks, "[thread Native]", |f| f.contains(&"RecordNativeApp.Program::Stripped"));
     assert!(
         in_stripped >= 50 && whole * 10 >= in_stripped * 8,

@@ -7,7 +7,7 @@
 //! only within its bounds; the table of libraries it looks in ([`UnwindTable`]) is published
 //! through an atomic pointer and an old one freed only when no handler runs.
 
-use object::{Object, ObjectSegment, ObjectSection, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -168,7 +168,9 @@ pub(crate) fn demangle(name: &str) -> String {
         if let Ok(text) = symbol.demangle_with_options(&options) {
             // Rust's legacy mangling ends in `::h<16 hex digits>`, a hash of no use to a reader.
             return match text.rsplit_once("::h") {
-                Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path.to_string(),
+                Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    path.to_string()
+                }
                 _ => text,
             };
         }
@@ -226,7 +228,12 @@ const CACHED_RULES: usize = 256;
 enum Rule {
     /// No rule followed here (no FDE, an expression, another register): walk by RBP.
     None,
-    Cfa { from_rbp: bool, offset: i64, ra: i64, rbp: Rbp },
+    Cfa {
+        from_rbp: bool,
+        offset: i64,
+        ra: i64,
+        rbp: Rbp,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -455,9 +462,9 @@ impl Resolver {
             });
         }
         let Some(library) = self.library(&m.path, m.inode) else { return Native::Other("[unknown]") };
-        let offset = library.bias(m.start, m.offset).map_or(ip as u64 - m.start as u64 + m.offset, |bias| {
-            (ip as u64).wrapping_sub(bias)
-        });
+        let offset = library
+            .bias(m.start, m.offset)
+            .map_or(ip as u64 - m.start as u64 + m.offset, |bias| (ip as u64).wrapping_sub(bias));
         let name = match library.symbol(offset) {
             Some(symbol) => format!("{}!{}", library.name, demangle(symbol)),
             None => library.name.clone(),
@@ -529,10 +536,7 @@ zz-yy r-xp 0 0 0
         assert_eq!(other(&mut resolver, 0x7f00_0000_4010), "[unknown]");
         assert_eq!(other(&mut resolver, 0x10), "[unknown]");
         // A deleted file is not read (another may be at its path): its name and its offset.
-        assert_eq!(
-            resolver.name(0x7f00_0000_7010),
-            Native::Library { name: "a lib.so".to_string(), offset: 0x2010 }
-        );
+        assert_eq!(resolver.name(0x7f00_0000_7010), Native::Library { name: "a lib.so".to_string(), offset: 0x2010 });
     }
 
     #[test]
@@ -616,7 +620,8 @@ zz-yy r-xp 0 0 0
     #[test]
     fn a_frame_is_unwound_by_its_call_frame_information() {
         let (library, m, bias) = own_library();
-        let table = UnwindTable { ranges: vec![Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) }] };
+        let table =
+            UnwindTable { ranges: vec![Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) }] };
         let mut context = Context::new();
         let mut seen = None;
         probe(&mut |regs| {

@@ -1447,7 +1447,8 @@ mod tests {
         let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, no_cfi) };
         assert_eq!(out[..len], [0x1000, 0xa, 0xb]);
         // A caller below the frame, or reads outside the stack, end the walk or fall back to RBP.
-        let down = |_: usize, regs: Regs, _: &dyn Fn(usize) -> Option<usize>| Some(Regs { ip: 0xe, sp: regs.sp, fp: 0 });
+        let down =
+            |_: usize, regs: Regs, _: &dyn Fn(usize) -> Option<usize>| Some(Regs { ip: 0xe, sp: regs.sp, fp: 0 });
         // SAFETY: as above.
         let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, down) };
         assert_eq!(out[..len], [0x1000]);
