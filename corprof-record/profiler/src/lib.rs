@@ -689,6 +689,24 @@ mod tests {
     }
 
     #[test]
+    fn native_frames_are_for_the_signal_sampler_only() {
+        let with = |extra: &[(&str, &str)]| {
+            let mut v = vec![(settings::OUT, "/tmp/x"), (settings::NATIVE, "1")];
+            v.extend_from_slice(extra);
+            Settings::from_pairs(pairs(&v))
+        };
+        assert!(with(&[]).unwrap().native());
+        assert!(with(&[(settings::SAMPLER, "signal")]).unwrap().native());
+        for refused in [(settings::SAMPLER, "suspend"), (settings::MODE, "alloc")] {
+            let why = with(&[refused]).unwrap_err();
+            assert!(why.contains("CORPROF_RECORD_NATIVE=1 is for the cpu mode's signal sampler"), "{why}");
+        }
+        let off = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (settings::NATIVE, "0")])).unwrap();
+        assert!(!off.native());
+        assert!(Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (settings::NATIVE, "yes")])).is_err());
+    }
+
+    #[test]
     fn the_runtime_version_is_the_folder_libcoreclr_came_from() {
         let maps = "7f00-7f01 r-xp 00000000 08:01 42 /opt/dotnet/shared/Microsoft.NETCore.App/3.1.23/libclrjit.so\n\
                     7f02-7f03 r-xp 00000000 08:01 43 /opt/dotnet/shared/Microsoft.NETCore.App/3.1.23/libcoreclr.so\n";

@@ -196,6 +196,10 @@ pub(crate) struct Range {
 /// the handler unwinds by. Built and freed outside the handler; immutable once published.
 #[derive(Default)]
 pub(crate) struct UnwindTable {
+    /// Which table this is (each one made gets the next number): what a thread's cached rules
+    /// were found in. (An address would not do: a new table may be allocated where a freed one
+    /// was.)
+    generation: u64,
     ranges: Vec<Range>,
 }
 
@@ -247,7 +251,8 @@ enum Rbp {
 /// thread's cached rules, with the table they were found in.
 pub(crate) struct Context {
     unwind: gimli::UnwindContext<usize, Rules>,
-    table: *const UnwindTable,
+    /// The [`UnwindTable::generation`] the rules were found in (0: none yet).
+    table: u64,
     rules: [(usize, Rule); CACHED_RULES],
 }
 
@@ -255,7 +260,7 @@ impl Context {
     pub(crate) fn new() -> Box<Context> {
         Box::new(Context {
             unwind: gimli::UnwindContext::new_in(),
-            table: std::ptr::null(),
+            table: 0,
             rules: [(0, Rule::None); CACHED_RULES],
         })
     }
@@ -288,9 +293,9 @@ pub(crate) fn step(
     let range = table.find(lookup)?;
     // Rules found in another table may be another library's (one unloaded, another mapped at
     // its addresses): forgotten when the table changes.
-    if !std::ptr::eq(context.table, table) {
+    if context.table != table.generation {
         context.rules.fill((0, Rule::None));
-        context.table = table;
+        context.table = table.generation;
     }
     let index = (lookup ^ lookup >> 8) % CACHED_RULES;
     let rule = match context.rules[index] {
@@ -374,6 +379,8 @@ pub(crate) struct Resolver {
     libraries: HashMap<(String, u64), Arc<Library>>,
     /// Tables replaced but perhaps still used by a handler: freed once none runs.
     retired: Vec<*mut UnwindTable>,
+    /// The last table's [`UnwindTable::generation`].
+    generation: u64,
 }
 
 // SAFETY: the raw pointers in `retired` are tables this resolver made (Box::into_raw) and owns;
@@ -382,7 +389,7 @@ unsafe impl Send for Resolver {}
 
 impl Resolver {
     pub(crate) fn new() -> Resolver {
-        Resolver { maps: Vec::new(), libraries: HashMap::new(), retired: Vec::new() }
+        Resolver { maps: Vec::new(), libraries: HashMap::new(), retired: Vec::new(), generation: 0 }
     }
 
     /// Reads `/proc/self/maps` again, reads the libraries not read yet, and publishes a new
@@ -406,7 +413,8 @@ impl Resolver {
                 let Some(bias) = library.bias(m.start, m.offset) else { continue };
                 ranges.push(Range { start: m.start, end: m.end, bias, library });
             }
-            let table = Box::into_raw(Box::new(UnwindTable { ranges }));
+            self.generation += 1;
+            let table = Box::into_raw(Box::new(UnwindTable { generation: self.generation, ranges }));
             let old = UNWIND.swap(table, Ordering::SeqCst);
             if !old.is_null() {
                 self.retired.push(old);
@@ -620,8 +628,8 @@ zz-yy r-xp 0 0 0
     #[test]
     fn a_frame_is_unwound_by_its_call_frame_information() {
         let (library, m, bias) = own_library();
-        let table =
-            UnwindTable { ranges: vec![Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) }] };
+        let range = Range { start: m.start, end: m.end, bias, library: Arc::clone(&library) };
+        let table = UnwindTable { generation: 1, ranges: vec![range] };
         let mut context = Context::new();
         let mut seen = None;
         probe(&mut |regs| {
