@@ -258,11 +258,7 @@ pub(crate) struct Context {
 
 impl Context {
     pub(crate) fn new() -> Box<Context> {
-        Box::new(Context {
-            unwind: gimli::UnwindContext::new_in(),
-            table: 0,
-            rules: [(0, Rule::None); CACHED_RULES],
-        })
+        Box::new(Context { unwind: gimli::UnwindContext::new_in(), table: 0, rules: [(0, Rule::None); CACHED_RULES] })
     }
 }
 

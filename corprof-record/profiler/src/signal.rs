@@ -22,6 +22,10 @@
 //! `GetFunctionFromIP` (a return address as the call before it) and adds the stack to the same
 //! [`Profile`] as the suspension sampler builds: `[thread <name>]` first, then the frames
 //! outermost first, a run of native frames as one `[native]`.
+//!
+//! With `--native` ([`native`]), the walk also unwinds a library's frames by its `.eh_frame`
+//! (frames that keep no RBP frame included), and every native frame is kept and named by its
+//! library (`lib!symbol` or `lib`) instead of folded.
 
 use crate::Clock;
 use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock, thread_cpu_ns};
@@ -301,7 +305,8 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
             let cfi = |lookup: usize, regs: Regs, read: &dyn Fn(usize) -> Option<usize>| {
                 native::step(table, unwinder, lookup, regs, read)
             };
-            // SAFETY: as below.
+            // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
+            // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
             unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return, cfi) }
         } else {
             // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
@@ -975,7 +980,14 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         resolver.refresh(|| IN_HANDLER.load(Ordering::SeqCst) == 0);
         resolver
     });
+    // Unpublishes and frees the unwind tables of a start that fails (no handler runs then).
+    let drop_tables = |resolver: Option<native::Resolver>| {
+        if let Some(mut resolver) = resolver {
+            resolver.stop(IN_HANDLER.load(Ordering::SeqCst) == 0);
+        }
+    };
     if let Err(e) = install() {
+        drop_tables(resolver);
         ACTIVE.store(false, Ordering::SeqCst);
         return Err(e);
     }
@@ -1015,6 +1027,8 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         Err(e) => {
             lock(&registry).stop();
             uninstall();
+            // The resolver went with the thread's closure; its last table is left allocated.
+            native::UNWIND.store(std::ptr::null_mut(), Ordering::SeqCst);
             ACTIVE.store(false, Ordering::SeqCst);
             return Err(e);
         }
