@@ -1171,22 +1171,29 @@ fn dropped(stderr: &str) -> u64 {
 /// 2000 threads that live about a millisecond each, 8 at a time, every one interrupted every
 /// millisecond of wall time: many end with their signal pending, their slots are handed to the
 /// threads after them (more than the 1024 slots in all), and none of it reaches the app.
-fn threads_ending_with_signals_pending(runtime: &str) {
+fn threads_ending_with_signals_pending(runtime: &str, options: &[&str]) {
     // Whether a sample lands in a thread that lives about as long as an interval is up to the
     // scheduler (none did, once, on a busy machine): what must hold is the app's output and exit
     // (checked by `attack`) and every thread given its timer.
-    let (run, _) = attack(runtime, "wall", &["exits", "2000"]);
+    let (run, _) = attack_with(runtime, "wall", options, &["exits", "2000"]);
     assert!(run.stderr.contains(" 2002 threads sampled, 0 not sampled"), "CoreCLR {runtime}: {}", run.stderr);
 }
 
 #[test]
 fn signal_sampler_threads_ending_with_signals_pending_8() {
-    threads_ending_with_signals_pending("8");
+    threads_ending_with_signals_pending("8", &[]);
 }
 
 #[test]
 fn signal_sampler_threads_ending_with_signals_pending_3() {
-    threads_ending_with_signals_pending("3");
+    threads_ending_with_signals_pending("3", &[]);
+}
+
+/// The same with `--native`: each slot's unwinder (and its cached rules) handed from an ended
+/// thread to the next.
+#[test]
+fn signal_sampler_native_threads_ending_with_signals_pending_8() {
+    threads_ending_with_signals_pending("8", &["--native"]);
 }
 
 /// Samples landing inside the runtime's own signal handlers: 4 threads doing nothing but
@@ -1290,9 +1297,9 @@ fn signal_sampler_on_growing_and_small_stacks_3() {
 /// the sampler's among them (its drains came 0.3 to 1.2 s apart instead of 10 ms): rings fill and
 /// most samples are dropped, which the command counts; only the app's output and every thread
 /// being seen are checked there.
-fn many_threads_at_1khz(runtime: &str) {
-    for clock in ["wall", "cpu"] {
-        let (run, stacks) = attack(runtime, clock, &["many", "200"]);
+fn many_threads_at_1khz(runtime: &str, options: &[&str], clocks: &[&str]) {
+    for &clock in clocks {
+        let (run, stacks) = attack_with(runtime, clock, options, &["many", "200"]);
         assert!(run.stderr.contains(" 202 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
         let (threads, samples) = threads_sampled(&stacks, "Many-");
         assert_eq!(threads, 200, "CoreCLR {runtime} --clock {clock}: threads in the profile");
@@ -1305,12 +1312,19 @@ fn many_threads_at_1khz(runtime: &str) {
 
 #[test]
 fn signal_sampler_at_1khz_on_200_threads_8() {
-    many_threads_at_1khz("8");
+    many_threads_at_1khz("8", &[], &["wall", "cpu"]);
 }
 
 #[test]
 fn signal_sampler_at_1khz_on_200_threads_3() {
-    many_threads_at_1khz("3");
+    many_threads_at_1khz("3", &[], &["wall", "cpu"]);
+}
+
+/// The same with `--native` on the CPU clock: 200 unwinders at once, each thread's walks through
+/// the runtime's frames by their call frame information, few samples dropped.
+#[test]
+fn signal_sampler_native_at_1khz_on_200_threads_8() {
+    many_threads_at_1khz("8", &["--native"], &["cpu"]);
 }
 
 /// 200 threads one after another, each living about half a millisecond (0.42-0.55 ms from its
