@@ -64,6 +64,26 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// What follows a native frame's name (`lib!symbol` or `lib`, `corprof record --native`) to
+/// keep where in its library the frame was: ` (+0x<ELF virtual address, hex>)`. The raw formats
+/// (speedscope, pprof) keep it; the others show the name alone ([`Profile::without_offsets`]).
+const OFFSET_OPEN: &str = " (+0x";
+
+/// A native frame as the profile keeps it: `name` and its address in its library.
+pub fn native_frame(name: &str, offset: u64) -> String {
+    format!("{name}{OFFSET_OPEN}{offset:x})")
+}
+
+/// A frame's name without a native frame's offset, and the offset if it has one.
+pub fn split_offset(frame: &str) -> (&str, Option<u64>) {
+    let Some(at) = frame.rfind(OFFSET_OPEN) else { return (frame, None) };
+    let Some(hex) = frame[at + OFFSET_OPEN.len()..].strip_suffix(')') else { return (frame, None) };
+    match u64::from_str_radix(hex, 16) {
+        Ok(offset) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => (&frame[..at], Some(offset)),
+        _ => (frame, None),
+    }
+}
+
 impl Profile {
     pub fn new(unit: Unit) -> Profile {
         Profile { unit, stacks: BTreeMap::new() }
@@ -82,6 +102,21 @@ impl Profile {
     /// The sum of every stack's value.
     pub fn total(&self) -> u64 {
         self.stacks.values().fold(0u64, |sum, e| sum.saturating_add(e.value))
+    }
+
+    /// The profile with every native frame's offset left out ([`split_offset`]), stacks that
+    /// then read the same merged; `None` if no frame has one (the profile is that already).
+    pub fn without_offsets(&self) -> Option<Profile> {
+        let has = self.stacks.keys().any(|frames| frames.iter().any(|f| split_offset(f).1.is_some()));
+        if !has {
+            return None;
+        }
+        let mut out = Profile::new(self.unit);
+        for (frames, entry) in &self.stacks {
+            let frames: Vec<String> = frames.iter().map(|f| split_offset(f).0.to_string()).collect();
+            out.add(&frames, entry.value, entry.count);
+        }
+        Some(out)
     }
 
     /// The text form (module docs).
@@ -131,6 +166,23 @@ mod tests {
 
     fn frames(s: &str) -> Vec<String> {
         s.split(';').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_native_frames_offset_is_kept_apart_from_its_name() {
+        let frame = native_frame("libcoreclr.so!WKS::gc_heap::mark_phase", 0x4f21a0);
+        assert_eq!(frame, "libcoreclr.so!WKS::gc_heap::mark_phase (+0x4f21a0)");
+        assert_eq!(split_offset(&frame), ("libcoreclr.so!WKS::gc_heap::mark_phase", Some(0x4f21a0)));
+        for plain in ["App::Main", "[native]", "x (+0x)", "x (+0xzz)", "x (+0x12", "f(+0x1)"] {
+            assert_eq!(split_offset(plain), (plain, None), "{plain}");
+        }
+        let mut p = Profile::new(Unit::Samples);
+        p.add(&frames("[thread 1];App::Main;libc.so.6 (+0x10)"), 2, 0);
+        p.add(&frames("[thread 1];App::Main;libc.so.6 (+0x20)"), 3, 0);
+        let merged = p.without_offsets().unwrap();
+        assert_eq!(merged.stacks.len(), 1);
+        assert_eq!(merged.stacks[&frames("[thread 1];App::Main;libc.so.6")].value, 5);
+        assert_eq!(merged.without_offsets(), None);
     }
 
     #[test]

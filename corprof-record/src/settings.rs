@@ -23,6 +23,10 @@ pub const CLOCK: &str = "CORPROF_RECORD_CLOCK";
 /// the handler; Linux x86-64) or `suspend` (the runtime suspended each tick and every thread
 /// walked). Unset: `signal` where it works, else `suspend`.
 pub const SAMPLER: &str = "CORPROF_RECORD_SAMPLER";
+/// cpu, signal sampler: `1` records native frames between the managed ones (named `lib!symbol`
+/// or `lib`, unwound by the libraries' call frame information); `0` (the default) folds each run
+/// of them into one `[native]`. Refused with any other mode or sampler.
+pub const NATIVE: &str = "CORPROF_RECORD_NATIVE";
 /// alloc: `sampled` (about one sample per 100 KB, weighted) or `exact`.
 pub const ALLOC: &str = "CORPROF_RECORD_ALLOC";
 /// calls: only methods whose `Namespace.Type::Method` name contains this text are hooked (at
@@ -79,12 +83,13 @@ pub const PROGRESS_SUFFIX: &str = ".progress";
 pub const MAX_PROGRESS_BYTES: u64 = 1024;
 
 /// Every setting, the only `CORPROF_RECORD_*` names the profiler accepts.
-pub const ALL: [&str; 14] = [
+pub const ALL: [&str; 15] = [
     MODE,
     OUT,
     INTERVAL_MS,
     CLOCK,
     SAMPLER,
+    NATIVE,
     ALLOC,
     FILTER,
     METHODS,
@@ -144,7 +149,7 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
             Err(format!("{key} is {} bytes long: the patterns have at most {MAX_METHODS_BYTES}", value.len()))
         }
         METHODS => method_patterns(value).map(drop).map_err(|why| format!("{key}={value:?}: {why}")),
-        SIGNAL | CPU_WALK | HEAP_TIMING | PROGRESS => one_of(&["0", "1"], "0 or 1"),
+        SIGNAL | CPU_WALK | HEAP_TIMING | PROGRESS | NATIVE => one_of(&["0", "1"], "0 or 1"),
         _ => Err(format!("{key} is not a setting of corprof record (they are {})", ALL.join(", "))),
     }
 }

@@ -188,6 +188,8 @@ mod pb {
         pub id: u64,
         #[prost(uint64, tag = "2")]
         pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
         #[prost(message, repeated, tag = "4")]
         pub line: Vec<Line>,
     }
@@ -279,6 +281,53 @@ fn pprof_decodes_to_the_profile() {
     let expected: BTreeMap<Vec<String>, Vec<i64>> =
         calls_profile().stacks.into_iter().map(|(f, e)| (f, vec![e.count as i64, e.value as i64])).collect();
     assert_eq!(stacks, expected);
+}
+
+/// `--native` frames keep their offset in their library in the raw formats (speedscope's frame
+/// names, pprof's Location addresses under one Function per name) and show the name alone,
+/// merged, in the others.
+#[test]
+fn native_offsets_are_kept_by_the_raw_formats_and_merged_by_the_others() {
+    let mut p = Profile::new(Unit::Samples);
+    p.add(&frames("[thread Main];App::Main;libcoreclr.so (+0x10)"), 2, 0);
+    p.add(&frames("[thread Main];App::Main;libcoreclr.so (+0x20)"), 3, 0);
+    p.add(&frames("[thread Main];App::Main;libc.so.6!memset (+0x99)"), 1, 0);
+    assert_eq!(
+        text(&p, Format::Folded, "cpu"),
+        "[thread Main];App::Main;libc.so.6!memset 1\n[thread Main];App::Main;libcoreclr.so 5\n"
+    );
+    for format in [Format::Text, Format::Svg, Format::Html] {
+        let out = text(&p, format, "cpu");
+        assert!(out.contains("libcoreclr.so") && !out.contains("(+0x"), "{format:?}: {out}");
+    }
+    let (_, stacks) = speedscope_stacks(&text(&p, Format::Speedscope, "cpu"));
+    let leaves: Vec<&str> = stacks.keys().map(|(_, stack)| stack.last().unwrap().as_str()).collect();
+    assert_eq!(leaves, ["libc.so.6!memset (+0x99)", "libcoreclr.so (+0x10)", "libcoreclr.so (+0x20)"]);
+    // Decoded here: two samples name the same functions (pprof_read's stacks are by name).
+    let pb = {
+        use prost::Message;
+        use std::io::Read;
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(output(&p, Format::Pprof, "cpu").as_slice()).read_to_end(&mut raw).unwrap();
+        pb::Profile::decode(raw.as_slice()).unwrap()
+    };
+    assert_eq!(pb.sample.len(), 3);
+    let name = |id: u64| {
+        let f = pb.function.iter().find(|f| f.id == id).unwrap();
+        pb.string_table[f.name as usize].clone()
+    };
+    let mut located: Vec<(String, u64)> =
+        pb.location.iter().map(|l| (name(l.line[0].function_id), l.address)).collect();
+    located.sort();
+    let expected = [
+        ("App::Main", 0),
+        ("[thread Main]", 0),
+        ("libc.so.6!memset", 0x99),
+        ("libcoreclr.so", 0x10),
+        ("libcoreclr.so", 0x20),
+    ];
+    assert_eq!(located, expected.map(|(n, a)| (n.to_string(), a)));
+    assert_eq!(pb.function.len(), 4, "one Function per name");
 }
 
 /// The `<title>`s of an inferno flame graph (one per frame: `name (N unit, P%)`).

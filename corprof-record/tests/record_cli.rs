@@ -1114,6 +1114,11 @@ fn steady(stdout: &str) -> String {
 /// --interval-ms 1`: the same output (but for what it measures), exit status 0, every thread
 /// sampled. Gives the profiled run and its stacks.
 fn attack(runtime: &str, clock: &str, args: &[&str]) -> (Output, BTreeMap<String, u64>) {
+    attack_with(runtime, clock, &[], args)
+}
+
+/// [`attack`] with more options to the command.
+fn attack_with(runtime: &str, clock: &str, options: &[&str], args: &[&str]) -> (Output, BTreeMap<String, u64>) {
     let dll = support::app("SignalAttacks");
     let dotnet = dotnet(runtime);
     let mut plain = Command::new(&dotnet);
@@ -1122,13 +1127,14 @@ fn attack(runtime: &str, clock: &str, args: &[&str]) -> (Output, BTreeMap<String
     let expected = String::from_utf8(plain.stdout).unwrap();
     assert!(plain.status.success(), "CoreCLR {runtime} {args:?} unprofiled: {expected}");
     assert!(expected.contains(&format!("SignalAttacks {} done", args[0])), "{expected}");
-    let out = out_path(&format!("attack-{runtime}-{clock}-{}", args[0]));
+    let out = out_path(&format!("attack-{runtime}-{clock}-{}-{}", args[0], options.len()));
     let mut command = vec!["record", "--sampler", "signal", "--clock", clock, "--interval-ms", "1"];
+    command.extend(options);
     command.extend(["--format", "folded", "-o", out.to_str().unwrap(), "--"]);
     command.extend([dotnet.to_str().unwrap(), dll.to_str().unwrap()]);
     command.extend(args);
     let run = record(&command);
-    let said = format!("CoreCLR {runtime} --clock {clock} {args:?}");
+    let said = format!("CoreCLR {runtime} --clock {clock} {options:?} {args:?}");
     assert_eq!(run.code, Some(0), "{said}: {}{}", run.stdout, run.stderr);
     assert_eq!(steady(&run.stdout), steady(&expected), "{said}: {}", run.stderr);
     assert!(
@@ -1165,22 +1171,29 @@ fn dropped(stderr: &str) -> u64 {
 /// 2000 threads that live about a millisecond each, 8 at a time, every one interrupted every
 /// millisecond of wall time: many end with their signal pending, their slots are handed to the
 /// threads after them (more than the 1024 slots in all), and none of it reaches the app.
-fn threads_ending_with_signals_pending(runtime: &str) {
+fn threads_ending_with_signals_pending(runtime: &str, options: &[&str]) {
     // Whether a sample lands in a thread that lives about as long as an interval is up to the
     // scheduler (none did, once, on a busy machine): what must hold is the app's output and exit
     // (checked by `attack`) and every thread given its timer.
-    let (run, _) = attack(runtime, "wall", &["exits", "2000"]);
+    let (run, _) = attack_with(runtime, "wall", options, &["exits", "2000"]);
     assert!(run.stderr.contains(" 2002 threads sampled, 0 not sampled"), "CoreCLR {runtime}: {}", run.stderr);
 }
 
 #[test]
 fn signal_sampler_threads_ending_with_signals_pending_8() {
-    threads_ending_with_signals_pending("8");
+    threads_ending_with_signals_pending("8", &[]);
 }
 
 #[test]
 fn signal_sampler_threads_ending_with_signals_pending_3() {
-    threads_ending_with_signals_pending("3");
+    threads_ending_with_signals_pending("3", &[]);
+}
+
+/// The same with `--native`: each slot's unwinder (and its cached rules) handed from an ended
+/// thread to the next.
+#[test]
+fn signal_sampler_native_threads_ending_with_signals_pending_8() {
+    threads_ending_with_signals_pending("8", &["--native"]);
 }
 
 /// Samples landing inside the runtime's own signal handlers: 4 threads doing nothing but
@@ -1190,9 +1203,9 @@ fn signal_sampler_threads_ending_with_signals_pending_3() {
 /// faulting thread runs tens of milliseconds of its CPU time, so at least 10 samples each: a
 /// thread left with the sampling signal masked after its first NullReferenceException (which
 /// comes within microseconds of its start) has none or one.
-fn inside_the_runtimes_signal_handlers(runtime: &str) {
+fn inside_the_runtimes_signal_handlers(runtime: &str, options: &[&str]) {
     for clock in ["wall", "cpu"] {
-        let (_, stacks) = attack(runtime, clock, &["faults", "2000"]);
+        let (_, stacks) = attack_with(runtime, clock, options, &["faults", "2000"]);
         for thread in ["Fault-0", "Fault-1", "Fault-2", "Fault-3", "Loop-0", "Loop-1", "Collector"] {
             let (threads, samples) = threads_sampled(&stacks, &format!("{thread}]"));
             let least = if thread.starts_with("Fault-") { 10 } else { 1 };
@@ -1227,12 +1240,25 @@ fn signal_sampler_survives_faults_in_the_runtimes_handlers_3() {
 
 #[test]
 fn signal_sampler_inside_the_runtimes_signal_handlers_8() {
-    inside_the_runtimes_signal_handlers("8");
+    inside_the_runtimes_signal_handlers("8", &[]);
 }
 
 #[test]
 fn signal_sampler_inside_the_runtimes_signal_handlers_3() {
-    inside_the_runtimes_signal_handlers("3");
+    inside_the_runtimes_signal_handlers("3", &[]);
+}
+
+/// The same with `--native`: each walk then goes on through the runtime's signal handling
+/// frames (libcoreclr.so's and libc's, the signal's return trampoline among them) by their
+/// call frame information, reading only within the thread's stack.
+#[test]
+fn signal_sampler_native_inside_the_runtimes_signal_handlers_8() {
+    inside_the_runtimes_signal_handlers("8", &["--native"]);
+}
+
+#[test]
+fn signal_sampler_native_inside_the_runtimes_signal_handlers_3() {
+    inside_the_runtimes_signal_handlers("3", &["--native"]);
 }
 
 /// Stacks that grow while sampled: recursion 20000–30000 deep on the main thread (whose stack
@@ -1271,9 +1297,9 @@ fn signal_sampler_on_growing_and_small_stacks_3() {
 /// the sampler's among them (its drains came 0.3 to 1.2 s apart instead of 10 ms): rings fill and
 /// most samples are dropped, which the command counts; only the app's output and every thread
 /// being seen are checked there.
-fn many_threads_at_1khz(runtime: &str) {
-    for clock in ["wall", "cpu"] {
-        let (run, stacks) = attack(runtime, clock, &["many", "200"]);
+fn many_threads_at_1khz(runtime: &str, options: &[&str], clocks: &[&str]) {
+    for &clock in clocks {
+        let (run, stacks) = attack_with(runtime, clock, options, &["many", "200"]);
         assert!(run.stderr.contains(" 202 threads sampled"), "CoreCLR {runtime}: {}", run.stderr);
         let (threads, samples) = threads_sampled(&stacks, "Many-");
         assert_eq!(threads, 200, "CoreCLR {runtime} --clock {clock}: threads in the profile");
@@ -1286,12 +1312,19 @@ fn many_threads_at_1khz(runtime: &str) {
 
 #[test]
 fn signal_sampler_at_1khz_on_200_threads_8() {
-    many_threads_at_1khz("8");
+    many_threads_at_1khz("8", &[], &["wall", "cpu"]);
 }
 
 #[test]
 fn signal_sampler_at_1khz_on_200_threads_3() {
-    many_threads_at_1khz("3");
+    many_threads_at_1khz("3", &[], &["wall", "cpu"]);
+}
+
+/// The same with `--native` on the CPU clock: 200 unwinders at once, each thread's walks through
+/// the runtime's frames by their call frame information, few samples dropped.
+#[test]
+fn signal_sampler_native_at_1khz_on_200_threads_8() {
+    many_threads_at_1khz("8", &["--native"], &["cpu"]);
 }
 
 /// 200 threads one after another, each living about half a millisecond (0.42-0.55 ms from its
@@ -1346,14 +1379,17 @@ fn signal_sampler_shutdown_with_samples_in_flight_3() {
 /// after an attach as at launch). The detach comes while every thread is still interrupted at
 /// 1 kHz; after it the app faults and spins on, the profiler's library unloaded, and ends as it
 /// would have. On 8.0.4 the threads are named as the kernel has them (.NET names them there); on
-/// 3.1.23, which names none, by their numbers.
-fn signal_sampler_attaches_and_detaches(runtime: &str) {
+/// 3.1.23, which names none, by their numbers. With `native`, the same with `--native`: the
+/// unwind tables the handler reads are let go only once no handler runs, and the runtime's own
+/// frames (the faulting thread's, in its signal handling) are named.
+fn signal_sampler_attaches_and_detaches(runtime: &str, native: bool) {
     let mut app = Running::start(runtime, &support::app("SignalAttacks"), &["attach", "2000"]);
     let pid = app.line().strip_prefix("ready ").map(str::to_string).unwrap_or_else(|| panic!("no ready line"));
-    let out = out_path(&format!("signal-attach{runtime}"));
+    let out = out_path(&format!("signal-attach{runtime}{native}"));
     let o = out.to_str().unwrap();
     let args = ["record", "--pid", &pid, "--sampler", "signal", "--interval-ms", "1", "--duration", "1.5"];
-    let run = finish(corprof().args(args).args(["--format", "folded", "-o", o]).spawn().unwrap());
+    let native_option: &[&str] = if native { &["--native"] } else { &[] };
+    let run = finish(corprof().args(args).args(native_option).args(["--format", "folded", "-o", o]).spawn().unwrap());
     let app_still_running = app.still_running();
     // Detached, the sampler has left nothing behind: no timer of its signal (SIGRTMIN+6, 40 with
     // glibc) in the process, and the signal no longer caught (ignored, so a signal still queued
@@ -1390,6 +1426,8 @@ fn signal_sampler_attaches_and_detaches(runtime: &str) {
     }
     let busy = whole.values().filter(|&&samples| samples >= 10).count();
     assert_eq!(busy, 3, "CoreCLR {runtime}: threads with whole stacks {whole:?}");
+    let runtime_frames = stacks.keys().any(|s| s.split(';').any(|f| f.starts_with("libcoreclr.so")));
+    assert_eq!(runtime_frames, native, "CoreCLR {runtime}: libcoreclr.so frames with --native only");
     if runtime == "8" {
         for thread in ["[thread Spin-0]", "[thread Spin-1]", "[thread Fault-0]"] {
             assert!(whole.get(thread).is_some_and(|&s| s >= 10), "CoreCLR {runtime}: {thread}: {whole:?}");
@@ -1399,12 +1437,22 @@ fn signal_sampler_attaches_and_detaches(runtime: &str) {
 
 #[test]
 fn signal_sampler_attaches_and_detaches_8() {
-    signal_sampler_attaches_and_detaches("8");
+    signal_sampler_attaches_and_detaches("8", false);
 }
 
 #[test]
 fn signal_sampler_attaches_and_detaches_3() {
-    signal_sampler_attaches_and_detaches("3");
+    signal_sampler_attaches_and_detaches("3", false);
+}
+
+#[test]
+fn signal_sampler_native_attaches_and_detaches_8() {
+    signal_sampler_attaches_and_detaches("8", true);
+}
+
+#[test]
+fn signal_sampler_native_attaches_and_detaches_3() {
+    signal_sampler_attaches_and_detaches("3", true);
 }
 
 /// 400 threads each spinning 1 ms of its CPU time, 4 at a time: the cpu clock's samples

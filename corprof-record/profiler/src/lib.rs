@@ -21,6 +21,8 @@ mod frames;
 pub mod heap;
 mod methods;
 mod modes;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod native;
 pub mod pauses;
 mod progress;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -104,6 +106,11 @@ impl Default for Sampler {
 }
 
 impl Settings {
+    /// cpu: whether native frames are recorded ([`settings::NATIVE`]).
+    pub fn native(&self) -> bool {
+        self.pairs.get(settings::NATIVE).is_some_and(|v| v == "1")
+    }
+
     /// Reads the settings from `KEY=VALUE` pairs, each checked ([`settings::check`]: a name that
     /// is not a setting, a value out of its range); the error says which setting is wrong.
     pub fn from_pairs(pairs: HashMap<String, String>) -> std::result::Result<Settings, String> {
@@ -139,6 +146,12 @@ impl Settings {
             Some(other) => return Err(format!("{}={other:?} is not signal or suspend", settings::SAMPLER)),
         };
         let duration_ms = number(settings::DURATION_MS, settings::DURATION_MS_RANGE)?;
+        if get(settings::NATIVE) == Some("1") && (mode != Mode::Cpu || sampler == Some(Sampler::Suspend)) {
+            return Err(format!(
+                "{}=1 is for the cpu mode's signal sampler (native frames are read in its signal handler)",
+                settings::NATIVE
+            ));
+        }
         Ok(Settings { mode, out, interval_ms, clock, sampler, duration_ms, pairs })
     }
 }
@@ -226,8 +239,9 @@ fn start_cpu(ctx: &Context<'_>) -> std::result::Result<Started, String> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         Sampler::Signal => match signal::start(ctx) {
             Ok(started) => Ok(started),
-            // Not asked for by name: the suspension sampler serves instead (its line says so).
-            Err(why) if ctx.settings.sampler.is_none() => {
+            // Not asked for by name: the suspension sampler serves instead (its line says so),
+            // unless native frames were asked for, which only the signal sampler reads.
+            Err(why) if ctx.settings.sampler.is_none() && !ctx.settings.native() => {
                 eprintln!("corprof: the signal sampler cannot start ({why}); sampling by suspension");
                 cpu::start(ctx)
             }
@@ -672,6 +686,24 @@ mod tests {
         assert!(bad(settings::ALLOC, "some").contains("not sampled or exact"));
         assert!(bad(settings::DURATION_MS, "0").contains("out of range"));
         assert!(bad("CORPROF_RECORD_INTERVAL", "5").contains("is not a setting of corprof record"));
+    }
+
+    #[test]
+    fn native_frames_are_for_the_signal_sampler_only() {
+        let with = |extra: &[(&str, &str)]| {
+            let mut v = vec![(settings::OUT, "/tmp/x"), (settings::NATIVE, "1")];
+            v.extend_from_slice(extra);
+            Settings::from_pairs(pairs(&v))
+        };
+        assert!(with(&[]).unwrap().native());
+        assert!(with(&[(settings::SAMPLER, "signal")]).unwrap().native());
+        for refused in [(settings::SAMPLER, "suspend"), (settings::MODE, "alloc")] {
+            let why = with(&[refused]).unwrap_err();
+            assert!(why.contains("CORPROF_RECORD_NATIVE=1 is for the cpu mode's signal sampler"), "{why}");
+        }
+        let off = Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (settings::NATIVE, "0")])).unwrap();
+        assert!(!off.native());
+        assert!(Settings::from_pairs(pairs(&[(settings::OUT, "/tmp/x"), (settings::NATIVE, "yes")])).is_err());
     }
 
     #[test]

@@ -22,10 +22,15 @@
 //! `GetFunctionFromIP` (a return address as the call before it) and adds the stack to the same
 //! [`Profile`] as the suspension sampler builds: `[thread <name>]` first, then the frames
 //! outermost first, a run of native frames as one `[native]`.
+//!
+//! With `--native` ([`native`]), the walk also unwinds a library's frames by its `.eh_frame`
+//! (frames that keep no RBP frame included), and every native frame is kept and named by its
+//! library (`lib!symbol` or `lib`) instead of folded.
 
 use crate::Clock;
 use crate::cpu::{MAX_STACKS, Names, Stop, thread_cpu_clock, thread_cpu_ns};
 use crate::frames::{self, Frame};
+use crate::native::{self, Regs};
 use crate::pauses::Pauses;
 use crate::{Context, Recording, Started, write_atomically};
 use corprof::sync::lock;
@@ -57,6 +62,8 @@ const DRAIN_EVERY: Duration = Duration::from_millis(10);
 const REAP_EVERY: Duration = Duration::from_secs(1);
 /// How often the address cache starts over (code can be unloaded and its addresses reused).
 const FORGET_ADDRESSES_EVERY: Duration = Duration::from_secs(1);
+/// `--native`: how often the sampler thread reads the process's mappings again.
+const REFRESH_MAPS_EVERY: Duration = Duration::from_secs(1);
 /// How long stopping waits for a handler still running (it runs for microseconds).
 const HANDLER_GRACE: Duration = Duration::from_secs(2);
 
@@ -111,6 +118,8 @@ struct Slot {
     seen_tp: AtomicUsize,
     /// [`RING`] records, allocated outside any handler; null before the first owner.
     ring: AtomicPtr<Record>,
+    /// `--native`: the unwinder's working memory, allocated with the ring; null without.
+    unwinder: AtomicPtr<native::Context>,
     /// Records written (by the handler) and read (by the sampler thread), counted from 0.
     head: AtomicUsize,
     tail: AtomicUsize,
@@ -127,6 +136,7 @@ impl Slot {
             seen_sp: AtomicUsize::new(0),
             seen_tp: AtomicUsize::new(0),
             ring: AtomicPtr::new(std::ptr::null_mut()),
+            unwinder: AtomicPtr::new(std::ptr::null_mut()),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
         }
@@ -168,6 +178,8 @@ fn learn_osr_return(ret: usize) {
         OSR_COUNT.store(n + 1, Ordering::Release);
     }
 }
+/// Whether native frames are unwound by their call frame information (`--native`).
+static NATIVE: AtomicBool = AtomicBool::new(false);
 /// Samples dropped because their thread's ring was full.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Whether a signal sampler runs in this process (there is one table).
@@ -283,9 +295,24 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
         out.ips[0] = ip;
         1
     } else {
-        // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
-        // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
-        unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return) }
+        let table = native::UNWIND.load(Ordering::Acquire);
+        let unwinder = slot.unwinder.load(Ordering::Acquire);
+        if NATIVE.load(Ordering::Relaxed) && !table.is_null() && !unwinder.is_null() {
+            // SAFETY: the table stays allocated while a handler runs (the resolver frees a
+            // replaced one only once none does, IN_HANDLER counting this one since before the
+            // load); the unwinder is the slot's, used by its owner's handler alone (`busy`).
+            let (table, unwinder) = unsafe { (&*table, &mut *unwinder) };
+            let cfi = |lookup: usize, regs: Regs, read: &dyn Fn(usize) -> Option<usize>| {
+                native::step(table, unwinder, lookup, regs, read)
+            };
+            // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
+            // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
+            unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return, cfi) }
+        } else {
+            // SAFETY: [lo, hi) is this thread's own stack (taken on the thread itself), and the
+            // thread is the one interrupted: its live part [sp, hi) is mapped while it runs.
+            unsafe { walk(ip, sp, fp, (lo, hi), &mut out.ips, is_osr_return, no_cfi) }
+        }
     };
     out.len = len;
     out.weight = 1 + overrun.max(0) as u32;
@@ -301,6 +328,11 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
 /// above it (within [`OSR_SCAN_WORDS`], below the next frame) holding the same saved RBP is that
 /// frame's, and the word after it the real return.
 ///
+/// `cfi` (`--native`) is asked first for each frame: given the frame's lookup address (its
+/// address, or its return address less one, which lies in the call), its registers and a reader
+/// of stack words (within `[frame's sp, hi)`, aligned), it gives the caller's registers by the
+/// frame's call frame information, or `None` for the RBP step.
+///
 /// # Safety
 /// If `sp` lies in `[lo, hi)`, every byte of `[sp, hi)` must be readable for the call.
 unsafe fn walk(
@@ -310,6 +342,7 @@ unsafe fn walk(
     (lo, hi): (usize, usize),
     out: &mut [usize],
     osr: impl Fn(usize) -> bool,
+    mut cfi: impl FnMut(usize, Regs, &dyn Fn(usize) -> Option<usize>) -> Option<Regs>,
 ) -> usize {
     let Some(first) = out.first_mut() else { return 0 };
     *first = ip;
@@ -317,9 +350,33 @@ unsafe fn walk(
     if !(lo <= sp && sp < hi && hi >= 16) {
         return len;
     }
-    let mut fp = fp;
-    let mut floor = sp;
-    while len < out.len() && fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8) {
+    // The frame being unwound: its address, the lowest stack address it may own (the
+    // interrupted RSP, then each caller's stack pointer) and its RBP.
+    let mut regs = Regs { ip, sp, fp };
+    while len < out.len() {
+        let (floor, fp) = (regs.sp, regs.fp);
+        let lookup = if len == 1 { regs.ip } else { regs.ip.wrapping_sub(1) };
+        let read = |addr: usize| -> Option<usize> {
+            if !(addr >= floor && addr <= hi - 8 && addr.is_multiple_of(8)) {
+                return None;
+            }
+            // SAFETY: an aligned word within [floor, hi), a part of [sp, hi) (`floor` never falls
+            // below the interrupted `sp`).
+            Some(unsafe { std::ptr::read_volatile(addr as *const usize) })
+        };
+        if let Some(caller) = cfi(lookup, regs, &read) {
+            // A caller lies above the frame and within the stack, or the walk ends.
+            if caller.ip == 0 || caller.sp <= floor || caller.sp > hi {
+                break;
+            }
+            out[len] = caller.ip;
+            len += 1;
+            regs = caller;
+            continue;
+        }
+        if !(fp >= floor && fp <= hi - 16 && fp.is_multiple_of(8)) {
+            break;
+        }
         // SAFETY: `fp` and `fp + 8` are aligned words within [sp, hi), checked above.
         let (next, ret) =
             unsafe { (std::ptr::read_volatile(fp as *const usize), std::ptr::read_volatile((fp + 8) as *const usize)) };
@@ -348,10 +405,14 @@ unsafe fn walk(
         if next <= fp {
             break;
         }
-        floor = fp + 16;
-        fp = next;
+        regs = Regs { ip: ret, sp: fp + 16, fp: next };
     }
     len
+}
+
+/// No call frame information: the plain RBP walk.
+fn no_cfi(_: usize, _: Regs, _: &dyn Fn(usize) -> Option<usize>) -> Option<Regs> {
+    None
 }
 
 /// Installs the handler; refuses if anything else handles the signal already.
@@ -597,6 +658,9 @@ impl Registry {
         if slot.ring.load(Ordering::Acquire).is_null() {
             let ring: Box<[Record]> = vec![Record::EMPTY; RING].into_boxed_slice();
             slot.ring.store(Box::into_raw(ring).cast(), Ordering::Release);
+        }
+        if NATIVE.load(Ordering::Relaxed) && slot.unwinder.load(Ordering::Acquire).is_null() {
+            slot.unwinder.store(Box::into_raw(native::Context::new()), Ordering::Release);
         }
         // The slot is free: no handler works in it (released with its busy flag clear).
         slot.head.store(0, Ordering::SeqCst);
@@ -907,7 +971,23 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
     if ACTIVE.swap(true, Ordering::SeqCst) {
         return Err("a signal sampler runs in this process already".to_string());
     }
+    // Before the handler: slots made from here on get their unwinder's memory, and the
+    // libraries loaded now are read before the first sample (a sampler thread busy reading them
+    // would leave the rings to fill).
+    NATIVE.store(ctx.settings.native(), Ordering::SeqCst);
+    let resolver = ctx.settings.native().then(|| {
+        let mut resolver = native::Resolver::new();
+        resolver.refresh(|| IN_HANDLER.load(Ordering::SeqCst) == 0);
+        resolver
+    });
+    // Unpublishes and frees the unwind tables of a start that fails (no handler runs then).
+    let drop_tables = |resolver: Option<native::Resolver>| {
+        if let Some(mut resolver) = resolver {
+            resolver.stop(IN_HANDLER.load(Ordering::SeqCst) == 0);
+        }
+    };
     if let Err(e) = install() {
+        drop_tables(resolver);
         ACTIVE.store(false, Ordering::SeqCst);
         return Err(e);
     }
@@ -936,6 +1016,7 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         registry: Arc::clone(&registry),
         stop: Arc::clone(&stop),
         find: Arc::clone(&find),
+        resolver,
     };
     let thread = std::thread::Builder::new()
         .name("corprof-signal-sampler".to_string())
@@ -946,6 +1027,8 @@ pub(crate) fn start(ctx: &Context<'_>) -> Result<Started, String> {
         Err(e) => {
             lock(&registry).stop();
             uninstall();
+            // The resolver went with the thread's closure; its last table is left allocated.
+            native::UNWIND.store(std::ptr::null_mut(), Ordering::SeqCst);
             ACTIVE.store(false, Ordering::SeqCst);
             return Err(e);
         }
@@ -1076,6 +1159,9 @@ struct Drainer {
     stop: Arc<Stop>,
     /// Set after an attach's event mask: find the threads that were running (once).
     find: Arc<AtomicBool>,
+    /// `--native`: names native frames by their libraries and keeps the handler's unwind
+    /// table; `None`: runs of native frames fold into `[native]`.
+    resolver: Option<native::Resolver>,
 }
 
 impl Drainer {
@@ -1112,7 +1198,7 @@ impl Drainer {
         }
     }
 
-    fn run(self) -> (Profile, Pauses) {
+    fn run(mut self) -> (Profile, Pauses) {
         let mut thread_ready = false;
         let mut profile = Profile::new(Unit::Samples);
         let mut pauses = Pauses::default();
@@ -1120,6 +1206,12 @@ impl Drainer {
         let mut functions: HashMap<usize, Frame> = HashMap::new();
         let mut forgot = Instant::now();
         let mut reaped = Instant::now();
+        // `--native`: the libraries' names and unwind tables, and the names given to addresses.
+        let mut resolver = self.resolver.take();
+        let mut native_names: HashMap<usize, String> = HashMap::new();
+        // The resolver comes with the mappings read once (`start`).
+        let mut refreshed = Instant::now();
+        let idle = || IN_HANDLER.load(Ordering::SeqCst) == 0;
         loop {
             let stopped = self.stop.wait_until(Instant::now() + DRAIN_EVERY);
             if !thread_ready {
@@ -1137,7 +1229,18 @@ impl Drainer {
             let drained = lock(&self.registry).drain(&self.threads);
             if forgot.elapsed() >= FORGET_ADDRESSES_EVERY {
                 functions.clear();
+                native_names.clear();
                 forgot = Instant::now();
+            }
+            // The mappings read again now and then (libraries loaded since), and at once when a
+            // sample holds an address in none of them (below).
+            let mut fresh = false;
+            if let Some(resolver) = resolver.as_mut()
+                && refreshed.elapsed() >= REFRESH_MAPS_EVERY
+            {
+                resolver.refresh(idle);
+                refreshed = Instant::now();
+                fresh = true;
             }
             for batch in drained {
                 let root = match &batch.name {
@@ -1156,6 +1259,8 @@ impl Drainer {
                 }
                 for (ips, weight) in weights {
                     let mut stack: Vec<Frame> = Vec::with_capacity(ips.len());
+                    // `--native`: every frame named, innermost first.
+                    let mut named: Vec<String> = Vec::new();
                     let mut before: Option<(usize, Frame)> = None;
                     for (i, &ip) in ips.iter().enumerate() {
                         // A return address is the instruction after the call: look up the call.
@@ -1167,10 +1272,31 @@ impl Drainer {
                             self.learn_osr(f, inner, at, ip);
                         }
                         before = Some((at, frame));
-                        frames::push(&mut stack, frame);
+                        match (resolver.as_mut(), frame) {
+                            (None, _) => frames::push(&mut stack, frame),
+                            (Some(_), Some(function)) => named.push(names.name(function)),
+                            (Some(resolver), None) => {
+                                let name = native_names.entry(at).or_insert_with(|| {
+                                    let mut native = resolver.name(at);
+                                    if native == native::Native::Other("[unknown]") && !fresh {
+                                        // A library loaded since the last look: look again,
+                                        // once per drain.
+                                        resolver.refresh(idle);
+                                        refreshed = Instant::now();
+                                        fresh = true;
+                                        native = resolver.name(at);
+                                    }
+                                    native.frame()
+                                });
+                                named.push(name.clone());
+                            }
+                        }
                     }
-                    let path: Vec<String> =
-                        std::iter::once(root.clone()).chain(frames::folded(&stack, |f| names.name(f))).collect();
+                    let path: Vec<String> = if resolver.is_some() {
+                        std::iter::once(root.clone()).chain(named.into_iter().rev()).collect()
+                    } else {
+                        std::iter::once(root.clone()).chain(frames::folded(&stack, |f| names.name(f))).collect()
+                    };
                     let path = if profile.stacks.len() >= MAX_STACKS && !profile.stacks.contains_key(&path) {
                         vec![root.clone(), "[truncated]".to_string()]
                     } else {
@@ -1186,6 +1312,11 @@ impl Drainer {
                     break;
                 }
             }
+        }
+        if let Some(resolver) = resolver.as_mut() {
+            // The handler is uninstalled by now (stopping does that first); a table is freed
+            // only if no handler still runs.
+            resolver.stop(idle());
         }
         (profile, pauses)
     }
@@ -1246,7 +1377,7 @@ mod tests {
         fn walk_osr(&self, sp_word: usize, fp: usize, bounds: (usize, usize), osr: &[usize]) -> Vec<usize> {
             let mut out = [0usize; 8];
             // SAFETY: every bound the tests give lies within this stack's 64 words.
-            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out, |r| osr.contains(&r)) };
+            let len = unsafe { walk(0x1000, self.at(sp_word), fp, bounds, &mut out, |r| osr.contains(&r), no_cfi) };
             out[..len].to_vec()
         }
         fn bounds(&self) -> (usize, usize) {
@@ -1302,6 +1433,48 @@ mod tests {
         // also ends the walk there) is not taken for the Tier0 frame's.
         s.0[30] = s.at(30);
         assert_eq!(s.walk_osr(4, s.at(4), b, &[0xbad]), [0x1000, 0xa, 0xbad, 0xd]);
+    }
+
+    #[test]
+    fn frames_with_call_frame_information_are_unwound_by_it_the_others_by_rbp() {
+        let mut s = Stack([0; 64]);
+        // A frameless leaf at 0x1000 (its return address 0xe at word 6, RBP untouched), called by
+        // a frameless function at 0xe (return 0xf at word 8), called by a chain of RBP frames at
+        // words 10 and 20.
+        s.0[6] = 0xe;
+        s.0[8] = 0xf;
+        s.frame(10, s.at(20), 0xa);
+        s.frame(20, 0, 0xb);
+        let b = s.bounds();
+        let (at6, at8) = (s.at(6), s.at(8));
+        let cfi = |lookup: usize, regs: Regs, read: &dyn Fn(usize) -> Option<usize>| match lookup {
+            0x1000 => Some(Regs { ip: read(at6)?, sp: at6 + 8, fp: regs.fp }),
+            0xd => Some(Regs { ip: read(at8)?, sp: at8 + 8, fp: regs.fp }),
+            _ => None,
+        };
+        let mut out = [0usize; 8];
+        // SAFETY: the bounds lie within the fake stack.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, cfi) };
+        assert_eq!(out[..len], [0x1000, 0xe, 0xf, 0xa, 0xb]);
+        // Without it, the two frameless frames are lost.
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, no_cfi) };
+        assert_eq!(out[..len], [0x1000, 0xa, 0xb]);
+        // A caller below the frame, or reads outside the stack, end the walk or fall back to RBP.
+        let down =
+            |_: usize, regs: Regs, _: &dyn Fn(usize) -> Option<usize>| Some(Regs { ip: 0xe, sp: regs.sp, fp: 0 });
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, down) };
+        assert_eq!(out[..len], [0x1000]);
+        let outside = |_: usize, _: Regs, read: &dyn Fn(usize) -> Option<usize>| {
+            assert_eq!(read(s.at(2)), None, "below the frame");
+            assert_eq!(read(b.1), None, "above the stack");
+            assert_eq!(read(s.at(6) + 1), None, "unaligned");
+            None
+        };
+        // SAFETY: as above.
+        let len = unsafe { walk(0x1000, s.at(4), s.at(10), b, &mut out, |_| false, outside) };
+        assert_eq!(out[..len], [0x1000, 0xa, 0xb]);
     }
 
     #[test]

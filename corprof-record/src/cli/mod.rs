@@ -68,6 +68,11 @@ pub struct RecordArgs {
     /// every thread.
     #[arg(long, value_enum)]
     pub sampler: Option<Sampler>,
+    /// cpu, signal sampler: record native frames (the runtime's GC, JIT and type loader, libc,
+    /// P/Invoke targets) between the managed ones, named `lib!symbol` or `lib`, instead of one
+    /// `[native]` per run of them.
+    #[arg(long)]
+    pub native: bool,
     /// alloc: `sampled` (about one allocation per 100 KB, weighted so totals are unbiased) or
     /// `exact` (every allocation).
     #[arg(long, value_enum, default_value_t = Alloc::Sampled)]

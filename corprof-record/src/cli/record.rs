@@ -11,7 +11,7 @@ use super::output::{
 };
 use super::signals::{self, Signals};
 use super::status::{self, Status};
-use super::{Alloc, Clock, Error, Mode, RecordArgs};
+use super::{Alloc, Clock, Error, Mode, RecordArgs, Sampler};
 use corprof_record::formats::latency::text_line;
 use corprof_record::formats::pprof::Period;
 use corprof_record::formats::summary::{SUMMARY_TOP, summary_lines};
@@ -99,6 +99,15 @@ pub fn run(args: &RecordArgs) -> Result<i32, Error> {
             return Err(Error::usage("--sampler is for --mode cpu"));
         }
         settings.push((settings::SAMPLER, sampler.name().to_string()));
+    }
+    if args.native {
+        if args.mode != Mode::Cpu || args.sampler == Some(Sampler::Suspend) {
+            return Err(Error::usage(
+                "--native is for --mode cpu with the signal sampler (native frames are read in its signal handler; \
+                 the suspension sampler sees only managed ones)",
+            ));
+        }
+        settings.push((settings::NATIVE, "1".to_string()));
     }
     if let Some(filter) = &args.filter {
         settings.push((settings::FILTER, filter.clone()));

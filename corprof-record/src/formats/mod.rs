@@ -109,6 +109,19 @@ pub fn write(profile: &Profile, format: Format, title: &str, out: &mut dyn Write
 
 /// [`write()`] with every option.
 pub fn write_with(profile: &Profile, format: Format, options: &Options<'_>, out: &mut dyn Write) -> io::Result<()> {
+    // Native frames' offsets (`--native`) are kept by the raw formats; the others show the name
+    // alone, the frames of one function (or one stripped library) merged.
+    let merged;
+    let profile = match format {
+        Format::Speedscope | Format::Pprof => profile,
+        _ => match profile.without_offsets() {
+            Some(without) => {
+                merged = without;
+                &merged
+            }
+            None => profile,
+        },
+    };
     match format {
         Format::Svg => flamegraph::write_svg(profile, options.title, out),
         Format::Html => flamegraph::write_html(profile, options.title, out),

@@ -17,7 +17,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::profile::{Profile, Unit};
+use crate::profile::{Profile, Unit, split_offset};
 
 /// How much time one cpu sample stands for, and on which clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +72,9 @@ pub mod proto {
     pub struct Location {
         #[prost(uint64, tag = "1")]
         pub id: u64,
+        /// A native frame's address in its library (`--native`), else 0.
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
         #[prost(message, repeated, tag = "4")]
         pub line: Vec<Line>,
     }
@@ -161,8 +164,11 @@ pub fn encode(profile: &Profile, period: Option<Period>) -> proto::Profile {
         }
     }
     let ns = period.map_or(0, |p| p.nanoseconds);
-    // One Function and one Location per frame name; ids start at 1 (0 means "none").
+    // One Function per frame name and one Location per frame (a native frame's name with its
+    // offset in its library: one Location per address, one Function per function); ids start at
+    // 1 (0 means "none").
     let mut locations: HashMap<&str, u64> = HashMap::new();
+    let mut functions: HashMap<&str, u64> = HashMap::new();
     for (frames, entry) in &profile.stacks {
         if entry.value == 0 && entry.count == 0 {
             continue;
@@ -172,13 +178,20 @@ pub fn encode(profile: &Profile, period: Option<Period>) -> proto::Profile {
             .rev()
             .map(|frame| {
                 *locations.entry(frame.as_str()).or_insert_with(|| {
+                    let (function, address) = split_offset(frame);
+                    let function_id = *functions.entry(function).or_insert_with(|| {
+                        let id = out.function.len() as u64 + 1;
+                        let name = strings.get(function);
+                        // No system name: pprof takes a name equal to it for one still to
+                        // demangle, and strips what it reads as C++ template arguments, merging
+                        // `List<int>::Add` with `List<double>::Add`; a name with none is kept as
+                        // it is.
+                        out.function.push(proto::Function { id, name, system_name: 0 });
+                        id
+                    });
                     let id = out.location.len() as u64 + 1;
-                    let name = strings.get(frame);
-                    // No system name: pprof takes a name equal to it for one still to demangle,
-                    // and strips what it reads as C++ template arguments, merging
-                    // `List<int>::Add` with `List<double>::Add`; a name with none is kept as it is.
-                    out.function.push(proto::Function { id, name, system_name: 0 });
-                    out.location.push(proto::Location { id, line: vec![proto::Line { function_id: id }] });
+                    let address = address.unwrap_or(0);
+                    out.location.push(proto::Location { id, address, line: vec![proto::Line { function_id }] });
                     id
                 })
             })
