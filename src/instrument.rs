@@ -1503,7 +1503,8 @@ pub(crate) fn rejit_failed(module: usize, method: u32, status: HResult) {
 /// A module's entry methods: static methods of its `<Module>` type, each passing its arguments
 /// on to one of corprof's native entry points through `calli`. Wrapped bodies call them with a
 /// plain `call`, which the JIT compiles far faster than an unmanaged `calli` at each call site
-/// (BENCHMARKS.md §12), and which it inlines where it optimizes. Made only while the module
+/// (BENCHMARKS.md §12); optimized code keeps the call (CoreCLR 8.0.4 does not inline them).
+/// Made only while the module
 /// loads, before any of its code ran; made once per module, entry and signature.
 #[derive(Default)]
 struct Entries {
