@@ -8,11 +8,11 @@
 
 mod support;
 use support::TempDir;
-use support::{clean, dotnet};
+use support::{Output, clean, dotnet, finish_within};
 
 use corprof_record::settings;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,43 +31,9 @@ fn corprof() -> Command {
     cmd
 }
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Waits for `child` (killing it after [`RUN_TIMEOUT`]) and collects its output.
 fn finish(child: Child) -> Output {
     finish_within(child, RUN_TIMEOUT)
-}
-
-/// [`finish`], killing the child and failing after `timeout`.
-fn finish_within(mut child: Child, timeout: Duration) -> Output {
-    let pipe = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = pipe(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = pipe(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("did not finish in {timeout:?}: {}", err.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
 }
 
 fn record(args: &[&str]) -> Output {

@@ -10,48 +10,18 @@
 //! needs too) and `strip`.
 
 mod support;
-use support::{TempDir, clean};
+use support::{Output, TempDir, clean};
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Waits for `child` (killing it after [`RUN_TIMEOUT`]) and collects its output.
-fn finish(mut child: Child) -> Output {
-    let pipe = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = pipe(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = pipe(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("did not finish in {RUN_TIMEOUT:?}: {}", err.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+fn finish(child: Child) -> Output {
+    support::finish_within(child, RUN_TIMEOUT)
 }
 
 /// The native libraries RecordNative calls, built into `dir`: libcorprofnative.so (with its

@@ -1,7 +1,9 @@
 //! What the command's integration tests share.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 /// A folder of the test's own under the system's temp folder, removed at the end.
 pub struct TempDir(pub PathBuf);
@@ -63,4 +65,41 @@ pub fn corprof_exe() -> PathBuf {
     let lib = exe.with_file_name("libcorprof_record_profiler.so");
     assert!(lib.is_file(), "{} is missing: run `cargo build -p corprof-record-profiler` first", lib.display());
     exe
+}
+
+/// What a finished command gave.
+#[allow(dead_code)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Waits for `child`, killing it and failing after `timeout`, and collects its output.
+#[allow(dead_code)]
+pub fn finish_within(mut child: Child, timeout: Duration) -> Output {
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = pipe(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = pipe(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("did not finish in {timeout:?}: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
 }

@@ -228,14 +228,7 @@ impl Wrapper {
         };
         let endfinally = body.push(Instruction::simple(OpCode::ENDFINALLY));
         let finally_start = finally_start.unwrap_or(endfinally);
-        let the_end = match ret {
-            Some(r) => {
-                let l = body.push(Instruction::ldloc(r));
-                body.push(Instruction::simple(OpCode::RET));
-                l
-            }
-            None => body.push(Instruction::simple(OpCode::RET)),
-        };
+        let the_end = push_return(&mut body, ret);
         if let Some((_, _, _, leaves)) = end_guard {
             for l in leaves {
                 if let Some(ins) = body.get_mut(l) {
@@ -339,14 +332,7 @@ impl Wrapper {
         }
         let endfinally = body.push(Instruction::simple(OpCode::ENDFINALLY));
         let finally = finally.unwrap_or(endfinally);
-        let the_end = match ret {
-            Some(r) => {
-                let l = body.push(Instruction::ldloc(r));
-                body.push(Instruction::simple(OpCode::RET));
-                l
-            }
-            None => body.push(Instruction::simple(OpCode::RET)),
-        };
+        let the_end = push_return(&mut body, ret);
         // A region of the original code that ran to the end of the code ends where the tail
         // starts.
         for c in &mut body.clauses {
@@ -368,6 +354,13 @@ impl Wrapper {
         body.max_stack = max;
         Ok(Wrapped { body, locals: locals_bytes, frame })
     }
+}
+
+/// Appends the method's one return, of the value in `ret` (if any), and returns its label.
+fn push_return(body: &mut MethodBody, ret: Option<u16>) -> Label {
+    let first = ret.map(|r| body.push(Instruction::ldloc(r)));
+    let last = body.push(Instruction::simple(OpCode::RET));
+    first.unwrap_or(last)
 }
 
 /// Begin and end code must be straight-line: no branches, returns or throws, no dangling prefix.
