@@ -138,8 +138,11 @@ fn native_gc_beneath_the_allocating_method_3() {
 /// offset in its library, the others merge the offsets.
 fn named_by_symbols_or_library(runtime: &str) {
     let options = ["--native", "--interval-ms", "2", "--format", "folded"];
-    let (_, text) = record(runtime, &options, &["pinvoke", "3000"], &format!("pinvoke-{runtime}"));
+    let (run, text) = record(runtime, &options, &["pinvoke", "3000"], &format!("pinvoke-{runtime}"));
     let stacks = folded(&text);
+    // The summary the command prints names frames as the text format does.
+    assert!(run.stderr.contains("corprof: top frames by self samples"), "CoreCLR {runtime}: {}", run.stderr);
+    assert!(!run.stderr.contains(" (+0x"), "CoreCLR {runtime}: the summary keeps an offset: {}", run.stderr);
     // The entry, then its callee, then the leaf: consecutive frames.
     fn chain(frames: &[&str], lib: &str, outer: &str, inner: &str) -> bool {
         let entry = format!("{lib}!corprof_spin_entry");
