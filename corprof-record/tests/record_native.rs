@@ -109,6 +109,13 @@ fn gc_beneath_the_allocating_method(runtime: &str) {
          libcoreclr.so beneath it:\n{text}"
     );
     assert!(!text.contains("[native]"), "CoreCLR {runtime} --native: a [native] frame");
+    if runtime == "3" {
+        // 3.1.23's libcoreclr.so keeps its symbols: the allocation helper the JIT's code calls is
+        // named (the README's example).
+        let named = |frames: &[&str]| beneath(frames, ALLOCATE, |f| f == "libcoreclr.so!JIT_NewArr1");
+        let (named, _) = share(&stacks, "[thread Allocator]", named);
+        assert!(named > 0, "CoreCLR 3: no libcoreclr.so!JIT_NewArr1 beneath Allocate:\n{text}");
+    }
 
     let options = ["--interval-ms", "2", "--format", "folded"];
     let (_, text) = record(runtime, &options, &["gc", "1500"], &format!("gc-plain-{runtime}"));
