@@ -295,7 +295,10 @@ unsafe fn record(slot: &Slot, context: *const libc::ucontext_t, overrun: libc::c
         out.ips[0] = ip;
         1
     } else {
-        let table = native::UNWIND.load(Ordering::Acquire);
+        // SeqCst, as the count's increment and the resolver's swap and count: of this load and
+        // the resolver's look at the count after its swap, one sees the other (an acquire load
+        // could still read a table the resolver then frees).
+        let table = native::UNWIND.load(Ordering::SeqCst);
         let unwinder = slot.unwinder.load(Ordering::Acquire);
         if NATIVE.load(Ordering::Relaxed) && !table.is_null() && !unwinder.is_null() {
             // SAFETY: the table stays allocated while a handler runs (the resolver frees a

@@ -150,10 +150,7 @@ fn emit(args: &RecordArgs, temp: &TempOut, recorded: Recorded, output: &Path, st
             let period = (args.mode == Mode::Cpu)
                 .then(|| Period { clock: args.clock.name(), nanoseconds: args.interval_ms.saturating_mul(1_000_000) });
             write_profile(&profile, args.format(), &title, period, output).map_err(Error::failed)?;
-            // Native frames by name, as the text format shows them: a stripped library's frames
-            // are one frame, not one per offset.
-            let merged = profile.without_offsets();
-            for line in summary_lines(merged.as_ref().unwrap_or(&profile), SUMMARY_TOP) {
+            for line in summary_lines(&profile, SUMMARY_TOP) {
                 eprintln!("corprof: {line}");
             }
             eprintln!("corprof: wrote {} ({} {})", output.display(), profile.total(), profile.unit.name());

@@ -86,8 +86,12 @@ fn rank<'a>(rows: impl Iterator<Item = (&'a str, u64, u64)>, top: usize) -> Vec<
 }
 
 /// The summary's lines (without the command's prefix): headings, then rows indented by two
-/// spaces, each with its share of the whole. Nothing for an empty profile.
+/// spaces, each with its share of the whole. Nothing for an empty profile. Native frames are
+/// named without their offsets, as the text format names them (a stripped library's frames are
+/// one row, not one per address).
 pub fn summary_lines(profile: &Profile, top: usize) -> Vec<String> {
+    let merged = profile.without_offsets();
+    let profile = merged.as_ref().unwrap_or(profile);
     let total = profile.total();
     if total == 0 {
         return Vec::new();
@@ -178,6 +182,17 @@ mod tests {
 
     fn names(rows: &[Row]) -> Vec<(&str, u64)> {
         rows.iter().map(|r| (r.name.as_str(), r.value)).collect()
+    }
+
+    #[test]
+    fn native_frames_are_summed_by_name_not_by_offset() {
+        let mut p = Profile::new(Unit::Samples);
+        p.add(&frames("[thread Main];App::Main;libcoreclr.so (+0x10)"), 30, 0);
+        p.add(&frames("[thread Main];App::Main;libcoreclr.so (+0x20)"), 30, 0);
+        p.add(&frames("[thread Main];App::Main"), 40, 0);
+        let lines = summary_lines(&p, 10);
+        assert_eq!(lines[1], "        60   60.0%  libcoreclr.so", "{lines:#?}");
+        assert!(lines.iter().all(|l| !l.contains("(+0x")), "{lines:#?}");
     }
 
     #[test]
