@@ -1201,6 +1201,7 @@ impl Instrumentation {
         // Opened once per module, for the Rust handlers' bodies.
         let mut emit: Option<Result<MetaDataEmit, String>> = None;
         let mut entries = Entries::default();
+        let mut tokens = SigTokens::default();
         // Every type's full name, read once per module when a target's type has a `*`.
         let mut types: Option<Vec<(mdTypeDef, String)>> = None;
         // The names of the types the module's file defines, read from the file: the module's
@@ -1209,6 +1210,10 @@ impl Instrumentation {
         // app's start-up on CoreCLR 8.0.4); `None` when the file cannot be read so, and the
         // import answers.
         let mut defined: Option<Option<corprof_sig::image::TypeNames>> = None;
+        // Whether the file defines a target's type, by type name: many targets name one type.
+        let mut answers: HashMap<&str, bool> = HashMap::new();
+        // The TypeDef of a target's type, by type name, once found in the import.
+        let mut found: HashMap<&str, Option<mdTypeDef>> = HashMap::new();
         // What a module loaded before `start` can still take (see `Budget`).
         let mut budget: Option<Budget> = None;
         // The ReJITs to request (with the startup bit found, for a managed handler's): asked for
@@ -1222,7 +1227,7 @@ impl Instrumentation {
                 continue;
             }
             if let Some(names) = defined.get_or_insert_with(|| file_type_names(&m.name))
-                && !defines(names, &target.type_name)
+                && !*answers.entry(target.type_name.as_str()).or_insert_with(|| defines(names, &target.type_name))
             {
                 continue;
             }
@@ -1238,7 +1243,9 @@ impl Instrumentation {
                 let all = types.get_or_insert_with(|| all_types(import));
                 all.iter().filter(|(_, name)| glob(&target.type_name, name)).cloned().collect()
             } else {
-                find_type(import, &target.type_name).map(|td| (td, target.type_name.clone())).into_iter().collect()
+                let td =
+                    *found.entry(target.type_name.as_str()).or_insert_with(|| find_type(import, &target.type_name));
+                td.map(|td| (td, target.type_name.clone())).into_iter().collect()
             };
             let (exact, pattern) = match target.method.as_deref() {
                 Some(m) if m.contains('*') => (None, Some(m)),
@@ -1312,6 +1319,7 @@ impl Instrumentation {
                                     &task_end,
                                     entries,
                                     budget,
+                                    &mut tokens,
                                 )
                             })
                             .map(|(b, task)| (b, task.then_some(managed::RESOLVABLE_BIT)))
@@ -1563,6 +1571,23 @@ impl Entries {
     }
 }
 
+/// The signature tokens made in one module, by their bytes: its wrapped methods share most of
+/// them (the entries' signatures, locals of the same shape), and each `GetTokenFromSig` is a
+/// search of the module's metadata and may add to it.
+#[derive(Default)]
+struct SigTokens(HashMap<Vec<u8>, Token>);
+
+impl SigTokens {
+    fn get(&mut self, emit: &MetaDataEmit, bytes: &[u8]) -> crate::Result<Token> {
+        if let Some(token) = self.0.get(bytes) {
+            return Ok(*token);
+        }
+        let token = Token(emit.get_token_from_sig(bytes)?);
+        self.0.insert(bytes.to_vec(), token);
+        Ok(token)
+    }
+}
+
 /// `<Module>`, the type of a module's global functions: its first TypeDef.
 const MODULE_TYPE: mdTypeDef = 0x0200_0001;
 
@@ -1777,6 +1802,7 @@ fn wrapped_body(
     task_end: &Result<(), String>,
     mut entries: Option<&mut Entries>,
     budget: Option<&mut Budget>,
+    tokens: &mut SigTokens,
 ) -> Result<(MethodBody, bool), String> {
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
     if props.code_rva == 0 || props.impl_flags & 0x3 != 0 || props.attr & 0x2000 != 0 {
@@ -1791,9 +1817,9 @@ fn wrapped_body(
     if let Some(budget) = budget {
         budget.take(sig_bytes.len(), locals.as_ref().map_or(0, Vec::len))?;
     }
-    let sig_token = |s: &MethodSig| -> Result<Token, String> {
+    let mut sig_token = |s: &MethodSig| -> Result<Token, String> {
         let bytes = s.encode().map_err(|e| e.to_string())?;
-        emit.get_token_from_sig(&bytes).map(Token).map_err(|e| format!("a signature token: {e}"))
+        tokens.get(emit, &bytes).map_err(|e| format!("a signature token: {e}"))
     };
     let d = registry().definitions.get(definition.0 as usize).and_then(OnceLock::get);
     let task = if d.is_some_and(|d| d.task_end) { managed::task_return(info, import, module, &sig.ret) } else { None };
@@ -1968,8 +1994,7 @@ fn wrapped_body(
         WrapError::Refused(r) => r.to_string(),
         e => e.to_string(),
     })?;
-    let locals_token =
-        emit.get_token_from_sig(wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?;
+    let locals_token = tokens.get(emit, wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?.0;
     // The new code calls into this library for the process's life.
     crate::info_gate::pin_library();
     Ok((wrapped.into_body(Token(locals_token)), task_call.is_some()))

@@ -434,20 +434,18 @@ impl TypeNames {
     fn is_at(&self, index: u32, text: &[u8]) -> bool {
         // As `bytes` reads: past the heap is empty, and a name without its end ends with it.
         let rest = self.heap.get(index as usize..).unwrap_or_default();
+        // Most names differ at their first byte: decided there, without a comparison call.
+        if rest.first() != text.first() {
+            return text.is_empty() && rest.first() == Some(&0);
+        }
         rest.starts_with(text) && matches!(rest.get(text.len()), Some(0) | None)
     }
 
-    /// Whether the row's own name, `Namespace.Name` or `Name`, is `text`: tried for each place
-    /// a namespace could end, most rows failing at their name's first bytes.
-    fn own_is(&self, rid: usize, text: &[u8]) -> bool {
+    /// Whether the row's own name, `Namespace.Name` or `Name`, is the text `splits` were made
+    /// of (see [`splits`]): most rows fail at their name's first bytes.
+    fn own_is(&self, rid: usize, splits: &[(&[u8], &[u8])]) -> bool {
         let Some(&(name, namespace)) = self.own.get(rid.wrapping_sub(1)) else { return false };
-        if self.is_at(name, text) && self.is_at(namespace, b"") {
-            return true;
-        }
-        text.iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'.')
-            .any(|(dot, _)| self.is_at(name, &text[dot + 1..]) && self.is_at(namespace, &text[..dot]) && dot > 0)
+        splits.iter().any(|(ns, n)| self.is_at(name, n) && self.is_at(namespace, ns))
     }
 
     /// The full name of TypeDef row `rid` (1-based) as the runtime spells it; `None` for a row
@@ -482,10 +480,11 @@ impl TypeNames {
     /// Whether the module defines the type whose full name is `full_name` (`Namespace.Type`,
     /// `Namespace.Outer+Inner`), compared byte for byte without making any name.
     pub fn contains(&self, full_name: &str) -> bool {
-        let parts: Vec<&[u8]> = full_name.split('+').map(str::as_bytes).collect();
+        // Each part's splits are made once, not once per row.
+        let parts: Vec<Vec<(&[u8], &[u8])>> = full_name.split('+').map(|p| splits(p.as_bytes())).collect();
+        let Some(innermost) = parts.last() else { return false };
         (1..=self.own.len()).any(|rid| {
             // The innermost first: most rows fail on their own name at once.
-            let Some(innermost) = parts.last() else { return false };
             if !self.own_is(rid, innermost) {
                 return false;
             }
@@ -493,4 +492,11 @@ impl TypeNames {
             chain.len() == parts.len() && chain.iter().zip(parts.iter().rev()).all(|(&r, part)| self.own_is(r, part))
         })
     }
+}
+/// The ways `text` reads as `(namespace, name)`: the whole as a name without a namespace, then
+/// split at each dot after the first byte.
+fn splits(text: &[u8]) -> Vec<(&[u8], &[u8])> {
+    let dots =
+        text.iter().enumerate().filter(|&(i, b)| *b == b'.' && i > 0).map(|(dot, _)| (&text[..dot], &text[dot + 1..]));
+    std::iter::once((&b""[..], text)).chain(dots).collect()
 }

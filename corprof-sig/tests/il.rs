@@ -965,6 +965,25 @@ mod wrap {
     }
 
     #[test]
+    fn unguarded_wrapping_retargets_what_named_a_dropped_tail_prefix() {
+        // ldc.i4.0; brtrue TAIL; nop; TAIL: tail. call Callee; ret
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::LDC_I4_0));
+        let branch = b.push(op(OpCode::NOP));
+        b.push(op(OpCode::NOP));
+        let tail = b.push(op(OpCode::TAIL));
+        let call = b.push(Instruction::token(OpCode::CALL, CALLEE));
+        b.push(op(OpCode::RET));
+        *b.get_mut(branch).unwrap() = Instruction::branch(OpCode::BRTRUE, tail);
+        let w = Wrapper::new(&b, &int_method(), None).unwrap();
+        let end = |returned: u16| [Instruction::ldloc(returned), Instruction::token(OpCode::CALL, HANDLER)];
+        let body = w.finish_unguarded([], end, sigs).unwrap().into_body(Token::new(Token::STANDALONE_SIG, 1));
+        assert!(body.iter().all(|(_, i)| i.opcode != OpCode::TAIL));
+        assert_eq!(body.get(branch), Some(&Instruction::branch(OpCode::BRTRUE, call)), "the branch reaches the call");
+        assert_eq!(body.get(call).map(|i| i.opcode), Some(OpCode::CALL));
+    }
+
+    #[test]
     fn unguarded_wrapping_keeps_the_bodys_regions_inside_and_first() {
         // br TRY; OUT: ret; TRY: nop; leave OUT; (catch) pop; leave OUT  -- the handler ends at END
         let mut b = MethodBody::new();

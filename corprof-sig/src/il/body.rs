@@ -52,6 +52,10 @@ impl Bytes<'_> {
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
+    /// How many bytes are left to read.
+    pub(super) fn bytes_left(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
     pub(super) fn u8(&mut self) -> Result<u8, IlError> {
         Ok(self.array::<1>()?[0])
     }
@@ -148,7 +152,18 @@ impl MethodBody {
         let clauses = self.clause_offsets(&layout)?;
         let sections = self.plan_sections(&clauses);
         let tiny = self.fat.is_none() && code_size < 64 && self.max_stack <= 8 && sections.is_empty();
-        let mut out = Vec::with_capacity(12 + code_size + 16);
+        // The header, the code, alignment, and every section at its largest: written into one
+        // allocation.
+        let section_bytes: usize = sections
+            .iter()
+            .map(|s| match s {
+                sections::Planned::Eh { clauses, extra, pad, .. } => {
+                    4 + 24 * clauses.len() + extra.len() + pad.len() + 3
+                }
+                sections::Planned::Raw(bytes) => bytes.len() + 3,
+            })
+            .sum();
+        let mut out = Vec::with_capacity(12 + code_size + 3 + section_bytes);
         if tiny {
             out.push((code_size as u8) << 2 | TINY_FORMAT);
         } else {

@@ -119,8 +119,9 @@ impl Instruction {
     /// Whether the operand is of the kind the opcode takes.
     pub fn operand_fits(&self) -> bool {
         use OperandKind as K;
+        let kind = self.opcode.operand_kind();
         matches!(
-            (self.opcode.operand_kind(), &self.operand),
+            (kind, &self.operand),
             (K::InlineNone, Operand::None)
                 | (K::ShortInlineI, Operand::I8(_))
                 | (K::InlineI, Operand::I32(_))
@@ -134,7 +135,7 @@ impl Instruction {
                     Operand::Token(_)
                 )
                 | (K::InlineVar, Operand::Var(_))
-        ) || matches!((self.opcode.operand_kind(), &self.operand), (K::ShortInlineVar, Operand::Var(v)) if *v <= 0xff)
+        ) || matches!((kind, &self.operand), (K::ShortInlineVar, Operand::Var(v)) if *v <= 0xff)
     }
     /// `ldarg` of argument `index` (`this` is 0), in the shortest form.
     pub fn ldarg(index: u16) -> Instruction {

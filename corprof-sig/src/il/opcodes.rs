@@ -49,6 +49,7 @@ pub enum OperandKind {
 
 impl OperandKind {
     /// The operand's size in bytes; a switch's is `4 + 4 × targets`, given here as 4.
+    #[inline]
     pub const fn size(self) -> usize {
         match self {
             OperandKind::InlineNone => 0,
@@ -127,7 +128,7 @@ macro_rules! opcodes {
             )*
         }
         /// Every opcode, by value.
-        static TABLE: &[OpInfo] = &[$(OpInfo {
+        const OPCODES: &[OpInfo] = &[$(OpInfo {
             opcode: OpCode($value),
             name: $name,
             operand: OperandKind::$kind,
@@ -135,6 +136,7 @@ macro_rules! opcodes {
             pushes: count!($push),
             flow: Flow::$flow,
         },)*];
+        static TABLE: &[OpInfo] = OPCODES;
     };
 }
 
@@ -360,11 +362,38 @@ opcodes! {
     READONLY = 0xfe1e "readonly." InlineNone 0 0 Prefix;
 }
 
+/// The slot of an opcode value in [`INDEX`]: one-byte opcodes at their byte, `0xfe` ones
+/// after them; `None` for a value that is neither.
+const fn slot(value: u16) -> Option<usize> {
+    match value {
+        0x00..=0xff => Some(value as usize),
+        0xfe00..=0xfeff => Some(0x100 + (value & 0xff) as usize),
+        _ => None,
+    }
+}
+
+/// Where each opcode value's entry is in [`TABLE`] (`u8::MAX`: no opcode has it), so that
+/// what an opcode is, asked for every instruction read, written or checked, is one load.
+static INDEX: [u8; 0x200] = {
+    assert!(OPCODES.len() < u8::MAX as usize);
+    let mut index = [u8::MAX; 0x200];
+    let mut i = 0;
+    while i < OPCODES.len() {
+        if let Some(s) = slot(OPCODES[i].opcode.0) {
+            index[s] = i as u8;
+        }
+        i += 1;
+    }
+    index
+};
+
 impl OpCode {
     /// The opcode with this value (`0x00..=0xff` one-byte, `0xfe00..=0xfeff` two-byte), if
     /// the instruction set has one.
+    #[inline]
     pub fn from_value(value: u16) -> Option<OpCode> {
-        TABLE.binary_search_by_key(&value, |i| i.opcode.0).ok().map(|i| TABLE[i].opcode)
+        let i = *INDEX.get(slot(value)?)?;
+        TABLE.get(usize::from(i)).map(|info| info.opcode)
     }
 
     /// Every opcode, in value order.
@@ -373,6 +402,7 @@ impl OpCode {
     }
 
     /// The value: the byte, or `0xfe00 | second byte`.
+    #[inline]
     pub const fn value(self) -> u16 {
         self.0
     }
@@ -383,10 +413,11 @@ impl OpCode {
     }
 
     /// What the table says about it.
+    #[inline]
     pub fn info(self) -> &'static OpInfo {
-        // Every OpCode was made from the table, so the search finds it.
-        let i = TABLE.binary_search_by_key(&self.0, |i| i.opcode.0).unwrap_or(0);
-        &TABLE[i]
+        // Every OpCode was made from the table, so its slot names its entry.
+        let i = slot(self.0).map_or(0, |s| usize::from(INDEX[s]));
+        TABLE.get(i).unwrap_or(&TABLE[0])
     }
 
     /// The ILAsm name.
@@ -395,6 +426,7 @@ impl OpCode {
     }
 
     /// What follows it in the stream.
+    #[inline]
     pub fn operand_kind(self) -> OperandKind {
         self.info().operand
     }
@@ -458,5 +490,13 @@ mod tests {
         assert_eq!(OpCode::from_value(0x24), None);
         assert_eq!(OpCode::from_value(0xfe08), None);
         assert_eq!(OpCode::from_value(0xfe1e), Some(OpCode::READONLY));
+        assert_eq!(OpCode::from_value(0xff), None);
+        assert_eq!(OpCode::from_value(0xfeff), None);
+        assert_eq!(OpCode::from_value(0x1fe), None);
+        // The index names every table entry once, and nothing else.
+        assert_eq!(INDEX.iter().filter(|&&i| i != u8::MAX).count(), TABLE.len());
+        for v in 0..=u16::MAX {
+            assert_eq!(OpCode::from_value(v), TABLE.iter().find(|i| i.opcode.0 == v).map(|i| i.opcode), "{v:#x}");
+        }
     }
 }

@@ -123,6 +123,7 @@ impl MethodBody {
             if kind & SECT_EH != 0 {
                 let clause_size = if fat { 24 } else { 12 };
                 let count = (size - 4) / clause_size;
+                self.clauses.reserve(count.min(r.bytes_left() / clause_size));
                 for _ in 0..count {
                     let at = r.pos;
                     let c = if fat {

@@ -25,7 +25,7 @@ impl MethodBody {
         let n = self.code.len();
         let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
         let mut depth: Vec<Option<u32>> = vec![None; n];
-        let mut work: Vec<(usize, u32)> = Vec::new();
+        let mut work: Vec<(usize, u32)> = Vec::with_capacity(8 + self.clauses.len());
         let entry = |label: Label, d: u32, work: &mut Vec<(usize, u32)>| {
             if let Some(i) = layout.position(label) {
                 work.push((i, d));

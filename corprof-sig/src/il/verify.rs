@@ -196,7 +196,7 @@ impl MethodBody {
                 layout.position(l).ok_or(IlError { offset: k, kind: IlErrorKind::UnknownLabel(l) })
             }
         };
-        let mut blocks: Vec<Block> = Vec::new();
+        let mut blocks: Vec<Block> = Vec::with_capacity(self.clauses.len() * 3);
         for (k, c) in self.clauses.iter().enumerate() {
             let range = |start: Label, end: Label, kind: Kind| -> Result<Block, IlError> {
                 let (start, end) = (pos(k, start)?, pos(k, end)?);
@@ -255,6 +255,10 @@ impl MethodBody {
 /// `leave`, and never a filter, finally or fault handler; it may enter only protected regions,
 /// at their first instruction.
 fn may_transfer(blocks: &[Block], from: &[usize], into: &[usize], j: usize, leave: bool) -> bool {
+    // Most transfers stay within the same regions.
+    if from == into {
+        return true;
+    }
     let common = from.iter().rev().zip(into.iter().rev()).take_while(|(a, b)| a == b).count();
     let exited = &from[..from.len() - common];
     let entered = &into[..into.len() - common];

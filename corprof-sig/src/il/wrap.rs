@@ -322,29 +322,91 @@ impl Wrapper {
         let begin = straight(begin.into_iter().collect())?;
         let end = straight(end(returned).into_iter().collect())?;
         let Wrapper { mut body, locals, frame, ret, .. } = self;
-        let original: Vec<Label> = body.labels().collect();
 
-        // The tail: the finally handler, then the return.
-        let mut finally = None;
-        for ins in end {
-            let l = body.push(ins);
-            finally.get_or_insert(l);
+        // Built in one pass, into one allocation: the begin code, the original code (each `ret`
+        // replaced, `tail.` dropped), the finally, the return. Original instructions keep their
+        // labels (the first of a `ret`'s replacement takes the `ret`'s), so what named them
+        // still does.
+        let original = std::mem::take(&mut body.code);
+        let returns = original.iter().filter(|(_, i)| i.opcode == OpCode::RET).count();
+        let per_return = usize::from(ret.is_some()) + 3;
+        let mut code = Vec::with_capacity(begin.len() + original.len() + returns * per_return + end.len() + 3);
+        let mut next = body.next_label;
+        let mut fresh = || {
+            let l = Label(next);
+            next += 1;
+            l
+        };
+        let finally = fresh();
+        let endfinally = if end.is_empty() { finally } else { fresh() };
+        let the_end = fresh();
+        let last = if ret.is_some() { fresh() } else { the_end };
+        for ins in begin {
+            code.push((fresh(), ins));
         }
-        let endfinally = body.push(Instruction::simple(OpCode::ENDFINALLY));
-        let finally = finally.unwrap_or(endfinally);
-        let the_end = push_return(&mut body, ret);
-        // A region of the original code that ran to the end of the code ends where the tail
-        // starts.
-        for c in &mut body.clauses {
-            for l in c.labels_mut() {
-                if *l == Label::END {
-                    *l = finally;
+        // `tail.` prefixes dropped (a tail call cannot leave a protected region): what named
+        // one names the instruction after it.
+        let mut dropped: Vec<(Label, Label)> = Vec::new();
+        let mut pending = 0;
+        let mut first = None;
+        for (label, ins) in original {
+            if ins.opcode == OpCode::TAIL {
+                dropped.push((label, Label::END));
+                pending += 1;
+                continue;
+            }
+            let n = dropped.len();
+            for d in &mut dropped[n - pending..] {
+                d.1 = label;
+            }
+            pending = 0;
+            first.get_or_insert(label);
+            if ins.opcode == OpCode::RET {
+                let mut replacement = ret.map(Instruction::stloc).into_iter().chain([
+                    Instruction::ldc_i4(1),
+                    Instruction::stloc(returned),
+                    Instruction::branch(OpCode::LEAVE, the_end),
+                ]);
+                if let Some(head) = replacement.next() {
+                    code.push((label, head));
                 }
+                code.extend(replacement.map(|r| (fresh(), r)));
+            } else {
+                code.push((label, ins));
             }
         }
-        let first = leave_on_return(&mut body, &original, ret, Some(returned), the_end, finally)?;
-        if !begin.is_empty() {
-            body.insert_before(first, begin)?;
+        let n = dropped.len();
+        for d in &mut dropped[n - pending..] {
+            d.1 = finally;
+        }
+        let first = first.unwrap_or(finally);
+        let mut end = end.into_iter();
+        if let Some(head) = end.next() {
+            code.push((finally, head));
+            code.extend(end.map(|e| (fresh(), e)));
+        }
+        code.push((endfinally, Instruction::simple(OpCode::ENDFINALLY)));
+        if let Some(r) = ret {
+            code.push((the_end, Instruction::ldloc(r)));
+        }
+        code.push((last, Instruction::simple(OpCode::RET)));
+        body.next_label = next;
+        body.code = code;
+        // A region of the original code that ran to the end of the code ends where the tail
+        // starts.
+        let retarget = |l: &mut Label| {
+            if let Some(&(_, to)) = dropped.iter().find(|(from, _)| from == l) {
+                *l = to;
+            }
+        };
+        for l in body.clauses.iter_mut().flat_map(|c| c.labels_mut()) {
+            if *l == Label::END {
+                *l = finally;
+            }
+            retarget(l);
+        }
+        if !dropped.is_empty() {
+            body.code.iter_mut().flat_map(|(_, ins)| ins.targets_mut().iter_mut()).for_each(retarget);
         }
         body.clauses.push(Clause::new(ClauseKind::Finally, first, finally, finally, the_end));
         body.set_init_locals(true);
