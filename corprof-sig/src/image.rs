@@ -483,7 +483,16 @@ impl TypeNames {
         // Each part's splits are made once, not once per row.
         let parts: Vec<Vec<(&[u8], &[u8])>> = full_name.split('+').map(|p| splits(p.as_bytes())).collect();
         let Some(innermost) = parts.last() else { return false };
-        (1..=self.own.len()).any(|rid| {
+        // The first byte each reading of the innermost name starts with (0: an empty name, as
+        // the heap reads past its end): a row whose name starts otherwise is passed over in a
+        // load and a comparison, and most rows are.
+        let firsts: Vec<u8> = innermost.iter().map(|(_, n)| n.first().copied().unwrap_or(0)).collect();
+        self.own.iter().enumerate().any(|(r, &(name, _))| {
+            let first = self.heap.get(name as usize).copied().unwrap_or(0);
+            if !firsts.contains(&first) {
+                return false;
+            }
+            let rid = r + 1;
             // The innermost first: most rows fail on their own name at once.
             if !self.own_is(rid, innermost) {
                 return false;

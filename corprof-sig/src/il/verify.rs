@@ -89,34 +89,17 @@ impl MethodBody {
         let n = self.code.len();
         let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
         let blocks = self.blocks(&layout)?;
-        // Each instruction's regions, innermost first: instruction `i`'s are
-        // `members[starts[i]..starts[i + 1]]` (one allocation for all, not one per instruction).
-        let mut starts = vec![0usize; n + 1];
-        for block in &blocks {
-            for count in &mut starts[block.start + 1..block.end + 1] {
-                *count += 1;
-            }
-        }
-        for i in 0..n {
-            starts[i + 1] += starts[i];
-        }
-        let mut members = vec![0usize; starts[n]];
-        let mut filled = starts.clone();
-        // Blocks are sorted outer first (see `blocks`): each instruction's come in that order,
-        // and are reversed below to innermost first.
-        for (b, block) in blocks.iter().enumerate() {
-            for fill in &mut filled[block.start..block.end] {
-                members[*fill] = b;
-                *fill += 1;
-            }
-        }
-        for i in 0..n {
-            members[starts[i]..starts[i + 1]].reverse();
-        }
-        let chain = |i: usize| &members[starts[i]..starts[i + 1]];
-        let innermost_not_try = |i: usize| chain(i).iter().map(|&b| blocks[b].kind).find(|k| *k != Kind::Try);
-
+        let regions = Regions::of(&blocks, n);
+        // Debug builds check the bitmask answers against the general ones on every body their
+        // tests verify, all of CoreLib's among them.
+        #[cfg(debug_assertions)]
+        let general = Regions::chains(&blocks, n);
         for (i, (_, ins)) in self.code.iter().enumerate() {
+            #[cfg(debug_assertions)]
+            {
+                assert_eq!(regions.innermost(&blocks, i), general.innermost(&blocks, i), "at {i}");
+                assert_eq!(regions.innermost_not_try(&blocks, i), general.innermost_not_try(&blocks, i), "at {i}");
+            }
             let misplaced = || err(at(i), IlErrorKind::Misplaced(ins.opcode));
             if let Some(index) = ins.var_index() {
                 let (limit, bad): (u32, fn(u16) -> IlErrorKind) = match index {
@@ -129,15 +112,11 @@ impl MethodBody {
                 }
             }
             match ins.opcode {
-                OpCode::RET | OpCode::JMP if !chain(i).is_empty() => return misplaced(),
-                OpCode::ENDFINALLY if chain(i).first().map(|&b| blocks[b].kind) != Some(Kind::Finally) => {
-                    return misplaced();
-                }
-                OpCode::ENDFILTER if chain(i).first().map(|&b| blocks[b].kind) != Some(Kind::Filter) => {
-                    return misplaced();
-                }
-                OpCode::RETHROW if innermost_not_try(i) != Some(Kind::Catch) => return misplaced(),
-                OpCode::LOCALLOC if innermost_not_try(i).is_some() => return misplaced(),
+                OpCode::RET | OpCode::JMP if regions.innermost(&blocks, i).is_some() => return misplaced(),
+                OpCode::ENDFINALLY if regions.innermost(&blocks, i) != Some(Kind::Finally) => return misplaced(),
+                OpCode::ENDFILTER if regions.innermost(&blocks, i) != Some(Kind::Filter) => return misplaced(),
+                OpCode::RETHROW if regions.innermost_not_try(&blocks, i) != Some(Kind::Catch) => return misplaced(),
+                OpCode::LOCALLOC if regions.innermost_not_try(&blocks, i).is_some() => return misplaced(),
                 _ => {}
             }
             // Where control may go from here, and how.
@@ -148,11 +127,10 @@ impl MethodBody {
             }
             let leave = info.flow == Flow::Leave;
             let transfer = |j: usize| {
-                if may_transfer(&blocks, chain(i), chain(j), j, leave) {
-                    Ok(())
-                } else {
-                    err(at(i), IlErrorKind::BadTransfer(at(j)))
-                }
+                let may = regions.may_transfer(&blocks, i, j, leave);
+                #[cfg(debug_assertions)]
+                assert_eq!(may, general.may_transfer(&blocks, i, j, leave), "{i} to {j}");
+                if may { Ok(()) } else { err(at(i), IlErrorKind::BadTransfer(at(j))) }
             };
             if falls {
                 transfer(i + 1)?;
@@ -265,6 +243,117 @@ fn may_transfer(blocks: &[Block], from: &[usize], into: &[usize], j: usize, leav
     let exits_ok =
         exited.is_empty() || (leave && exited.iter().all(|&b| matches!(blocks[b].kind, Kind::Try | Kind::Catch)));
     exits_ok && entered.iter().all(|&b| blocks[b].kind == Kind::Try && blocks[b].start == j)
+}
+
+/// Which regions hold each instruction, for the rules of entering and leaving them: a bitmask
+/// per instruction when there are at most 64 regions (nearly every body: one load and a few
+/// bit operations per question), else each instruction's list of regions.
+enum Regions {
+    /// Bit `b` of instruction `i`'s mask: block `b` holds it.
+    Masks { masks: Vec<u64>, try_blocks: u64, catch_blocks: u64 },
+    /// Instruction `i`'s regions, innermost first: `members[starts[i]..starts[i + 1]]`.
+    Chains { starts: Vec<usize>, members: Vec<usize> },
+}
+
+impl Regions {
+    fn of(blocks: &[Block], n: usize) -> Regions {
+        if blocks.len() > 64 {
+            return Regions::chains(blocks, n);
+        }
+        let mut masks = vec![0u64; n];
+        let (mut try_blocks, mut catch_blocks) = (0, 0);
+        for (b, block) in blocks.iter().enumerate() {
+            let bit = 1u64 << b;
+            for mask in &mut masks[block.start..block.end] {
+                *mask |= bit;
+            }
+            match block.kind {
+                Kind::Try => try_blocks |= bit,
+                Kind::Catch => catch_blocks |= bit,
+                Kind::Filter | Kind::Finally => {}
+            }
+        }
+        Regions::Masks { masks, try_blocks, catch_blocks }
+    }
+
+    fn chains(blocks: &[Block], n: usize) -> Regions {
+        // One allocation for all, not one per instruction.
+        let mut starts = vec![0usize; n + 1];
+        for block in blocks {
+            for count in &mut starts[block.start + 1..block.end + 1] {
+                *count += 1;
+            }
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut members = vec![0usize; starts[n]];
+        let mut filled = starts.clone();
+        // Blocks are sorted outer first (see `blocks`): each instruction's come in that order,
+        // and are reversed below to innermost first.
+        for (b, block) in blocks.iter().enumerate() {
+            for fill in &mut filled[block.start..block.end] {
+                members[*fill] = b;
+                *fill += 1;
+            }
+        }
+        for i in 0..n {
+            members[starts[i]..starts[i + 1]].reverse();
+        }
+        Regions::Chains { starts, members }
+    }
+
+    /// The kind of the innermost region holding instruction `i` (`None`: outside every one).
+    /// Blocks are sorted outer first, so of those holding an instruction, the innermost is the
+    /// last.
+    fn innermost(&self, blocks: &[Block], i: usize) -> Option<Kind> {
+        match self {
+            Regions::Masks { masks, .. } => highest(masks[i]).map(|b| blocks[b].kind),
+            Regions::Chains { starts, members } => members[starts[i]..starts[i + 1]].first().map(|&b| blocks[b].kind),
+        }
+    }
+
+    /// The kind of the innermost region holding `i` that is not a protected one.
+    fn innermost_not_try(&self, blocks: &[Block], i: usize) -> Option<Kind> {
+        match self {
+            Regions::Masks { masks, try_blocks, .. } => highest(masks[i] & !try_blocks).map(|b| blocks[b].kind),
+            Regions::Chains { starts, members } => {
+                members[starts[i]..starts[i + 1]].iter().map(|&b| blocks[b].kind).find(|k| *k != Kind::Try)
+            }
+        }
+    }
+
+    /// Whether control may go from instruction `i` to instruction `j`; see [`may_transfer`].
+    fn may_transfer(&self, blocks: &[Block], i: usize, j: usize, leave: bool) -> bool {
+        match self {
+            Regions::Masks { masks, try_blocks, catch_blocks } => {
+                let (from, into) = (masks[i], masks[j]);
+                // Regions nest, so those holding an instruction are a path from the outermost
+                // in: what the two share is their common outer part.
+                let (exited, mut entered) = (from & !into, into & !from);
+                let exits_ok = exited == 0 || (leave && exited & !(try_blocks | catch_blocks) == 0);
+                if !exits_ok || entered & !try_blocks != 0 {
+                    return false;
+                }
+                while let Some(b) = highest(entered) {
+                    if blocks[b].start != j {
+                        return false;
+                    }
+                    entered &= !(1 << b);
+                }
+                true
+            }
+            Regions::Chains { starts, members } => {
+                let chain = |i: usize| &members[starts[i]..starts[i + 1]];
+                may_transfer(blocks, chain(i), chain(j), j, leave)
+            }
+        }
+    }
+}
+
+/// The highest bit set, if any.
+fn highest(mask: u64) -> Option<usize> {
+    (mask != 0).then(|| 63 - mask.leading_zeros() as usize)
 }
 
 /// An argument or local an instruction names.
