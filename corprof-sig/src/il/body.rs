@@ -308,8 +308,9 @@ enum RawOperand {
 /// code's offset in the body, for error offsets.
 fn decode_code(code: &[u8], base: usize) -> Result<Vec<(usize, OpCode, RawOperand)>, IlError> {
     let mut r = Bytes { bytes: code, pos: 0 };
-    // An instruction takes about two bytes on average.
-    let mut out = Vec::with_capacity(code.len() / 2 + 1);
+    // An instruction takes at least one byte, and about two on average: a small body gets
+    // room for every instruction it could hold, a large one for the average.
+    let mut out = Vec::with_capacity(if code.len() <= 256 { code.len() } else { code.len() / 2 });
     let at = |pos| pos + base;
     while r.pos < code.len() {
         let start = r.pos;

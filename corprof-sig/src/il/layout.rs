@@ -9,14 +9,15 @@ pub(super) struct Layout {
     /// The opcode written: the instruction's, or the long form of a short branch out of reach.
     pub(super) opcodes: Vec<OpCode>,
     pub(super) code_size: usize,
-    /// Instruction index by label number (labels are dense: numbered from 0 as made).
-    index: Vec<Option<usize>>,
+    /// Instruction index by label number (labels are dense: numbered from 0 as made);
+    /// `u32::MAX` for a label no instruction has.
+    index: Vec<u32>,
 }
 
 impl Layout {
     /// The position of the instruction `label` names.
     pub(super) fn position(&self, label: Label) -> Option<usize> {
-        self.index.get(label.0 as usize).copied().flatten()
+        self.index.get(label.0 as usize).copied().filter(|&i| i != u32::MAX).map(|i| i as usize)
     }
 
     pub(super) fn offset(&self, label: Label) -> Option<usize> {
@@ -36,29 +37,30 @@ impl MethodBody {
     /// Lays the code out: offsets, widening short branches until every one reaches its target
     /// (widening only grows the code, so this ends).
     pub(super) fn layout(&self) -> Result<Layout, IlError> {
-        let mut index = vec![None; self.next_label as usize];
+        let n = self.code.len();
+        let mut layout = Layout {
+            offsets: Vec::with_capacity(n),
+            opcodes: Vec::with_capacity(n),
+            code_size: 0,
+            index: vec![u32::MAX; self.next_label as usize],
+        };
+        // The first pass lays the code out as written; most bodies need no other.
         let mut at = 0;
+        let mut short_branches = false;
         for (i, (label, ins)) in self.code.iter().enumerate() {
-            index[label.0 as usize] = Some(i);
+            if let Some(slot) = layout.index.get_mut(label.0 as usize) {
+                *slot = i as u32;
+            }
             if !ins.operand_fits() {
                 return err(at, IlErrorKind::OperandMismatch(ins.opcode));
             }
+            layout.offsets.push(at);
+            layout.opcodes.push(ins.opcode);
+            short_branches |= ins.opcode.operand_kind() == OperandKind::ShortInlineBrTarget;
             at += size_of(ins.opcode, &ins.operand);
         }
-        let mut layout = Layout {
-            offsets: Vec::with_capacity(self.code.len()),
-            opcodes: self.code.iter().map(|(_, i)| i.opcode).collect(),
-            code_size: 0,
-            index,
-        };
-        loop {
-            layout.offsets.clear();
-            let mut at = 0usize;
-            for ((_, ins), op) in self.code.iter().zip(&layout.opcodes) {
-                layout.offsets.push(at);
-                at += size_of(*op, &ins.operand);
-            }
-            layout.code_size = at;
+        layout.code_size = at;
+        while short_branches {
             let mut widened = false;
             for (i, (_, ins)) in self.code.iter().enumerate() {
                 let op = layout.opcodes[i];
@@ -77,9 +79,16 @@ impl MethodBody {
                 }
             }
             if !widened {
-                return Ok(layout);
+                break;
             }
+            let mut at = 0usize;
+            for (((_, ins), op), offset) in self.code.iter().zip(&layout.opcodes).zip(&mut layout.offsets) {
+                *offset = at;
+                at += size_of(*op, &ins.operand);
+            }
+            layout.code_size = at;
         }
+        Ok(layout)
     }
 
     pub(super) fn write_code(&self, layout: &Layout, out: &mut Vec<u8>) -> Result<(), IlError> {
