@@ -189,17 +189,19 @@ impl MethodBody {
                 ClauseKind::Finally | ClauseKind::Fault => Kind::Finally,
             };
             let handler = range(c.handler_start, c.handler_end, handler_kind)?;
-            let mut own = vec![try_block, handler];
-            if let ClauseKind::Filter(f) = c.kind {
-                // The filter runs from its start to the handler's.
-                own.push(range(f, c.handler_start, Kind::Filter)?);
-            }
+            // The filter runs from its start to the handler's.
+            let filter = match c.kind {
+                ClauseKind::Filter(f) => Some(range(f, c.handler_start, Kind::Filter)?),
+                _ => None,
+            };
+            let all = [try_block, handler, filter.unwrap_or(handler)];
+            let own = &all[..if filter.is_some() { 3 } else { 2 }];
             for (a, x) in own.iter().enumerate() {
                 if own[a + 1..].iter().any(|y| !x.disjoint(y)) {
                     return err(k, IlErrorKind::ClauseOverlap(k));
                 }
             }
-            for block in own {
+            for &block in own {
                 if block.kind == Kind::Try && blocks.iter().any(|b| b.kind == Kind::Try && b.same_range(&block)) {
                     continue;
                 }
