@@ -60,33 +60,36 @@ impl MethodBody {
             at += size_of(ins.opcode, &ins.operand);
         }
         layout.code_size = at;
-        while short_branches {
-            let mut widened = false;
-            for (i, (_, ins)) in self.code.iter().enumerate() {
-                let op = layout.opcodes[i];
-                if op.operand_kind() != OperandKind::ShortInlineBrTarget {
-                    continue;
+        // Widening moves what follows, which may put other short branches out of reach.
+        if short_branches {
+            loop {
+                let mut widened = false;
+                for (i, (_, ins)) in self.code.iter().enumerate() {
+                    let op = layout.opcodes[i];
+                    if op.operand_kind() != OperandKind::ShortInlineBrTarget {
+                        continue;
+                    }
+                    let Operand::Branch(target) = ins.operand else { continue };
+                    let to = layout
+                        .offset(target)
+                        .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::UnknownLabel(target) })?;
+                    let from = layout.offsets[i] + op.size() + 1;
+                    if i8::try_from(to as i64 - from as i64).is_err() {
+                        // Every short branch has a long form.
+                        layout.opcodes[i] = op.long_branch().unwrap_or(op);
+                        widened = true;
+                    }
                 }
-                let Operand::Branch(target) = ins.operand else { continue };
-                let to = layout
-                    .offset(target)
-                    .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::UnknownLabel(target) })?;
-                let from = layout.offsets[i] + op.size() + 1;
-                if i8::try_from(to as i64 - from as i64).is_err() {
-                    // Every short branch has a long form.
-                    layout.opcodes[i] = op.long_branch().unwrap_or(op);
-                    widened = true;
+                if !widened {
+                    break;
                 }
+                let mut at = 0usize;
+                for (((_, ins), op), offset) in self.code.iter().zip(&layout.opcodes).zip(&mut layout.offsets) {
+                    *offset = at;
+                    at += size_of(*op, &ins.operand);
+                }
+                layout.code_size = at;
             }
-            if !widened {
-                break;
-            }
-            let mut at = 0usize;
-            for (((_, ins), op), offset) in self.code.iter().zip(&layout.opcodes).zip(&mut layout.offsets) {
-                *offset = at;
-                at += size_of(*op, &ins.operand);
-            }
-            layout.code_size = at;
         }
         Ok(layout)
     }
