@@ -1696,12 +1696,10 @@ fn suppress_gc_transition(
 }
 
 /// The full names of the types the module file at `path` defines (`None`: not a regular file,
-/// or not one [`corprof_sig::image::type_names`] can read).
+/// or not one [`corprof_sig::image::type_names_of`] can read).
 fn file_type_names(path: &str) -> Option<corprof_sig::image::TypeNames> {
-    use std::os::unix::fs::FileExt;
     let file = crate::files::open_regular(std::path::Path::new(path)).ok()?;
-    let len = file.metadata().ok()?.len();
-    corprof_sig::image::type_names(len, |at, buf| file.read_exact_at(buf, at)).ok()
+    corprof_sig::image::type_names_of(&file).ok()
 }
 
 /// Whether the module defines a type a target's type (a name, or a pattern with `*`) names.

@@ -48,9 +48,10 @@ fn bad<T>(what: &'static str) -> Result<T, ImageError> {
     Err(ImageError::Malformed(what))
 }
 
-/// Reads `len` bytes at `offset` through `read` (which fills a buffer from a file position).
+/// Reads `len` bytes at `offset` through `read` (which returns them from a file position), once
+/// they are known to lie within the file's `file_len` bytes and [`MAX_READ`].
 fn read_at(
-    read: &mut impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+    read: &mut impl FnMut(u64, usize) -> std::io::Result<Vec<u8>>,
     file_len: u64,
     offset: u64,
     len: usize,
@@ -62,8 +63,10 @@ fn read_at(
     if offset.checked_add(len as u64).is_none_or(|end| end > file_len) {
         return bad("a header, table or heap past the file's end");
     }
-    let mut buf = vec![0; len];
-    read(offset, &mut buf)?;
+    let buf = read(offset, len)?;
+    if buf.len() != len {
+        return Err(ImageError::Read(std::io::ErrorKind::UnexpectedEof.into()));
+    }
     Ok(buf)
 }
 
@@ -198,6 +201,29 @@ pub fn type_names(
     file_len: u64,
     mut read: impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
 ) -> Result<TypeNames, ImageError> {
+    names(file_len, |at, len| {
+        let mut buf = vec![0; len];
+        read(at, &mut buf)?;
+        Ok(buf)
+    })
+}
+
+/// [`type_names`] of an open file, read from its start (the file's cursor moves): each part read
+/// straight into its buffer, which is not zeroed first (a large module's string heap is hundreds
+/// of KiB). The file's length is taken when called; a file that shrinks meanwhile is an error.
+pub fn type_names_of(file: &std::fs::File) -> Result<TypeNames, ImageError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let file_len = file.metadata()?.len();
+    let mut file = file;
+    names(file_len, |at, len| {
+        file.seek(SeekFrom::Start(at))?;
+        let mut buf = Vec::with_capacity(len);
+        file.take(len as u64).read_to_end(&mut buf)?;
+        Ok(buf)
+    })
+}
+
+fn names(file_len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<Vec<u8>>) -> Result<TypeNames, ImageError> {
     let read = &mut |at: u64, len: usize| read_at(&mut read, file_len, at, len);
     // The PE headers: the DOS header's pointer, the COFF header, the optional header's data
     // directories, the section table.

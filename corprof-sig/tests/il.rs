@@ -1709,6 +1709,29 @@ mod corelib {
                 })
                 .collect();
             assert_eq!(names, expected, "{runtime}");
+            // Read from the open file, into buffers not zeroed first: the same.
+            let of_file = corprof_sig::image::type_names_of(&file).unwrap_or_else(|e| panic!("{runtime}: {e}"));
+            assert_eq!(of_file.iter().collect::<Vec<String>>(), names, "{runtime}");
+            assert_eq!(of_file.largest_heap_bytes(), types.largest_heap_bytes(), "{runtime}");
+            // A file cut short is an error, or reads the same where the cut is past all that is
+            // read; one that is not a file of bytes is an error.
+            let bytes = std::fs::read(&path).unwrap();
+            let cut = std::env::temp_dir().join(format!("corprof-sig-cut-{}", std::process::id()));
+            let n = bytes.len();
+            for len in [0, 64, 4096, n / 4, n / 2, n / 4 * 3] {
+                std::fs::write(&cut, &bytes[..len]).unwrap();
+                let short = std::fs::File::open(&cut).unwrap();
+                match corprof_sig::image::type_names_of(&short) {
+                    Err(_) => {}
+                    Ok(t) => {
+                        assert!(len > 4096, "{runtime}: {len} bytes read as a module");
+                        assert_eq!(t.iter().collect::<Vec<String>>(), names, "{runtime}: {len} bytes");
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&cut);
+            let dir = std::fs::File::open(env!("CARGO_MANIFEST_DIR")).unwrap();
+            assert!(corprof_sig::image::type_names_of(&dir).is_err(), "{runtime}: a directory");
             assert_eq!(names[0], "<Module>");
             for known in ["System.Convert", "System.Collections.Generic.List`1", "System.Environment+SpecialFolder"] {
                 assert!(names.iter().any(|n| n == known), "{runtime}: {known}");
