@@ -814,6 +814,37 @@ mod verify {
     }
 
     #[test]
+    fn errors_name_the_byte_offset_of_the_instruction() {
+        // nop (0); ldc.i4.s 100 (1, two bytes); pop (3); pop (4: nothing left to pop); ret (5)
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::NOP));
+        b.push(Instruction::ldc_i4(100));
+        b.push(op(OpCode::POP));
+        b.push(op(OpCode::POP));
+        b.push(op(OpCode::RET));
+        let underflow = IlError { offset: 4, kind: IlErrorKind::StackUnderflow };
+        assert_eq!(b.verify(FRAME, no_calls), Err(underflow.clone()));
+        assert_eq!(b.compute_max_stack(no_calls), Err(underflow));
+        // nop (0); nop (1); ldarg.s 7 (2: past the frame's one argument); pop; ret
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::NOP));
+        b.push(op(OpCode::NOP));
+        b.push(Instruction::ldarg(7));
+        b.push(op(OpCode::POP));
+        b.push(op(OpCode::RET));
+        assert_eq!(b.verify(FRAME, no_calls), Err(IlError { offset: 2, kind: IlErrorKind::BadArgument(7) }));
+        // An operand of the wrong kind, at byte 1.
+        let mut b = MethodBody::new();
+        b.push(op(OpCode::NOP));
+        b.push(Instruction { opcode: OpCode::LDC_I4_S, operand: Operand::I32(1) });
+        b.push(op(OpCode::RET));
+        assert_eq!(
+            b.verify(FRAME, no_calls),
+            Err(IlError { offset: 1, kind: IlErrorKind::OperandMismatch(OpCode::LDC_I4_S) })
+        );
+    }
+
+    #[test]
     fn clauses_nest_and_come_inner_first() {
         // try { try { nop; leave A } catch { pop; leave A } A: leave OUT } catch { pop; leave OUT } OUT: ret
         let mut b = MethodBody::new();

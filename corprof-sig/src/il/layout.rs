@@ -20,6 +20,12 @@ impl Layout {
         self.index.get(label.0 as usize).copied().filter(|&i| i != u32::MAX).map(|i| i as usize)
     }
 
+    /// Where the instruction at `i` lands; the code's size for one past the last, and 0 for a
+    /// layout of [`positions`](MethodBody::positions) only.
+    pub(super) fn at(&self, i: usize) -> usize {
+        self.offsets.get(i).copied().unwrap_or(self.code_size)
+    }
+
     pub(super) fn offset(&self, label: Label) -> Option<usize> {
         if label == Label::END { Some(self.code_size) } else { self.position(label).map(|i| self.offsets[i]) }
     }
@@ -34,6 +40,22 @@ fn size_of(opcode: OpCode, operand: &Operand) -> usize {
 }
 
 impl MethodBody {
+    /// Where each label is, and nothing else: a layout without offsets (every [`Layout::at`]
+    /// is 0), for what needs only positions. An operand of the wrong kind is an error, as in
+    /// [`layout`](Self::layout), which gives its offset.
+    pub(super) fn positions(&self) -> Result<Layout, IlError> {
+        let mut index = vec![u32::MAX; self.next_label as usize];
+        for (i, (label, ins)) in self.code.iter().enumerate() {
+            if !ins.operand_fits() {
+                return err(0, IlErrorKind::OperandMismatch(ins.opcode));
+            }
+            if let Some(slot) = index.get_mut(label.0 as usize) {
+                *slot = i as u32;
+            }
+        }
+        Ok(Layout { offsets: Vec::new(), opcodes: Vec::new(), code_size: 0, index })
+    }
+
     /// Lays the code out: offsets, widening short branches until every one reaches its target
     /// (widening only grows the code, so this ends).
     pub(super) fn layout(&self) -> Result<Layout, IlError> {

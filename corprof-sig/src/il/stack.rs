@@ -10,8 +10,11 @@ impl MethodBody {
     /// `callvirt`, `newobj`: a `MethodDef`, `MemberRef` or `MethodSpec`; `calli`: a
     /// `StandAloneSig`), which says how much the call pops and pushes.
     pub fn compute_max_stack(&self, call_sig: impl Fn(Token) -> Option<MethodSig>) -> Result<u16, IlError> {
-        let layout = self.layout()?;
-        let (_, max) = self.depths(&layout, &call_sig)?;
+        // Positions decide; offsets are laid out only to place an error.
+        let max = match self.positions().and_then(|p| self.depths(&p, &call_sig)) {
+            Ok((_, max)) => max,
+            Err(_) => self.depths(&self.layout()?, &call_sig)?.1,
+        };
         u16::try_from(max).or(err(0, IlErrorKind::TooLarge))
     }
 
@@ -23,7 +26,7 @@ impl MethodBody {
         call_sig: &impl Fn(Token) -> Option<MethodSig>,
     ) -> Result<(Vec<Option<u32>>, u32), IlError> {
         let n = self.code.len();
-        let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
+        let at = |i: usize| layout.at(i);
         let mut depth: Vec<Option<u32>> = vec![None; n];
         let mut work: Vec<(usize, u32)> = Vec::with_capacity(8 + self.clauses.len());
         let entry = |label: Label, d: u32, work: &mut Vec<(usize, u32)>| {

@@ -85,10 +85,27 @@ impl MethodBody {
     /// Checked are the instructions reachable from the start or a handler, as the JIT reads
     /// them; indexes and placement everywhere.
     pub fn verify(&self, frame: Frame, call_sig: impl Fn(Token) -> Option<MethodSig>) -> Result<u16, IlError> {
-        let layout = self.layout()?;
+        // Whether the body keeps the rules needs only where each label is; where each
+        // instruction lands, for an error's offset, is laid out only when there is an error.
+        if let Ok(positions) = self.positions()
+            && let Ok(max) = self.check(&positions, frame, &call_sig)
+        {
+            return Ok(max);
+        }
+        self.check(&self.layout()?, frame, &call_sig)
+    }
+
+    /// [`verify`](Self::verify) over `layout`: its positions decide; its offsets, when it has
+    /// them, place an error.
+    fn check(
+        &self,
+        layout: &layout::Layout,
+        frame: Frame,
+        call_sig: &impl Fn(Token) -> Option<MethodSig>,
+    ) -> Result<u16, IlError> {
         let n = self.code.len();
-        let at = |i: usize| layout.offsets.get(i).copied().unwrap_or(layout.code_size);
-        let blocks = self.blocks(&layout)?;
+        let at = |i: usize| layout.at(i);
+        let blocks = self.blocks(layout)?;
         let regions = Regions::of(&blocks, n);
         // Debug builds check the bitmask answers against the general ones on every body their
         // tests verify, all of CoreLib's among them.
@@ -145,7 +162,7 @@ impl MethodBody {
             }
         }
 
-        let (depths, max) = self.depths(&layout, &call_sig)?;
+        let (depths, max) = self.depths(layout, call_sig)?;
         for (i, (_, ins)) in self.code.iter().enumerate() {
             let Some(d) = depths[i] else { continue };
             let expect = |expected: u32| {
