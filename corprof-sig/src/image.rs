@@ -528,6 +528,7 @@ impl TypeNames {
         })
     }
 }
+
 /// The ways `text` reads as `(namespace, name)`: the whole as a name without a namespace, then
 /// split at each dot after the first byte.
 fn splits(text: &[u8]) -> Vec<(&[u8], &[u8])> {
