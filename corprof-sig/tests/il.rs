@@ -388,6 +388,25 @@ fn an_edit_makes_a_short_branch_long() {
 }
 
 #[test]
+fn a_body_of_short_branches_alone_widens_those_out_of_reach() {
+    // Seventy `br.s` back to the first: the 65th (at 128, displacement -130) and on need `br`,
+    // though no instruction but branches tells the layout that any short branch is there.
+    let mut body = MethodBody::parse(&[(2 << 2) | 2, 0x2b, 0xfe]).unwrap();
+    let first = body.labels().next().unwrap();
+    for _ in 1..70 {
+        body.push(Instruction::branch(OpCode::BR_S, first));
+    }
+    let out = body.encode().unwrap();
+    let back = MethodBody::parse(&out).unwrap();
+    let ops = ops(&back);
+    assert_eq!(ops.len(), 70);
+    assert!(ops[..64].iter().all(|&o| o == OpCode::BR_S), "{ops:?}");
+    assert!(ops[64..].iter().all(|&o| o == OpCode::BR), "{ops:?}");
+    let start = back.labels().next().unwrap();
+    assert!(back.iter().all(|(_, i)| i.operand == Operand::Branch(start)));
+}
+
+#[test]
 fn compact_makes_long_branches_short_and_fat_headers_tiny() {
     // fat, InitLocals without locals: br over a nop; leave to the ret.
     let code = [0x38, 0x01, 0, 0, 0, 0x00, 0xdd, 0x00, 0, 0, 0, 0x2a];
@@ -797,6 +816,114 @@ mod verify {
     }
 
     #[test]
+    fn endfilter_outside_a_filter_and_localloc_in_a_try() {
+        // endfilter in the try, not in a filter.
+        let (mut b, [t, ..]) = try_catch();
+        *b.get_mut(t).unwrap() = op(OpCode::ENDFILTER);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::ENDFILTER));
+        // localloc in a protected region is allowed (only handlers refuse it).
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_after(t, [Instruction::ldc_i4(8), op(OpCode::LOCALLOC), op(OpCode::POP)]).unwrap();
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+    }
+
+    #[test]
+    fn a_branch_to_the_end_or_to_no_instruction_is_refused() {
+        let (mut b, [_, leave, ..]) = try_catch();
+        b.get_mut(leave).unwrap().operand = Operand::Branch(Label::END);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::FallsOffEnd);
+        // A label of another, longer body names nothing here.
+        let mut other = MethodBody::new();
+        let foreign = (0..20).map(|_| other.push(op(OpCode::NOP))).last().unwrap();
+        let (mut b, [_, leave, ..]) = try_catch();
+        b.get_mut(leave).unwrap().operand = Operand::Branch(foreign);
+        assert_eq!(kind(&b, FRAME), IlErrorKind::UnknownLabel(foreign));
+    }
+
+    #[test]
+    fn two_clauses_may_share_a_try_but_not_a_handler() {
+        // try { nop; leave OUT } catch A { pop; leave OUT } catch B { pop; leave OUT } OUT: ret
+        let (mut b, [t, _, h, _, out, _]) = try_catch();
+        let second = b.insert_before(out, [op(OpCode::POP), Instruction::branch(OpCode::LEAVE, out)]).unwrap();
+        b.clauses_mut()[0].handler_end = second[0];
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 2));
+        b.clauses_mut().push(Clause::new(catch, t, h, second[0], out));
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+        // The second clause's handler the first's.
+        b.clauses_mut()[1].handler_start = h;
+        b.clauses_mut()[1].handler_end = second[0];
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::ClauseOrder(1) | IlErrorKind::ClauseOverlap(1)));
+    }
+
+    /// `try { nop; leave OUT } finally { try { nop; leave Y } catch { <in the catch>; leave Y } Y:
+    /// endfinally } OUT: ret`: a catch nested at the start of a finally handler, shorter than it
+    /// but ending further in, so that ordering regions by anything but their length puts the
+    /// catch outside the finally.
+    fn catch_in_finally(in_catch: Instruction) -> MethodBody {
+        let mut b = MethodBody::new();
+        let t = b.push(op(OpCode::NOP));
+        let leave = b.push(op(OpCode::NOP));
+        let f = b.push(op(OpCode::NOP));
+        let inner_leave = b.push(op(OpCode::NOP));
+        let h = b.push(op(OpCode::POP));
+        b.push(in_catch);
+        let h_leave = b.push(op(OpCode::NOP));
+        let y = b.push(op(OpCode::ENDFINALLY));
+        let out = b.push(op(OpCode::RET));
+        for (l, to) in [(leave, out), (inner_leave, y), (h_leave, y)] {
+            *b.get_mut(l).unwrap() = Instruction::branch(OpCode::LEAVE, to);
+        }
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 1));
+        b.clauses_mut().extend([Clause::new(catch, f, h, h, y), Clause::new(ClauseKind::Finally, t, f, f, out)]);
+        b
+    }
+
+    #[test]
+    fn a_catch_nested_in_a_finally_is_the_innermost_region_of_its_code() {
+        assert_eq!(catch_in_finally(op(OpCode::NOP)).verify(FRAME, no_calls), Ok(1));
+        // rethrow is directly in the nested catch: allowed.
+        assert_eq!(catch_in_finally(op(OpCode::RETHROW)).verify(FRAME, no_calls), Ok(1));
+        // endfinally there is in the catch, not directly in the finally.
+        let b = catch_in_finally(op(OpCode::ENDFINALLY));
+        assert_eq!(kind(&b, FRAME), IlErrorKind::Misplaced(OpCode::ENDFINALLY));
+    }
+
+    #[test]
+    fn a_body_with_more_regions_than_a_mask_holds_is_checked_as_well() {
+        // Seventy try/catch in a row (140 regions): `try { nop; leave N } catch { pop; leave N }`,
+        // each N the next try's first instruction, the last one's a ret.
+        let mut b = MethodBody::new();
+        let mut pending: Vec<Label> = Vec::new();
+        let mut handlers = Vec::new();
+        for _ in 0..70 {
+            let t = b.push(op(OpCode::NOP));
+            for l in pending.drain(..) {
+                b.get_mut(l).unwrap().operand = Operand::Branch(t);
+            }
+            let leave = b.push(Instruction::branch(OpCode::LEAVE, t));
+            let h = b.push(op(OpCode::POP));
+            let h_leave = b.push(Instruction::branch(OpCode::LEAVE, t));
+            pending.extend([leave, h_leave]);
+            handlers.push((t, h));
+        }
+        let out = b.push(op(OpCode::RET));
+        for l in pending {
+            b.get_mut(l).unwrap().operand = Operand::Branch(out);
+        }
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 1));
+        let ends: Vec<Label> = handlers.iter().skip(1).map(|(t, _)| *t).chain([out]).collect();
+        for ((t, h), end) in handlers.iter().zip(ends) {
+            b.clauses_mut().push(Clause::new(catch, *t, *h, *h, end));
+        }
+        assert_eq!(b.verify(FRAME, no_calls), Ok(1));
+        // Into the last handler from outside it.
+        let (_, last_handler) = handlers[69];
+        let first = handlers[0].0;
+        b.insert_before(first, [Instruction::branch(OpCode::BR, last_handler)]).unwrap();
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::BadTransfer(_)));
+    }
+
+    #[test]
     fn stack_depth_rules() {
         // A try entered with a value on the stack.
         let (mut b, [t, ..]) = try_catch();
@@ -879,6 +1006,34 @@ mod verify {
     }
 
     #[test]
+    fn a_try_crossing_another_clause_is_refused() {
+        // 0 nop; 1 nop; 2 leave OUT; 3 pop; 4 leave OUT; 5 pop; 6 leave OUT; OUT: 7 ret.
+        // Clause 0: try [0, 3), handler [3, 5); clause 1: handler [5, 7) and try [1, 4),
+        // which runs from inside clause 0's try into its handler.
+        let mut b = MethodBody::new();
+        let l: Vec<Label> = [OpCode::NOP, OpCode::NOP, OpCode::NOP, OpCode::POP, OpCode::NOP, OpCode::POP, OpCode::NOP]
+            .into_iter()
+            .map(|o| b.push(op(o)))
+            .collect();
+        let out = b.push(op(OpCode::RET));
+        for i in [2, 4, 6] {
+            *b.get_mut(l[i]).unwrap() = Instruction::branch(OpCode::LEAVE, out);
+        }
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 1));
+        b.clauses_mut().push(Clause::new(catch, l[0], l[3], l[3], l[5]));
+        b.clauses_mut().push(Clause::new(catch, l[1], l[3], l[5], out));
+        // Clause 1's try [1, 3): within clause 0's, and listed after it: the wrong order.
+        assert_eq!(kind(&b, FRAME), IlErrorKind::ClauseOrder(1));
+        b.clauses_mut()[1].try_end = l[4];
+        assert_eq!(kind(&b, FRAME), IlErrorKind::ClauseOverlap(1));
+        // A handler that is another clause's try.
+        let (mut b, [t, _, h, _, out, _]) = try_catch();
+        let catch = ClauseKind::Catch(Token::new(Token::TYPE_REF, 2));
+        b.clauses_mut().push(Clause::new(catch, h, out, t, h));
+        assert!(matches!(kind(&b, FRAME), IlErrorKind::ClauseOrder(1) | IlErrorKind::ClauseOverlap(1)));
+    }
+
+    #[test]
     fn indexes_beyond_the_frame_are_refused() {
         let (mut b, [t, ..]) = try_catch();
         b.insert_before(t, [Instruction::ldloc(1), op(OpCode::POP)]).unwrap();
@@ -888,6 +1043,16 @@ mod verify {
         b.insert_before(t, [Instruction::ldarga(300), op(OpCode::POP)]).unwrap();
         assert_eq!(kind(&b, FRAME), IlErrorKind::BadArgument(300));
         assert_eq!(b.verify(Frame { args: 301, ..FRAME }, no_calls), Ok(1));
+        // The short forms name their index in the opcode.
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [op(OpCode::LDARG_1), op(OpCode::POP)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::BadArgument(1));
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [Instruction::ldc_i4(0), op(OpCode::STLOC_1)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::BadLocal(1));
+        let (mut b, [t, ..]) = try_catch();
+        b.insert_before(t, [op(OpCode::LDLOC_3), op(OpCode::POP)]).unwrap();
+        assert_eq!(kind(&b, FRAME), IlErrorKind::BadLocal(3));
     }
 
     #[test]

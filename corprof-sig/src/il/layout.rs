@@ -82,9 +82,11 @@ impl MethodBody {
             at += size_of(ins.opcode, &ins.operand);
         }
         layout.code_size = at;
-        // Widening moves what follows, which may put other short branches out of reach.
+        // Widening moves what follows, which may put other short branches out of reach. A
+        // branch once widened stays wide, so at most `n` rounds widen anything.
         if short_branches {
-            loop {
+            let mut settled = false;
+            for _ in 0..=n {
                 let mut widened = false;
                 for (i, (_, ins)) in self.code.iter().enumerate() {
                     let op = layout.opcodes[i];
@@ -96,13 +98,19 @@ impl MethodBody {
                         .offset(target)
                         .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::UnknownLabel(target) })?;
                     let from = layout.offsets[i] + op.size() + 1;
-                    if i8::try_from(to as i64 - from as i64).is_err() {
-                        // Every short branch has a long form.
-                        layout.opcodes[i] = op.long_branch().unwrap_or(op);
+                    let displacement = to as i64 - from as i64;
+                    if i8::try_from(displacement).is_err() {
+                        // Every short branch has a long form; an opcode without one would
+                        // never reach, and is refused rather than widened forever.
+                        let long = op
+                            .long_branch()
+                            .ok_or(IlError { offset: layout.offsets[i], kind: IlErrorKind::BadTarget(displacement) })?;
+                        layout.opcodes[i] = long;
                         widened = true;
                     }
                 }
                 if !widened {
+                    settled = true;
                     break;
                 }
                 let mut at = 0usize;
@@ -111,6 +119,9 @@ impl MethodBody {
                     at += size_of(*op, &ins.operand);
                 }
                 layout.code_size = at;
+            }
+            if !settled {
+                return err(0, IlErrorKind::TooLarge);
             }
         }
         Ok(layout)
@@ -159,5 +170,26 @@ impl MethodBody {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::il::{Instruction, Label, OpCode, Operand};
+
+    #[test]
+    fn positions_index_each_label_and_refuse_a_mismatched_operand() {
+        let mut body = MethodBody::parse(&[0x06, 0x2a]).unwrap();
+        body.push(Instruction::simple(OpCode::NOP));
+        let labels: Vec<Label> = body.labels().collect();
+        let p = body.positions().unwrap();
+        for (i, label) in labels.iter().enumerate() {
+            assert_eq!(p.position(*label), Some(i));
+        }
+        assert!(p.offsets.is_empty() && p.code_size == 0, "positions lay nothing out");
+        body.push(Instruction { opcode: OpCode::BR_S, operand: Operand::None });
+        let Err(e) = body.positions() else { panic!("a br.s without a target was placed") };
+        assert_eq!(e.kind, IlErrorKind::OperandMismatch(OpCode::BR_S));
     }
 }

@@ -482,11 +482,20 @@ mod tests {
                 "{}",
                 info.name
             );
+            // Every short branch has a long form, and nothing else has one.
+            assert_eq!(
+                info.opcode.long_branch().is_some(),
+                info.operand == OperandKind::ShortInlineBrTarget,
+                "{}",
+                info.name
+            );
             if let Some(long) = info.opcode.long_branch() {
                 assert_eq!(format!("{}.s", long.name()), info.name);
                 assert_eq!(long.short_branch(), Some(info.opcode));
             }
         }
+        // Errors name opcodes by their ILAsm names.
+        assert_eq!(format!("{} {:?}", OpCode::BR_S, OpCode::READONLY), "br.s readonly.");
         assert_eq!(OpCode::from_value(0x24), None);
         assert_eq!(OpCode::from_value(0xfe08), None);
         assert_eq!(OpCode::from_value(0xfe1e), Some(OpCode::READONLY));
