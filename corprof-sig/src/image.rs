@@ -117,9 +117,10 @@ const MEMBER_FORWARDED: Col = Coded(1, &[0x04, 0x06]);
 const IMPLEMENTATION: Col = Coded(2, &[0x26, 0x23, 0x27]);
 const CUSTOM_ATTRIBUTE_TYPE: Col = Coded(3, &[0x06, 0x0a]);
 const RESOLUTION_SCOPE: Col = Coded(2, &[0x00, 0x1a, 0x23, 0x01]);
-const TYPE_OR_METHOD_DEF: Col = Coded(1, &[0x02, 0x06]);
 
-/// The columns of the tables up to NestedClass (ECMA-335 II.22), the last one read.
+/// The columns of the tables up to NestedClass (ECMA-335 II.22), the last one read; none for the
+/// tables after it (GenericParam, MethodSpec, GenericParamConstraint), whose sizes nothing read
+/// depends on.
 fn schema(table: usize) -> &'static [Col] {
     match table {
         0x00 => &[U16, Str, Guid, Guid, Guid],
@@ -164,13 +165,13 @@ fn schema(table: usize) -> &'static [Col] {
         0x27 => &[U32, U32, Str, Str, IMPLEMENTATION],
         0x28 => &[U32, U32, Str, IMPLEMENTATION],
         0x29 => &[Idx(0x02), Idx(0x02)],
-        0x2a => &[U16, U16, TYPE_OR_METHOD_DEF, Str],
-        0x2b => &[METHOD_DEF_OR_REF, Blob],
-        0x2c => &[Idx(0x2a), TYPE_DEF_OR_REF],
         _ => &[],
     }
 }
 
+/// The table stream's header at its longest: 24 bytes, a row count for each of 64 tables, and
+/// 4 bytes of extra data (HeapSizes bit 0x40).
+const TABLE_HEADER_MAX: usize = 24 + 64 * 4 + 4;
 const TYPE_DEF: usize = 0x02;
 const NESTED_CLASS: usize = 0x29;
 /// Enclosing types followed at most (a chain that loops, in metadata no compiler wrote, ends).
@@ -307,7 +308,7 @@ fn names(file_len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<Vec<
     };
 
     // The table stream's header: heap widths, which tables are there, their row counts.
-    let header = read(tables_at, tables_size.min(24 + 64 * 4 + 4))?;
+    let header = read(tables_at, tables_size.min(TABLE_HEADER_MAX))?;
     let heap_sizes = *header.get(6).ok_or(ImageError::Malformed("a table header runs past its bytes"))?;
     let valid = u64::from(u32_at(&header, 8)?) | (u64::from(u32_at(&header, 12)?) << 32);
     let mut rows = [0usize; 64];
@@ -348,10 +349,8 @@ fn names(file_len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<Vec<
     let mut next = at;
     for (t, start) in starts.iter_mut().enumerate() {
         *start = next;
+        // Every table up to NestedClass has columns (`tests::every_table_read_past_has_columns`).
         let row_width: usize = schema(t).iter().map(|&c| width(c)).sum();
-        if rows[t] != 0 && row_width == 0 {
-            return bad("rows in a table of no known kind");
-        }
         next = rows[t].checked_mul(row_width).and_then(|n| n.checked_add(next)).unwrap_or(usize::MAX);
     }
     // Tables past NestedClass are present only if their bits say so; a bit set for an unknown
@@ -535,4 +534,21 @@ fn splits(text: &[u8]) -> Vec<(&[u8], &[u8])> {
     let dots =
         text.iter().enumerate().filter(|&(i, b)| *b == b'.' && i > 0).map(|(dot, _)| (&text[..dot], &text[dot + 1..]));
     std::iter::once((&b""[..], text)).chain(dots).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table up to NestedClass without columns would be taken as zero bytes long, and every
+    /// table after it misplaced.
+    #[test]
+    fn every_table_read_past_has_columns() {
+        for t in 0..=NESTED_CLASS {
+            assert!(!schema(t).is_empty(), "table {t:#04x}");
+        }
+        for t in NESTED_CLASS + 1..64 {
+            assert!(schema(t).is_empty(), "table {t:#04x}");
+        }
+    }
 }

@@ -128,6 +128,8 @@ fn a_type_is_as_large_as_the_documentation_says() {
 
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/runtimes.rs"]
+mod runtimes;
 
 /// `image::type_names` over a small module's file with its bytes changed, cut short or made up:
 /// never a panic, never a read outside the file, and never more memory than a few times the
@@ -135,8 +137,7 @@ mod rng;
 #[test]
 fn hostile_module_files_are_read_within_the_file() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.runtimes/dotnet-8/shared/Microsoft.NETCore.App/8.0.4/System.Web.dll");
+    let path = runtimes::runtimes().join("dotnet-8/shared/Microsoft.NETCore.App/8.0.4/System.Web.dll");
     let real = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let names = |file: &[u8]| {
         corprof_sig::image::type_names(file.len() as u64, |at, buf| {

@@ -543,6 +543,10 @@ fn malformed_bodies_are_errors_with_offsets() {
 
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/runtimes.rs"]
+mod runtimes;
+#[path = "support/tables.rs"]
+mod tables;
 use rng::Rng;
 
 /// A random valid body: random opcodes with sample operands, branches and switches to random
@@ -1389,91 +1393,6 @@ mod corelib {
         u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
     }
 
-    #[derive(Clone, Copy)]
-    enum Col {
-        U16,
-        U32,
-        Str,
-        Guid,
-        Blob,
-        Idx(usize),
-        /// Tag bits and the tables the coded index may name.
-        Coded(u32, &'static [usize]),
-    }
-    use Col::*;
-
-    const TYPE_DEF_OR_REF: Col = Coded(2, &[0x02, 0x01, 0x1b]);
-    const HAS_CONSTANT: Col = Coded(2, &[0x04, 0x08, 0x17]);
-    const HAS_CUSTOM_ATTRIBUTE: Col = Coded(
-        5,
-        &[
-            0x06, 0x04, 0x01, 0x02, 0x08, 0x09, 0x0a, 0x00, 0x0e, 0x17, 0x14, 0x11, 0x1a, 0x1b, 0x20, 0x23, 0x26, 0x27,
-            0x28, 0x2a, 0x2c, 0x2b,
-        ],
-    );
-    const HAS_FIELD_MARSHAL: Col = Coded(1, &[0x04, 0x08]);
-    const HAS_DECL_SECURITY: Col = Coded(2, &[0x02, 0x06, 0x20]);
-    const MEMBER_REF_PARENT: Col = Coded(3, &[0x02, 0x01, 0x1a, 0x06, 0x1b]);
-    const HAS_SEMANTICS: Col = Coded(1, &[0x14, 0x17]);
-    const METHOD_DEF_OR_REF: Col = Coded(1, &[0x06, 0x0a]);
-    const MEMBER_FORWARDED: Col = Coded(1, &[0x04, 0x06]);
-    const IMPLEMENTATION: Col = Coded(2, &[0x26, 0x23, 0x27]);
-    const CUSTOM_ATTRIBUTE_TYPE: Col = Coded(3, &[0x06, 0x0a]);
-    const RESOLUTION_SCOPE: Col = Coded(2, &[0x00, 0x1a, 0x23, 0x01]);
-    const TYPE_OR_METHOD_DEF: Col = Coded(1, &[0x02, 0x06]);
-
-    /// The columns of tables 0x00..=0x2c (II.22).
-    fn schema(table: usize) -> Vec<Col> {
-        match table {
-            0x00 => vec![U16, Str, Guid, Guid, Guid],
-            0x01 => vec![RESOLUTION_SCOPE, Str, Str],
-            0x02 => vec![U32, Str, Str, TYPE_DEF_OR_REF, Idx(0x04), Idx(0x06)],
-            0x03 => vec![Idx(0x04)],
-            0x04 => vec![U16, Str, Blob],
-            0x05 => vec![Idx(0x06)],
-            0x06 => vec![U32, U16, U16, Str, Blob, Idx(0x08)],
-            0x07 => vec![Idx(0x08)],
-            0x08 => vec![U16, U16, Str],
-            0x09 => vec![Idx(0x02), TYPE_DEF_OR_REF],
-            0x0a => vec![MEMBER_REF_PARENT, Str, Blob],
-            0x0b => vec![U16, HAS_CONSTANT, Blob],
-            0x0c => vec![HAS_CUSTOM_ATTRIBUTE, CUSTOM_ATTRIBUTE_TYPE, Blob],
-            0x0d => vec![HAS_FIELD_MARSHAL, Blob],
-            0x0e => vec![U16, HAS_DECL_SECURITY, Blob],
-            0x0f => vec![U16, U32, Idx(0x02)],
-            0x10 => vec![U32, Idx(0x04)],
-            0x11 => vec![Blob],
-            0x12 => vec![Idx(0x02), Idx(0x14)],
-            0x13 => vec![Idx(0x14)],
-            0x14 => vec![U16, Str, TYPE_DEF_OR_REF],
-            0x15 => vec![Idx(0x02), Idx(0x17)],
-            0x16 => vec![Idx(0x17)],
-            0x17 => vec![U16, Str, Blob],
-            0x18 => vec![U16, Idx(0x06), HAS_SEMANTICS],
-            0x19 => vec![Idx(0x02), METHOD_DEF_OR_REF, METHOD_DEF_OR_REF],
-            0x1a => vec![Str],
-            0x1b => vec![Blob],
-            0x1c => vec![U16, MEMBER_FORWARDED, Str, Idx(0x1a)],
-            0x1d => vec![U32, Idx(0x04)],
-            0x1e => vec![U32, U32],
-            0x1f => vec![U32],
-            0x20 => vec![U32, U16, U16, U16, U16, U32, Blob, Str, Str],
-            0x21 => vec![U32],
-            0x22 => vec![U32, U32, U32],
-            0x23 => vec![U16, U16, U16, U16, U32, Blob, Str, Str, Blob],
-            0x24 => vec![U32, Idx(0x23)],
-            0x25 => vec![U32, U32, U32, Idx(0x23)],
-            0x26 => vec![U32, Str, Blob],
-            0x27 => vec![U32, U32, Str, Str, IMPLEMENTATION],
-            0x28 => vec![U32, U32, Str, IMPLEMENTATION],
-            0x29 => vec![Idx(0x02), Idx(0x02)],
-            0x2a => vec![U16, U16, TYPE_OR_METHOD_DEF, Str],
-            0x2b => vec![METHOD_DEF_OR_REF, Blob],
-            0x2c => vec![Idx(0x2a), TYPE_DEF_OR_REF],
-            _ => panic!("table 0x{table:02x} is not in ECMA-335"),
-        }
-    }
-
     pub struct Module {
         pub file: Vec<u8>,
         sections: Vec<(usize, usize, usize)>,
@@ -1547,35 +1466,11 @@ mod corelib {
             if heap_sizes & 0x40 != 0 {
                 at += 4;
             }
-            let heap = |bit: u8| if heap_sizes & bit != 0 { 4 } else { 2 };
             for t in 0..0x2d {
                 if m.rows[t] == 0 {
                     continue;
                 }
-                let widths: Vec<usize> = schema(t)
-                    .iter()
-                    .map(|c| match *c {
-                        U16 => 2,
-                        U32 => 4,
-                        Str => heap(0x01),
-                        Guid => heap(0x02),
-                        Blob => heap(0x04),
-                        Idx(t) => {
-                            if m.rows[t] < 0x1_0000 {
-                                2
-                            } else {
-                                4
-                            }
-                        }
-                        Coded(bits, ts) => {
-                            if ts.iter().all(|&t| m.rows[t] < (1 << (16 - bits))) {
-                                2
-                            } else {
-                                4
-                            }
-                        }
-                    })
-                    .collect();
+                let widths = tables::widths(t, &m.rows, heap_sizes);
                 m.tables[t] = at;
                 at += m.rows[t] * widths.iter().sum::<usize>();
                 m.widths[t] = widths;
@@ -1634,11 +1529,10 @@ mod corelib {
         }
     }
 
-    /// The runtimes scripts/setup installs at the repository's root, this crate's parent.
+    /// CoreLib of a runtime scripts/setup installs (`runtimes::runtimes`).
     fn load(runtime: &str, version: &str) -> Module {
-        let dll = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            "../.runtimes/dotnet-{runtime}/shared/Microsoft.NETCore.App/{version}/System.Private.CoreLib.dll"
-        ));
+        let dll = runtimes::runtimes()
+            .join(format!("dotnet-{runtime}/shared/Microsoft.NETCore.App/{version}/System.Private.CoreLib.dll"));
         Module::load(&dll)
     }
 
@@ -1874,8 +1768,7 @@ mod corelib {
     fn every_corelib_type_name_is_read_from_the_file() {
         use std::os::unix::fs::FileExt;
         for runtime in ["8/shared/Microsoft.NETCore.App/8.0.4", "3/shared/Microsoft.NETCore.App/3.1.23"] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join(format!("../.runtimes/dotnet-{runtime}/System.Private.CoreLib.dll"));
+            let path = runtimes::runtimes().join(format!("dotnet-{runtime}/System.Private.CoreLib.dll"));
             let m = Module::load(&path);
             let file = std::fs::File::open(&path).unwrap();
             let mut reads = 0;
