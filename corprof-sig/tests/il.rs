@@ -327,6 +327,18 @@ fn removing_and_replacing_keep_references() {
     assert_eq!(body.remove(last).unwrap_err().kind, IlErrorKind::UnknownLabel(last));
 }
 
+/// Labels print as `L` and their number, the end of the code as `END` (as errors and clause
+/// dumps show them).
+#[test]
+fn labels_print_as_their_number_and_the_end_as_end() {
+    let body = MethodBody::parse(&[0x0a, 0x00, 0x2a]).unwrap();
+    let printed: Vec<String> = body.labels().map(|l| format!("{l:?}")).collect();
+    assert_eq!(printed.len(), 2);
+    assert!(printed.iter().all(|p| p.starts_with('L') && p[1..].parse::<u32>().is_ok()), "{printed:?}");
+    assert_ne!(printed[0], printed[1]);
+    assert_eq!(format!("{:?}", Label::END), "END");
+}
+
 #[test]
 fn an_edit_makes_a_tiny_header_fat() {
     // 63 nops and ret: the largest tiny body.
@@ -423,6 +435,199 @@ fn compact_makes_long_branches_short_and_fat_headers_tiny() {
     assert_eq!(body.encode().unwrap(), bytes);
 }
 
+/// The header's accessors and setters: a tiny header has no flags, locals or InitLocals; giving
+/// it locals or InitLocals makes it fat with exactly the flags written; on a fat header each
+/// setter changes its own bit alone, the others (an unknown one among them) kept.
+#[test]
+fn header_flags_and_locals_are_read_and_set_exactly() {
+    let flags_of = |b: &MethodBody| {
+        let bytes = b.encode().unwrap();
+        (u16::from_le_bytes([bytes[0], bytes[1]]), u32::from_le_bytes(bytes[8..12].try_into().unwrap()))
+    };
+    // nop; nop; ret
+    let tiny = identity(&[0x0e, 0x00, 0x00, 0x2a]);
+    assert_eq!((tiny.len(), tiny.is_empty()), (3, false));
+    assert!(!tiny.is_fat() && !tiny.init_locals());
+    assert_eq!((tiny.fat_flags(), tiny.local_var_sig()), (None, None));
+
+    let mut b = tiny.clone();
+    b.set_init_locals(true);
+    assert!(b.is_fat() && b.init_locals());
+    assert_eq!(b.fat_flags(), Some(0x3013));
+    assert_eq!(flags_of(&b), (0x3013, 0));
+    b.set_init_locals(true);
+    assert_eq!(b.fat_flags(), Some(0x3013), "set twice stays set");
+    b.set_init_locals(false);
+    assert!(!b.init_locals());
+    assert_eq!(flags_of(&b), (0x3003, 0));
+    let mut b = tiny.clone();
+    b.set_init_locals(false);
+    assert_eq!(flags_of(&b), (0x3003, 0));
+
+    let mut b = tiny.clone();
+    b.set_local_var_sig(Token::new(0x11, 7));
+    assert_eq!((b.fat_flags(), b.local_var_sig()), (Some(0x3013), Some(Token::new(0x11, 7))));
+    assert_eq!(flags_of(&b), (0x3013, 0x1100_0007));
+
+    // Fat, with an unknown flag (0x20) and no InitLocals.
+    let mut b = identity(&fat(0x20, 2, 0, &[0x00, 0x2a]));
+    assert_eq!((b.fat_flags(), b.init_locals(), b.local_var_sig()), (Some(0x3023), false, None));
+    b.set_local_var_sig(Token::new(0x11, 1));
+    assert_eq!((b.fat_flags(), b.init_locals()), (Some(0x3023), false));
+    b.set_init_locals(true);
+    assert_eq!(flags_of(&b), (0x3033, 0x1100_0001));
+    b.set_init_locals(false);
+    assert_eq!(flags_of(&b), (0x3023, 0x1100_0001));
+}
+
+/// A body with a data section that is not an exception table keeps it, and the flag saying
+/// another section follows, through decoding, encoding and `compact` (which would otherwise
+/// make this small body's header tiny, and a tiny header has no sections).
+#[test]
+fn a_data_section_before_the_exception_table_is_kept() {
+    // try { nop; leave END } finally { endfinally } ret
+    let code = [0x00, 0xde, 0x01, 0xdc, 0x2a];
+    let mut bytes = fat(0x08, 8, 0, &code);
+    bytes.resize((bytes.len() + 3) & !3, 0);
+    // An OptIL section (kind 0x02) with MoreSects, 8 bytes, then the small EH table.
+    bytes.extend_from_slice(&[0x82, 8, 0, 0, 0xaa, 0xbb, 0xcc, 0xdd]);
+    small_eh(&mut bytes, &[(2, 0, 3, 3, 1, 0)]);
+    let mut body = identity(&bytes);
+    assert_eq!(body.clauses().len(), 1);
+    body.compact().unwrap();
+    assert!(body.is_fat());
+    assert_eq!(body.encode().unwrap(), bytes);
+    // A plain small body compacts to a tiny header; the same body with a data section stays fat.
+    let plain = fat(0, 8, 0, &[0x00, 0x2a]);
+    let mut body = identity(&plain);
+    body.compact().unwrap();
+    assert!(!body.is_fat());
+    let mut with_data = fat(0x08, 8, 0, &[0x00, 0x2a]);
+    with_data.resize((with_data.len() + 3) & !3, 0);
+    with_data.extend_from_slice(&[0x02, 4, 0, 0]);
+    let mut body = identity(&with_data);
+    body.compact().unwrap();
+    assert!(body.is_fat(), "a tiny header would lose the data section");
+    assert_eq!(body.encode().unwrap(), with_data);
+}
+
+/// Sections whose sizes are not multiples of four, followed by another section, keep their
+/// padding; an EH section with no clause is a section; a clause added is written where the read
+/// EH section was (after a data section), in the small format while its clauses fit it.
+#[test]
+fn sections_keep_their_padding_order_and_format() {
+    // try { nop; leave END } finally { endfinally } ret
+    let code = [0x00, 0xde, 0x01, 0xdc, 0x2a];
+    let start = |flags| {
+        let mut b = fat(flags, 8, 0, &code);
+        b.resize((b.len() + 3) & !3, 0);
+        b
+    };
+    // A data section of 5 bytes with MoreSects, 3 bytes of padding, then the EH table.
+    let mut bytes = start(0x08);
+    bytes.extend_from_slice(&[0x82, 5, 0, 0, 0xee, 0x55, 0x55, 0x55]);
+    small_eh(&mut bytes, &[(2, 0, 3, 3, 1, 0)]);
+    let body = identity(&bytes);
+    assert_eq!(body.clauses().len(), 1);
+    // The EH table first, with one byte past its clause and MoreSects, then the data section.
+    let mut bytes = start(0x08);
+    bytes.extend_from_slice(&[0x81, 17]);
+    bytes.extend_from_slice(&[0, 0, 2, 0, 0, 0, 3, 3, 0, 1, 0, 0, 0, 0, 0x77, 0x66, 0x66, 0x66]);
+    bytes.extend_from_slice(&[0x02, 4, 0, 0]);
+    let body = identity(&bytes);
+    assert_eq!(body.clauses().len(), 1);
+    // An EH table of no clause.
+    let mut bytes = start(0x08);
+    bytes.extend_from_slice(&[0x01, 4, 0, 0]);
+    let body = identity(&bytes);
+    assert!(body.clauses().is_empty());
+    // An EH table whose kind has another bit (OptILTable) too: kept as read.
+    let mut bytes = start(0x08);
+    small_eh(&mut bytes, &[(2, 0, 3, 3, 1, 0)]);
+    bytes[20] = 0x03;
+    assert_eq!(identity(&bytes).clauses().len(), 1);
+
+    // A second clause (the same finally, again) added to a body whose data section comes first:
+    // the table is written again after it, small; with 21 clauses, fat.
+    let mut bytes = start(0x08);
+    bytes.extend_from_slice(&[0x82, 8, 0, 0, 1, 2, 3, 4]);
+    small_eh(&mut bytes, &[(2, 0, 3, 3, 1, 0)]);
+    let data_at = bytes.len() - 16 - 8;
+    for (clauses, kind) in [(2, 0x01), (21, 0x41)] {
+        let mut body = identity(&bytes);
+        let c = body.clauses()[0];
+        for _ in 1..clauses {
+            body.clauses_mut().push(c);
+        }
+        let out = body.encode().unwrap();
+        assert_eq!(out[..data_at + 8], bytes[..data_at + 8], "{clauses}: the header, code and data section as read");
+        assert_eq!(out[data_at + 8], kind, "{clauses}: the EH table's format");
+        assert_eq!(MethodBody::parse(&out).unwrap().clauses().len(), clauses);
+    }
+}
+
+/// A clause whose try or handler ends before it starts is refused when writing.
+#[test]
+fn a_clause_ending_before_it_starts_is_refused() {
+    let code = [0x00, 0xde, 0x01, 0xdc, 0x2a];
+    let mut bytes = fat(0x08, 8, 0, &code);
+    bytes.resize((bytes.len() + 3) & !3, 0);
+    small_eh(&mut bytes, &[(2, 0, 3, 3, 1, 0)]);
+    for swap_try in [true, false] {
+        let mut body = identity(&bytes);
+        let c = &mut body.clauses_mut()[0];
+        if swap_try {
+            std::mem::swap(&mut c.try_start, &mut c.try_end);
+        } else {
+            std::mem::swap(&mut c.handler_start, &mut c.handler_end);
+        }
+        let e = body.encode().unwrap_err();
+        assert_eq!((e.offset, e.kind), (0, IlErrorKind::BadClause), "try swapped: {swap_try}");
+    }
+}
+
+/// `compact` makes a header tiny only when nothing needs it fat: each reason alone keeps it.
+#[test]
+fn compact_keeps_a_fat_header_for_each_reason_alone() {
+    let tiny_after = |bytes: &[u8]| {
+        let mut body = identity(bytes);
+        body.compact().unwrap();
+        !body.is_fat()
+    };
+    let nops = |n: usize| {
+        let mut code = vec![0x00; n - 1];
+        code.push(0x2a);
+        code
+    };
+    assert!(tiny_after(&fat(0, 8, 0, &nops(63))), "63 bytes, 8 stack, nothing else");
+    assert!(tiny_after(&fat(0x10, 8, 0, &nops(63))), "InitLocals without locals");
+    assert!(!tiny_after(&fat(0, 8, 0, &nops(64))), "64 bytes of code");
+    assert!(!tiny_after(&fat(0, 9, 0, &nops(2))), "a max stack of 9");
+    assert!(!tiny_after(&fat(0, 8, 0x1100_0001, &nops(2))), "locals");
+    assert!(!tiny_after(&fat(0x20, 8, 0, &nops(2))), "an unknown flag");
+    let code = [0x00, 0xde, 0x01, 0xdc, 0x2a];
+    let mut with_clause = fat(0x08, 8, 0, &code);
+    with_clause.resize((with_clause.len() + 3) & !3, 0);
+    small_eh(&mut with_clause, &[(2, 0, 3, 3, 1, 0)]);
+    assert!(!tiny_after(&with_clause), "a clause");
+}
+
+/// Errors reading an operand, or a switch whose count runs past the code, name byte offsets in
+/// the body (the header's length included).
+#[test]
+fn operand_errors_name_their_offset_in_the_body() {
+    // ldc.i4 with one byte of its four: tiny (header 1 byte), fat (12 bytes).
+    let e = MethodBody::parse(&[0x0a, 0x20, 0x01]).unwrap_err();
+    assert_eq!((e.offset, e.kind.clone()), (2, IlErrorKind::UnexpectedEnd));
+    let e = MethodBody::parse(&fat(0, 8, 0, &[0x00, 0x20, 0x01])).unwrap_err();
+    assert_eq!((e.offset, e.kind.clone()), (14, IlErrorKind::UnexpectedEnd));
+    // switch (2 targets) with room for one and a byte: refused at the code's end, before the
+    // targets are read.
+    let code = [0x45, 2, 0, 0, 0, 0, 0, 0, 0, 0];
+    let e = MethodBody::parse(&fat(0, 8, 0, &code)).unwrap_err();
+    assert_eq!((e.offset, e.kind.clone()), (12 + code.len(), IlErrorKind::UnexpectedEnd));
+}
+
 #[test]
 fn a_switch_with_many_targets() {
     let n = 300u32;
@@ -463,6 +668,36 @@ fn clause_sections_widen_when_offsets_outgrow_them() {
     let out = body.encode().unwrap();
     assert_eq!(out[0] & 0x8, 0);
     assert_eq!(out.len(), 12 + 317);
+}
+
+/// What a call pops: its parameters, an implicit `this` (not an explicit one, which is among
+/// the parameters), and for `calli` the function pointer; `newobj` pushes the new object.
+#[test]
+fn call_effects_count_this_the_function_pointer_and_the_new_object() {
+    let sig = |call_conv: u8, ret: Type, params: Vec<Type>| MethodSig {
+        call_conv: CallConv(call_conv),
+        generic_params: 0,
+        ret,
+        params,
+        sentinel: None,
+    };
+    let max = |code: &[u8], sig: MethodSig| identity(&fat(0, 8, 0, code)).compute_max_stack(|_| Some(sig.clone()));
+    let has_this = CallConv::HAS_THIS;
+    let explicit = CallConv::HAS_THIS | CallConv::EXPLICIT_THIS;
+    // ldarg.0; ldc.i4.1; callvirt; ldc.i4.1; add; ret — an instance method of one int32.
+    let virt = [0x02, 0x17, 0x6f, 1, 0, 0, 0x06, 0x17, 0x58, 0x2a];
+    assert_eq!(max(&virt, sig(has_this, Type::I4, vec![Type::I4])), Ok(2));
+    // The same, its `this` explicit: two parameters, nothing more.
+    assert_eq!(max(&virt, sig(explicit, Type::I4, vec![Type::Object, Type::I4])), Ok(2));
+    // ldc.i4.1; newobj .ctor(int32); ldc.i4.1; add; ret — the ctor's `this` is not popped.
+    let new = [0x17, 0x73, 1, 0, 0, 0x06, 0x17, 0x58, 0x2a];
+    assert_eq!(max(&new, sig(has_this, Type::Void, vec![Type::I4])), Ok(2));
+    // ldarg.0; ldc.i4.1; ldc.i4.2 (the pointer); calli instance int32(int32); ldc.i4.1; add; ret
+    let calli = [0x02, 0x17, 0x18, 0x29, 1, 0, 0, 0x11, 0x17, 0x58, 0x2a];
+    assert_eq!(max(&calli, sig(has_this, Type::I4, vec![Type::I4])), Ok(3));
+    // ldc.i4.1; ldc.i4.2; calli int32(int32); ldc.i4.1; add; ret
+    let calli = [0x17, 0x18, 0x29, 1, 0, 0, 0x11, 0x17, 0x58, 0x2a];
+    assert_eq!(max(&calli, sig(0, Type::I4, vec![Type::I4])), Ok(2));
 }
 
 #[test]
