@@ -1418,6 +1418,29 @@ mod wrap {
         assert_eq!(body.get(call).map(|i| i.opcode), Some(OpCode::CALL));
     }
 
+    /// `tail.` prefixes at the very end, with no instruction after them (IL no compiler writes):
+    /// what named them names the finally, and the wrapped body is refused by the checks, never
+    /// a panic.
+    #[test]
+    fn unguarded_wrapping_of_trailing_tail_prefixes_is_refused() {
+        for tails in 1..=2 {
+            // ldc.i4.0; brtrue TAIL; ret; TAIL: tail. (tail.)
+            let mut b = MethodBody::new();
+            b.push(op(OpCode::LDC_I4_0));
+            let branch = b.push(op(OpCode::NOP));
+            b.push(op(OpCode::RET));
+            let tail = b.push(op(OpCode::TAIL));
+            for _ in 1..tails {
+                b.push(op(OpCode::TAIL));
+            }
+            *b.get_mut(branch).unwrap() = Instruction::branch(OpCode::BRTRUE, tail);
+            let w = Wrapper::new(&b, &int_method(), None).unwrap();
+            let end = |returned: u16| [Instruction::ldloc(returned), Instruction::token(OpCode::CALL, HANDLER)];
+            let got = w.finish_unguarded([], end, sigs);
+            assert!(got.is_err(), "{tails}: {got:?}");
+        }
+    }
+
     #[test]
     fn unguarded_wrapping_keeps_the_bodys_regions_inside_and_first() {
         // br TRY; OUT: ret; TRY: nop; leave OUT; (catch) pop; leave OUT  -- the handler ends at END
