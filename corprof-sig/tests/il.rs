@@ -749,6 +749,13 @@ fn locals_append_through_the_signature_encoder() {
     let (sig, first) = append_locals(Some(&[0x07, 0x01, 0x45, 0x10, 0x05]), &[Type::String]).unwrap();
     assert_eq!((sig, first), (vec![0x07, 0x02, 0x45, 0x10, 0x05, 0x0e], 1));
     assert!(append_locals(Some(&[0x06, 0x08]), &[]).is_err());
+    // Slots are 16-bit and 0xffff is none: 0xfffe locals in all, the last at 0xfffd, and no more.
+    let (_, first) = append_locals(None, &vec![Type::I4; 0xfffe]).unwrap();
+    assert_eq!(first, 0);
+    let (sig, _) = append_locals(None, &vec![Type::I4; 0xfffd]).unwrap();
+    assert_eq!(append_locals(Some(&sig), &[Type::Object]).unwrap().1, 0xfffd);
+    assert!(append_locals(Some(&sig), &[Type::Object, Type::Object]).is_err());
+    assert!(append_locals(None, &vec![Type::I4; 0xffff]).is_err());
 }
 
 #[test]
