@@ -353,8 +353,8 @@ fn names(file_len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<Vec<
         let row_width: usize = schema(t).iter().map(|&c| width(c)).sum();
         next = rows[t].checked_mul(row_width).and_then(|n| n.checked_add(next)).unwrap_or(usize::MAX);
     }
-    // Tables past NestedClass are present only if their bits say so; a bit set for an unknown
-    // table before it would have been refused above.
+    // Every table up to NestedClass is one ECMA-335 defines, so the two read here are placed
+    // right; the three after it move nothing read, and a bit past them is refused.
     let table = |t: usize| -> Result<(u64, usize, usize), ImageError> {
         let row_width: usize = schema(t).iter().map(|&c| width(c)).sum();
         let len = rows[t].saturating_mul(row_width);
