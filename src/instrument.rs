@@ -77,7 +77,8 @@
 //! with static `OnMethodBegin`/`OnMethodEnd` (the CallTarget contract: `CallTargetState`,
 //! `CallTargetReturn<T>`, in corprof's `Corprof.Instrumentation.dll`, which
 //! [`Instrumentation::managed_invoker`] locates). The assemblies are loaded by startup code
-//! corprof puts into the `<Module>..cctor` of the modules that load first, and the methods are
+//! corprof puts into the `<Module>..cctor` of the modules that load first (after an attach,
+//! before the own code of the methods to wrap, through a first ReJIT), and the methods are
 //! wrapped through ReJIT once it ran; a handler with an `OnAsyncMethodEnd` sees a returned
 //! `Task`'s completion too. See `docs/guide/instrumentation.md` for the contract and what is
 //! refused.
@@ -738,6 +739,8 @@ enum Job {
     Rejit(ModuleID, mdMethodDef),
     /// Request the revert of every method ReJITted.
     Revert,
+    /// Request the revert of one method given the startup code whose handler was not found.
+    Restore(ModuleID, mdMethodDef),
 }
 
 /// Set by [`Instrumentation::revert`]: the entry points call no handler, no method is wrapped.
@@ -746,8 +749,26 @@ static REVERTED: AtomicBool = AtomicBool::new(false);
 /// A wrapped body for a ReJIT, and what to say once it is requested.
 struct Prepared {
     body: MethodBody,
+    /// For a method of a module loaded before `start` waiting for the managed startup: its own
+    /// body behind the startup code, given to its first ReJIT until the startup has found the
+    /// handler whose bit is here (a module initializer, which carries the startup at launch,
+    /// has run long before).
+    bootstrap: Option<(MethodBody, u32)>,
+    /// Whether its `Wrapped` decision was said (a method given the startup code is requested
+    /// twice).
+    said: bool,
     name: String,
     target: String,
+}
+
+impl Prepared {
+    /// The body for a ReJIT now, the startup having answered `answer` so far.
+    fn body_for(&self, answer: Option<u64>) -> &MethodBody {
+        match &self.bootstrap {
+            Some((boot, bit)) if answer.is_none_or(|found| found & (1 << bit) == 0) => boot,
+            _ => &self.body,
+        }
+    }
 }
 
 /// The methods to wrap and their handlers; see the [module](self).
@@ -954,14 +975,27 @@ impl Instrumentation {
     /// Requests the ReJIT of a method prepared for a managed handler, counted in `pending`
     /// already, if the startup found its handler; else refuses it.
     fn release(&self, module: ModuleID, method: mdMethodDef, bit: u32, found: u64) {
+        let key = (module.as_raw(), method);
+        // Not asked for when the method is gone (unloaded, or its first ReJIT refused).
         if found & (1 << bit) != 0
+            && !REVERTED.load(Ordering::Acquire)
+            && lock(&self.prepared).contains_key(&key)
             && let Some(queue) = lock(&self.queue).as_ref()
             && queue.send(Job::Rejit(module, method)).is_ok()
         {
             return;
         }
-        let prepared = lock(&self.prepared).remove(&(module.as_raw(), method));
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        let prepared = lock(&self.prepared).remove(&key);
+        // A method given the startup code goes back to its own (the job counted in `pending`
+        // instead of the ReJIT that will not be).
+        let restore = prepared.as_ref().is_some_and(|p| p.bootstrap.is_some())
+            && lock(&self.queue).as_ref().is_some_and(|q| q.send(Job::Restore(module, method)).is_ok());
+        if !restore {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
+        if REVERTED.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(p) = prepared {
             let reason = match self.managed_handlers.get(bit as usize) {
                 Some((path, _, type_name)) => {
@@ -1031,11 +1065,23 @@ impl Instrumentation {
                 .iter()
                 .filter_map(|j| match j {
                     Job::Rejit(module, method) => Some((*module, *method)),
-                    Job::Revert => None,
+                    Job::Revert | Job::Restore(..) => None,
                 })
                 .collect();
             if !batch.is_empty() {
                 self.request(info, &batch);
+            }
+            let (modules, methods): (Vec<ModuleID>, Vec<mdMethodDef>) = jobs
+                .iter()
+                .filter_map(|j| match j {
+                    Job::Restore(module, method) => Some((*module, *method)),
+                    _ => None,
+                })
+                .unzip();
+            if !modules.is_empty() {
+                // Their handler was not found (said then); a failure leaves the startup code
+                // before their own, which runs as written.
+                let _ = info.revert_methods(&modules, &methods);
             }
             if jobs.iter().any(|j| matches!(j, Job::Revert)) {
                 self.revert_all(info);
@@ -1078,13 +1124,19 @@ impl Instrumentation {
             }
             return;
         }
+        let answer = lock(&self.startup).done;
         let mut prepared = lock(&self.prepared);
         for (module, method) in batch {
             let key = (module.as_raw(), *method);
-            let decision = match (&requested, prepared.get(&key)) {
+            let decision = match (&requested, prepared.get_mut(&key)) {
                 // Unloaded meanwhile: nothing to say.
                 (_, None) => continue,
-                (Ok(()), Some(p)) => Decision::Wrapped { method: p.name.clone(), target: p.target.clone() },
+                // Said once; not while it gets the startup code.
+                (Ok(()), Some(p)) if p.said || !std::ptr::eq(p.body_for(answer), &p.body) => continue,
+                (Ok(()), Some(p)) => {
+                    p.said = true;
+                    Decision::Wrapped { method: p.name.clone(), target: p.target.clone() }
+                }
                 (Err(e), Some(p)) => Decision::Refused {
                     method: p.name.clone(),
                     target: p.target.clone(),
@@ -1149,6 +1201,15 @@ impl Instrumentation {
     /// handlers; the methods wrapped for them are requested for ReJIT from then on).
     pub fn managed_startup_ran(&self) -> bool {
         lock(&self.startup).done.is_some()
+    }
+
+    /// How many methods wait for the startup of the managed side before their wrapped body is
+    /// requested (counted in [`pending_rejit_requests`](Self::pending_rejit_requests) too); 0
+    /// once it ran. After an attach, the startup runs at the first call of one of them: each
+    /// first gets a ReJIT putting the startup code before its own (also counted there), so
+    /// `pending_rejit_requests() == waiting_for_managed_startup()` says those are requested.
+    pub fn waiting_for_managed_startup(&self) -> usize {
+        lock(&self.startup).waiting.len()
     }
 
     /// What was wrapped and refused so far, in order. A method wrapped through ReJIT whose ReJIT
@@ -1222,6 +1283,9 @@ impl Instrumentation {
         let mut requests: Vec<(mdMethodDef, Option<(u32, u64)>)> = Vec::new();
         // Whether anything was added to the module's metadata.
         let mut emitted = false;
+        // The managed startup code, made once for the methods of a module loaded before `start`
+        // that wait for it.
+        let mut startup_code: Option<Result<managed::StartupCode, String>> = None;
         for (t, (target, definition, matched)) in self.targets.iter().enumerate() {
             if target.assembly.as_ref().is_some_and(|a| *a != assembly) {
                 continue;
@@ -1286,12 +1350,12 @@ impl Instrumentation {
                     Some(_) if managed_code => {
                         Err("it is managed code of corprof's or of a handler's, which would call itself".into())
                     }
-                    Some(_) if loaded => Err("a managed handler's assemblies are loaded by the startup of the app, \
-                                              which ran before start: call start from initialize"
-                        .into()),
                     Some(m) => {
                         emitted = true;
-                        managed::managed_body(info, import, module, method, m).map(|b| (b, Some(m.bit)))
+                        let budget = (loaded && !self.grow_loaded).then(|| {
+                            budget.get_or_insert_with(|| Budget::of(defined.as_ref().and_then(Option::as_ref)))
+                        });
+                        managed::managed_body(info, import, module, method, m, budget).map(|b| (b, Some(m.bit)))
                     }
                     None => {
                         let no_transition = self.no_transition.load(Ordering::Relaxed);
@@ -1358,9 +1422,38 @@ impl Instrumentation {
                                call start from initialize)",
                     },
                     Ok((body, gate)) => {
-                        let prepared = Prepared { body, name, target: target.to_string() };
+                        // In a module loaded before `start`, whose initializer ran long ago, the
+                        // startup code goes before the method's own until the startup ran: its
+                        // first call runs it.
+                        let bootstrap = match gate {
+                            Some(bit)
+                                if loaded
+                                    && assembly != "System.Private.CoreLib"
+                                    && lock(&self.startup).done.is_none() =>
+                            {
+                                let budget = (!self.grow_loaded).then(|| {
+                                    budget.get_or_insert_with(|| Budget::of(defined.as_ref().and_then(Option::as_ref)))
+                                });
+                                match self.bootstrap(info, import, module, method, &mut startup_code, budget) {
+                                    Ok(boot) => Some((boot, bit)),
+                                    Err(why) => {
+                                        crate::report::write_line(&format!(
+                                            "corprof: instrument: no managed startup in {name}, which waits for \
+                                             another method's: {why}"
+                                        ));
+                                        None
+                                    }
+                                }
+                            }
+                            _ => None,
+                        };
+                        let first_request = bootstrap.is_some();
+                        let prepared = Prepared { body, bootstrap, said: false, name, target: target.to_string() };
                         lock(&self.prepared).insert((module.as_raw(), method), prepared);
-                        self.pending.fetch_add(1, Ordering::AcqRel);
+                        self.pending.fetch_add(1 + usize::from(first_request), Ordering::AcqRel);
+                        if first_request {
+                            requests.push((method, None));
+                        }
                         match gate {
                             // Requested once the startup has loaded the handlers (or corprof's
                             // assembly).
@@ -1397,6 +1490,47 @@ impl Instrumentation {
                 }
             }
         }
+    }
+
+    /// `method`'s own body behind the startup `code` (made once per module, within `budget`).
+    fn bootstrap(
+        &self,
+        info: &ProfilerInfo,
+        import: &MetaDataImport,
+        module: ModuleID,
+        method: mdMethodDef,
+        code: &mut Option<Result<managed::StartupCode, String>>,
+        mut budget: Option<&mut Budget>,
+    ) -> Result<MethodBody, String> {
+        let code = match code {
+            Some(code) => code,
+            None => {
+                let invoker = self
+                    .invoker
+                    .as_ref()
+                    .and_then(|p| p.to_str())
+                    .ok_or_else(|| format!("the path of {INVOKER_ASSEMBLY}.dll is not UTF-8 (or was not given)"))?;
+                let config = self.startup_config();
+                if let Some(budget) = budget.as_deref_mut() {
+                    let (rows, bytes) = managed::startup_growth(invoker, &config);
+                    budget.take_exact(rows, bytes)?;
+                }
+                code.insert(managed::StartupCode::new(info, module, invoker, &config))
+            }
+        };
+        let code = code.as_ref().map_err(Clone::clone)?;
+        let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
+        // SAFETY: GetMethodProps succeeded: the blob is `sig_blob_size` bytes of the module's
+        // metadata, alive while `import` is; copied at once.
+        let sig_bytes = unsafe { copy_blob(props.sig_blob, props.sig_blob_size) };
+        let sig = MethodSig::decode(&sig_bytes).map_err(|e| format!("its signature: {e}"))?;
+        let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
+        let locals = locals_of(import, &body)?;
+        if let Some(budget) = budget {
+            // The new locals' signature.
+            budget.take_exact(1, locals.as_ref().map_or(0, Vec::len) + 64)?;
+        }
+        code.before(info, import, module, &body, &sig, locals.as_deref())
     }
 
     /// Gives `module` the startup of the managed side (once; `eligible`: a module of code the
@@ -1476,6 +1610,7 @@ pub(crate) unsafe fn rejit_parameters(
     control: *mut std::ffi::c_void,
 ) -> Option<crate::Result<()>> {
     let this = STARTED.get()?;
+    let answer = lock(&this.startup).done;
     let prepared = lock(&this.prepared);
     let p = prepared.get(&(module, method))?;
     if control.is_null() {
@@ -1484,9 +1619,11 @@ pub(crate) unsafe fn rejit_parameters(
     // SAFETY: the caller's contract: the runtime's function-control object of this callback,
     // for the ReJIT of this very method, alive while it runs.
     let control = unsafe { &*control.cast::<crate::interfaces::ICorProfilerFunctionControl>() };
-    // SAFETY: the body was made for this method of this module by `wrapped_body` and checked
-    // there (see it for what the new code calls); it goes to this method's ReJIT only.
-    Some(unsafe { crate::rewrite::set_rejit_body(control, &p.body) }.map_err(HResult::from))
+    // SAFETY: the body was made for this method of this module by `wrapped_body`,
+    // `managed_body` or `StartupCode::before` and checked there (see them for what the new code
+    // calls); it goes to this method's ReJIT only. A managed handler's body, which names
+    // assemblies the startup makes resolve, is given only once the startup found its handler.
+    Some(unsafe { crate::rewrite::set_rejit_body(control, p.body_for(answer)) }.map_err(HResult::from))
 }
 
 /// A ReJIT the runtime reported failed (`ReJITError`): one corprof asked for is said once in the
@@ -1648,14 +1785,26 @@ impl Budget {
     /// Takes one method's share (its signature's and locals' sizes in bytes), or says why not.
     fn take(&mut self, signature: usize, locals: usize) -> Result<(), String> {
         let bytes = signature.saturating_mul(2).saturating_add(locals).saturating_add(Self::BYTES_PER_METHOD);
-        if self.rows < Self::ROWS_PER_METHOD || self.bytes < bytes {
+        self.take_exact(Self::ROWS_PER_METHOD, bytes)
+    }
+
+    /// Takes a method's share for a managed handler: twice a Rust handler's (a generic
+    /// instantiation of the invoker's begin and end methods, a type for each argument).
+    fn take_managed(&mut self, signature: usize, locals: usize) -> Result<(), String> {
+        let bytes = signature.saturating_mul(4).saturating_add(locals).saturating_add(2 * Self::BYTES_PER_METHOD);
+        self.take_exact(2 * Self::ROWS_PER_METHOD, bytes)
+    }
+
+    /// Takes `rows` rows and `bytes` bytes, or says why not (taking nothing).
+    fn take_exact(&mut self, rows: usize, bytes: usize) -> Result<(), String> {
+        if self.rows < rows || self.bytes < bytes {
             return Err("its module was loaded before start, and wrapping it there would grow the module's metadata \
                         past the small form that CoreCLR rebuilds under its own unlocked readers (a rare crash, \
                         dotnet/runtime#127957): call start from initialize, or see \
                         Instrumentation::allow_growing_loaded_metadata"
                 .into());
         }
-        self.rows -= Self::ROWS_PER_METHOD;
+        self.rows -= rows;
         self.bytes -= bytes;
         Ok(())
     }

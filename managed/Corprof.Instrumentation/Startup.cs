@@ -17,6 +17,7 @@ namespace Corprof.Instrumentation
         private static readonly Dictionary<string, string> Paths = new Dictionary<string, string>();
         private static readonly Dictionary<string, string> Definitions = new Dictionary<string, string>();
         private static bool started;
+        private static bool running;
         private static long found;
 
         /// <summary>
@@ -29,59 +30,78 @@ namespace Corprof.Instrumentation
         /// Loads the handlers <paramref name="config"/> lists (lines of tab-separated fields:
         /// <c>handler, bit, assembly path, type full name, definition names</c>, bits 0 to 62) and
         /// answers a mask with the bit of each handler type found, and <see cref="Resolvable"/>
-        /// once the assembly resolution is watched. Never throws; a second call answers the first
-        /// one's mask.
+        /// once the assembly resolution is watched. A second call answers the first one's mask
+        /// (waiting for it); a call from inside the first, on its thread (app code the loading
+        /// runs, wrapped with the startup code too), throws, and its caller's guard swallows that:
+        /// only a finished startup's answer may reach the profiler.
         /// </summary>
         public static long Start(string config)
         {
             lock (Gate)
             {
+                if (running)
+                {
+                    throw new InvalidOperationException("corprof: the startup was called from inside itself");
+                }
                 if (started)
                 {
                     return found;
                 }
                 started = true;
-                var handlers = new List<string[]>();
-                foreach (var line in (config ?? "").Split('\n'))
-                {
-                    var fields = line.Split('\t');
-                    if (fields.Length == 5 && fields[0] == "handler")
-                    {
-                        handlers.Add(fields);
-                        Paths[Path.GetFileNameWithoutExtension(fields[2])] = fields[2];
-                        string names;
-                        Definitions[fields[3]] = Definitions.TryGetValue(fields[3], out names) ? names + ", " + fields[4] : fields[4];
-                    }
-                }
+                running = true;
                 try
                 {
-                    AppDomain.CurrentDomain.AssemblyResolve += Resolve;
+                    return Run(config);
                 }
-                catch (Exception e)
+                finally
                 {
-                    Log.Line("corprof: managed handlers: cannot watch assembly resolution: " + e.GetType().FullName + ": " + e.Message);
-                    return 0;
+                    running = false;
                 }
-                found |= Resolvable;
-                foreach (var h in handlers)
-                {
-                    int bit;
-                    if (!int.TryParse(h[1], out bit) || bit < 0 || bit > 62)
-                    {
-                        continue;
-                    }
-                    string why = Check(h[2], h[3]);
-                    if (why == null)
-                    {
-                        found |= 1L << bit;
-                    }
-                    else
-                    {
-                        Log.Line("corprof: managed handler " + h[3] + " (definition " + h[4] + ") " + why + "; its methods are not wrapped");
-                    }
-                }
-                return found;
             }
+        }
+
+        private static long Run(string config)
+        {
+            var handlers = new List<string[]>();
+            foreach (var line in (config ?? "").Split('\n'))
+            {
+                var fields = line.Split('\t');
+                if (fields.Length == 5 && fields[0] == "handler")
+                {
+                    handlers.Add(fields);
+                    Paths[Path.GetFileNameWithoutExtension(fields[2])] = fields[2];
+                    string names;
+                    Definitions[fields[3]] = Definitions.TryGetValue(fields[3], out names) ? names + ", " + fields[4] : fields[4];
+                }
+            }
+            try
+            {
+                AppDomain.CurrentDomain.AssemblyResolve += Resolve;
+            }
+            catch (Exception e)
+            {
+                Log.Line("corprof: managed handlers: cannot watch assembly resolution: " + e.GetType().FullName + ": " + e.Message);
+                return 0;
+            }
+            found |= Resolvable;
+            foreach (var h in handlers)
+            {
+                int bit;
+                if (!int.TryParse(h[1], out bit) || bit < 0 || bit > 62)
+                {
+                    continue;
+                }
+                string why = Check(h[2], h[3]);
+                if (why == null)
+                {
+                    found |= 1L << bit;
+                }
+                else
+                {
+                    Log.Line("corprof: managed handler " + h[3] + " (definition " + h[4] + ") " + why + "; its methods are not wrapped");
+                }
+            }
+            return found;
         }
 
         /// <summary>Null when <paramref name="typeName"/> is a class of the assembly at <paramref name="path"/>, else why not.</summary>

@@ -14,7 +14,11 @@
 //! `Assembly.LoadFrom` and reflection, with references to `mscorlib` alone, which every CoreCLR
 //! resolves) into each module whose code the JIT compiles that loads before the startup ran; the
 //! first of them whose code runs calls it, and it ends calling [`startup_done`] with the handlers
-//! it found. Their methods are requested for ReJIT from then on; the others are refused.
+//! it found. Their methods are requested for ReJIT from then on; the others are refused. In a
+//! module loaded before `start` (an attach), whose initializer ran long ago, the startup code
+//! ([`StartupCode`]) goes before the own code of each method waiting for it instead, through a
+//! first ReJIT, so the first call of any of them runs it; `GetReJITParameters` gives that body
+//! until the startup found the method's handler, the wrapped one after.
 
 use super::*;
 use crate::sig::MethodSpec;
@@ -506,6 +510,7 @@ pub(super) fn managed_body(
     module: ModuleID,
     method: mdMethodDef,
     handler: &Managed,
+    budget: Option<&mut Budget>,
 ) -> Result<MethodBody, String> {
     let props = import.get_method_props(method).map_err(|e| format!("its metadata: {e}"))?;
     if props.code_rva == 0 || props.impl_flags & 0x3 != 0 || props.attr & 0x2000 != 0 {
@@ -571,6 +576,9 @@ pub(super) fn managed_body(
 
     let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
     let locals = locals_of(import, &body)?;
+    if let Some(budget) = budget {
+        budget.take_managed(sig_bytes.len(), locals.as_ref().map_or(0, Vec::len))?;
+    }
     let emit = writable(info, module)?;
     let tokens = invoker(info, &emit, module)?;
     let handler_scope = assembly_ref(info, module, &handler.assembly, (0, 0, 0, 0), &[])?;
@@ -669,11 +677,130 @@ pub(super) fn managed_body(
     Ok(wrapped.into_body(Token(locals_token)))
 }
 
-/// Gives `module` a `<Module>..cctor` whose first act is the startup: load corprof's assembly by
-/// path and call `Corprof.Instrumentation.Startup.Start(config)` through reflection, then
-/// [`startup_done`] with its answer. Every reference is to `mscorlib` (and to nothing of
-/// corprof's, which the runtime could not bind yet); a failure is swallowed by the wrapper's
-/// guard (and the methods then stay unwrapped).
+/// The startup code of one module: load corprof's assembly by path and call
+/// `Corprof.Instrumentation.Startup.Start(config)` through reflection, then [`startup_done`]
+/// with its answer. Every reference is to `mscorlib` (and to nothing of corprof's, which the
+/// runtime could not bind yet). Made once per module (its strings and references are added to
+/// the module's metadata each time), put before the code of any number of its methods.
+pub(super) struct StartupCode {
+    code: Vec<Instruction>,
+    /// The signature behind each call's token in `code`.
+    calls: Vec<(Token, MethodSig)>,
+}
+
+/// What the startup code adds to a module's metadata: the rows (an AssemblyRef, five TypeRefs,
+/// four MemberRefs, a signature) and, at most, the bytes of its strings (UTF-16) and signatures.
+pub(super) fn startup_growth(invoker_path: &str, config: &str) -> (usize, usize) {
+    (16, 2 * (invoker_path.len() + config.len() + "Corprof.Instrumentation.Startup".len() + 8) + 256)
+}
+
+impl StartupCode {
+    pub(super) fn new(info: &ProfilerInfo, module: ModuleID, invoker_path: &str, config: &str) -> Result<Self, String> {
+        let emit = writable(info, module)?;
+        let corlib = assembly_ref(info, module, "mscorlib", (4, 0, 0, 0), &MSCORLIB_TOKEN)?;
+        let named = |name: &str| type_ref(&emit, corlib, name);
+        let (assembly, ty, method_base, object, int64) = (
+            named("System.Reflection.Assembly")?,
+            named("System.Type")?,
+            named("System.Reflection.MethodBase")?,
+            named("System.Object")?,
+            named("System.Int64")?,
+        );
+        let method_info = named("System.Reflection.MethodInfo")?;
+        let load_from_sig = plain_sig(false, Type::Class(assembly), vec![Type::String]);
+        let get_type_sig = plain_sig(true, Type::Class(ty), vec![Type::String]);
+        let get_method_sig = plain_sig(true, Type::Class(method_info), vec![Type::String]);
+        let invoke_sig = plain_sig(true, Type::Object, vec![Type::Object, Type::SzArray(Box::new(Type::Object))]);
+        let load_from = member_ref(&emit, assembly, "LoadFrom", &load_from_sig)?;
+        let get_type = member_ref(&emit, assembly, "GetType", &get_type_sig)?;
+        let get_method = member_ref(&emit, ty, "GetMethod", &get_method_sig)?;
+        let invoke = member_ref(&emit, method_base, "Invoke", &invoke_sig)?;
+        let done_sig = MethodSig {
+            call_conv: CallConv(CallConv::C),
+            generic_params: 0,
+            ret: Type::Void,
+            params: vec![Type::I8],
+            sentinel: None,
+        };
+        let done_token = Token(
+            emit.get_token_from_sig(&done_sig.encode().map_err(|e| e.to_string())?)
+                .map_err(|e| format!("a signature token: {e}"))?,
+        );
+        let string = |s: &str| -> Result<Instruction, String> {
+            let t = emit.define_user_string(s).map_err(|e| format!("a string: {e}"))?;
+            Ok(Instruction::token(OpCode::LDSTR, Token(t)))
+        };
+        let code = vec![
+            string(invoker_path)?,
+            Instruction::token(OpCode::CALL, load_from),
+            string("Corprof.Instrumentation.Startup")?,
+            Instruction::token(OpCode::CALLVIRT, get_type),
+            string("Start")?,
+            Instruction::token(OpCode::CALLVIRT, get_method),
+            Instruction::simple(OpCode::LDNULL),
+            Instruction::ldc_i4(1),
+            Instruction::token(OpCode::NEWARR, object),
+            Instruction::simple(OpCode::DUP),
+            Instruction::ldc_i4(0),
+            string(config)?,
+            Instruction::simple(OpCode::STELEM_REF),
+            Instruction::token(OpCode::CALLVIRT, invoke),
+            Instruction::token(OpCode::UNBOX_ANY, int64),
+            Instruction {
+                opcode: OpCode::LDC_I8,
+                operand: Operand::I64(startup_done as extern "C" fn(i64) as usize as i64),
+            },
+            Instruction::simple(OpCode::CONV_I),
+            Instruction::token(OpCode::CALLI, done_token),
+        ];
+        let calls = vec![
+            (load_from, load_from_sig),
+            (get_type, get_type_sig),
+            (get_method, get_method_sig),
+            (invoke, invoke_sig),
+            (done_token, done_sig),
+        ];
+        Ok(StartupCode { code, calls })
+    }
+
+    /// `body` (of a method whose signature is `sig` and locals `locals`) with the startup code
+    /// before it, guarded: a failure of the startup is swallowed, and the method's own code runs
+    /// after it as written. Checked; its locals' token made in the module.
+    pub(super) fn before(
+        &self,
+        info: &ProfilerInfo,
+        import: &MetaDataImport,
+        module: ModuleID,
+        body: &MethodBody,
+        sig: &MethodSig,
+        locals: Option<&[u8]>,
+    ) -> Result<MethodBody, String> {
+        let wrapper = Wrapper::new(body, sig, locals).map_err(|e| e.to_string())?;
+        let call_sig = |t: Token| {
+            self.calls.iter().find(|(c, _)| *c == t).map(|(_, s)| s.clone()).or_else(|| signature_of(import, t))
+        };
+        let wrapped = wrapper.finish(self.code.iter().cloned(), [], call_sig).map_err(|e| e.to_string())?;
+        let emit = writable(info, module)?;
+        let locals_token =
+            emit.get_token_from_sig(wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?;
+        crate::info_gate::pin_library();
+        Ok(wrapped.into_body(Token(locals_token)))
+    }
+}
+
+/// A signature of no generic parameters, with `this` or static.
+fn plain_sig(this: bool, ret: Type, params: Vec<Type>) -> MethodSig {
+    MethodSig {
+        call_conv: CallConv(if this { CallConv::HAS_THIS } else { CallConv::DEFAULT }),
+        generic_params: 0,
+        ret,
+        params,
+        sentinel: None,
+    }
+}
+
+/// Gives `module` a `<Module>..cctor` whose first act is the [`StartupCode`]; a failure is
+/// swallowed by the wrapper's guard (and the methods then stay unwrapped).
 pub(super) fn inject_startup(
     info: &ProfilerInfo,
     import: &MetaDataImport,
@@ -681,74 +808,12 @@ pub(super) fn inject_startup(
     invoker_path: &str,
     config: &str,
 ) -> Result<(), String> {
-    let emit = writable(info, module)?;
-    let corlib = assembly_ref(info, module, "mscorlib", (4, 0, 0, 0), &MSCORLIB_TOKEN)?;
-    let named = |name: &str| type_ref(&emit, corlib, name);
-    let (assembly, ty, method_base, object, int64) = (
-        named("System.Reflection.Assembly")?,
-        named("System.Type")?,
-        named("System.Reflection.MethodBase")?,
-        named("System.Object")?,
-        named("System.Int64")?,
-    );
-    let method_info = named("System.Reflection.MethodInfo")?;
-    let sig = |this: bool, ret: Type, params: Vec<Type>| MethodSig {
-        call_conv: CallConv(if this { CallConv::HAS_THIS } else { CallConv::DEFAULT }),
-        generic_params: 0,
-        ret,
-        params,
-        sentinel: None,
-    };
-    let load_from_sig = sig(false, Type::Class(assembly), vec![Type::String]);
-    let get_type_sig = sig(true, Type::Class(ty), vec![Type::String]);
-    let get_method_sig = sig(true, Type::Class(method_info), vec![Type::String]);
-    let invoke_sig = sig(true, Type::Object, vec![Type::Object, Type::SzArray(Box::new(Type::Object))]);
-    let load_from = member_ref(&emit, assembly, "LoadFrom", &load_from_sig)?;
-    let get_type = member_ref(&emit, assembly, "GetType", &get_type_sig)?;
-    let get_method = member_ref(&emit, ty, "GetMethod", &get_method_sig)?;
-    let invoke = member_ref(&emit, method_base, "Invoke", &invoke_sig)?;
-    let done_sig = MethodSig {
-        call_conv: CallConv(CallConv::C),
-        generic_params: 0,
-        ret: Type::Void,
-        params: vec![Type::I8],
-        sentinel: None,
-    };
-    let done_token = Token(
-        emit.get_token_from_sig(&done_sig.encode().map_err(|e| e.to_string())?)
-            .map_err(|e| format!("a signature token: {e}"))?,
-    );
-    let string = |s: &str| -> Result<Instruction, String> {
-        let t = emit.define_user_string(s).map_err(|e| format!("a string: {e}"))?;
-        Ok(Instruction::token(OpCode::LDSTR, Token(t)))
-    };
-    let startup = vec![
-        string(invoker_path)?,
-        Instruction::token(OpCode::CALL, load_from),
-        string("Corprof.Instrumentation.Startup")?,
-        Instruction::token(OpCode::CALLVIRT, get_type),
-        string("Start")?,
-        Instruction::token(OpCode::CALLVIRT, get_method),
-        Instruction::simple(OpCode::LDNULL),
-        Instruction::ldc_i4(1),
-        Instruction::token(OpCode::NEWARR, object),
-        Instruction::simple(OpCode::DUP),
-        Instruction::ldc_i4(0),
-        string(config)?,
-        Instruction::simple(OpCode::STELEM_REF),
-        Instruction::token(OpCode::CALLVIRT, invoke),
-        Instruction::token(OpCode::UNBOX_ANY, int64),
-        Instruction {
-            opcode: OpCode::LDC_I8,
-            operand: Operand::I64(startup_done as extern "C" fn(i64) as usize as i64),
-        },
-        Instruction::simple(OpCode::CONV_I),
-        Instruction::token(OpCode::CALLI, done_token),
-    ];
+    let startup = StartupCode::new(info, module, invoker_path, config)?;
     // `<Module>`'s `.cctor`, if it has one, is wrapped, else one is added with a body of `ret`.
-    let void_sig = sig(false, Type::Void, Vec::new());
+    let void_sig = plain_sig(false, Type::Void, Vec::new());
+    let void_bytes = void_sig.encode().map_err(|e| e.to_string())?;
     let cctor = import
-        .find_method(MODULE_TYPE, ".cctor", &void_sig.encode().map_err(|e| e.to_string())?)
+        .find_method(MODULE_TYPE, ".cctor", &void_bytes)
         .ok()
         .filter(|m| import.get_method_props(*m).is_ok_and(|p| p.code_rva != 0));
     let (cctor, body, locals) = match cctor {
@@ -758,31 +823,19 @@ pub(super) fn inject_startup(
             (m, body, locals)
         }
         None => {
+            let emit = writable(info, module)?;
             // private static specialname rtspecialname hidebysig; IL, managed.
             let m = emit
-                .define_method(MODULE_TYPE, ".cctor", 0x1891, &void_sig.encode().map_err(|e| e.to_string())?, 0, 0)
+                .define_method(MODULE_TYPE, ".cctor", 0x1891, &void_bytes, 0, 0)
                 .map_err(|e| format!("a module initializer: {e}"))?;
             let body = MethodBody::parse(&[0x06, 0x2a]).map_err(|e| e.to_string())?;
             (m, body, None)
         }
     };
-    let wrapper = Wrapper::new(&body, &void_sig, locals.as_deref()).map_err(|e| e.to_string())?;
-    let call_sig = |t: Token| match t {
-        t if t == load_from => Some(load_from_sig.clone()),
-        t if t == get_type => Some(get_type_sig.clone()),
-        t if t == get_method => Some(get_method_sig.clone()),
-        t if t == invoke => Some(invoke_sig.clone()),
-        t if t == done_token => Some(done_sig.clone()),
-        t => signature_of(import, t),
-    };
-    let wrapped = wrapper.finish(startup, [], call_sig).map_err(|e| e.to_string())?;
-    let locals_token =
-        emit.get_token_from_sig(wrapped.locals_signature()).map_err(|e| format!("the locals' token: {e}"))?;
-    let body = wrapped.into_body(Token(locals_token));
-    crate::info_gate::pin_library();
-    // SAFETY: the body is the module initializer's own (or `ret`) behind the startup code above,
-    // verified by `finish`; the startup calls `startup_done`, an extern "C" fn(i64) of this
-    // library (pinned just above), through `calli` with exactly that unmanaged signature, and
+    let body = startup.before(info, import, module, &body, &void_sig, locals.as_deref())?;
+    // SAFETY: the body is the module initializer's own (or `ret`) behind the startup code,
+    // verified by `before`; the startup calls `startup_done`, an extern "C" fn(i64) of this
+    // library (pinned by `before`), through `calli` with exactly that unmanaged signature, and
     // otherwise only mscorlib's methods by their own signatures.
     unsafe { info.set_il_body(module, cctor, &body) }.map_err(|e| format!("the runtime refused the startup: {e}"))
 }

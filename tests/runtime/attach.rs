@@ -279,6 +279,111 @@ fn instrumentation_attaches_on_coreclr_3() {
     instrumentation_attaches("3", "instrumentation_attaches_on_coreclr_3");
 }
 
+/// tests/instrument-profiler attached after the Waiter app's first phase with handlers in C#
+/// (tests/apps/InstrumentManaged's handler assembly): `Allocate` and `Box<T>.Of` around
+/// `Handlers.Recorder`, `Work` around a type the assembly lacks. The app's modules were
+/// initialized long before, so each method's first ReJIT puts the startup code before its own
+/// (the `instrument-ready` file says those are requested); `Work`'s first call in phase 2 runs
+/// it. From then on the methods are wrapped (`instrument-started`: every ReJIT requested), so in
+/// phase 3 the handler sees each call begin and end; `Work`'s handler is said missing, `Work`
+/// refused and run as written. The app's output is unchanged.
+fn managed_instrumentation_attaches(runtime: &'static str, test: &str) {
+    let lib = profiler_lib("instrument_profiler");
+    let root = repo_root();
+    let handlers = root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll");
+    let invoker = root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let dir = TempDir::new("attach", test);
+    let (out_file, ready, started) =
+        (dir.file("instrument.txt"), dir.file("instrument-ready"), dir.file("instrument-started"));
+    let mut app = App::start(runtime, &dir, 3);
+    app.run_phase(&dir, 1);
+    let data = format!(
+        "CORPROF_INSTRUMENT_OUT={}\nINSTRUMENT_READY={}\nINSTRUMENT_STARTED={}\nINSTRUMENT_HANDLERS={}\n\
+         INSTRUMENT_INVOKER={}",
+        out_file.display(),
+        ready.display(),
+        started.display(),
+        handlers.display(),
+        invoker.display()
+    );
+    assert_attached(&attach(&app, INSTRUMENT_CLSID, &lib, &data), &app, &lib);
+    app.wait_for(|| ready.exists(), "the startup code's ReJIT requests");
+    app.run_phase(&dir, 2);
+    app.wait_for(|| started.exists(), "the startup, and the wrapped bodies' ReJIT requests");
+    app.run_phase(&dir, 3);
+    let out = app.finish();
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (Some(0), "phase 1 ok\nphase 2 ok\nphase 3 ok\nWaiter done\n"),
+        "CoreCLR {runtime}: {}",
+        out.describe()
+    );
+    let missing = format!(
+        "corprof: managed handler Handlers.Nowhere (definition WaiterApp.Program::Work) is no non-generic class of {}; \
+         its methods are not wrapped",
+        handlers.display()
+    );
+    let (said, rest): (Vec<&str>, Vec<&str>) = out.stderr.lines().partition(|l| l.starts_with("handler: "));
+    assert_eq!(rest, [missing.as_str()], "CoreCLR {runtime}: {}", out.describe());
+    // The sequence numbers taken out: begin and end are paired by them below.
+    let calls: Vec<String> = said
+        .iter()
+        .map(|l| {
+            let words: Vec<&str> = l.split(' ').collect();
+            let id = words.get(2).copied().unwrap_or_default();
+            assert!(said.iter().filter(|o| o.split(' ').nth(2) == Some(id)).count() == 2, "unpaired: {l}");
+            words.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, w)| *w).collect::<Vec<&str>>().join(" ")
+        })
+        .collect();
+    let box_of = |n: u32, ty: &str| {
+        [format!("handler: begin this=null args=[{n}]"), format!("handler: end returned WaiterApp.Box`1[System.{ty}]")]
+    };
+    let allocate =
+        |n: u32| [format!("handler: begin this=null args=[{n}]"), format!("handler: end returned {}", (16 + n) * 1000)];
+    // Phase 3 wrapped, in order (Allocate runs on a thread Work starts after Box<T>.Of). Phase
+    // 2's calls come after the startup in Work: wrapped too when their first compilation after
+    // the attach took the wrapped body; unwrapped when it took the startup code's.
+    let phase3: Vec<String> = box_of(3, "Double").into_iter().chain(allocate(3)).collect();
+    assert!(calls.ends_with(&phase3), "CoreCLR {runtime}: {calls:#?}\n{}", out.describe());
+    let phase2 = &calls[..calls.len() - phase3.len()];
+    let (box2, allocate2) = (box_of(2, "Int64"), allocate(2));
+    assert!(
+        [&[][..], &box2[..], &allocate2[..], &[box2.clone(), allocate2.clone()].concat()[..]].contains(&phase2),
+        "CoreCLR {runtime}: phase 2 {phase2:#?}"
+    );
+    let text = std::fs::read_to_string(&out_file)
+        .unwrap_or_else(|e| panic!("no output in {} ({e}):\n{}", out_file.display(), out.describe()));
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    let refused = format!(
+        "not wrapped WaiterApp.Program::Work (target WaiterApp.Program::Work): its managed handler Handlers.Nowhere \
+         was not loaded from {} (see stderr)",
+        handlers.display()
+    );
+    assert_eq!(
+        lines,
+        [
+            "never blocking: begins=0 ends=0 without the GC transition=0",
+            refused.as_str(),
+            "wrapped WaiterApp.Box`1::Of (target WaiterApp.Box`1::Of)",
+            "wrapped WaiterApp.Program::Allocate (target WaiterApp.Program::Allocate)",
+        ],
+        "CoreCLR {runtime}:\n{text}"
+    );
+}
+
+#[test]
+fn managed_instrumentation_attaches_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    managed_instrumentation_attaches("8", "managed_instrumentation_attaches_on_coreclr_8");
+}
+
+#[test]
+fn managed_instrumentation_attaches_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    managed_instrumentation_attaches("3", "managed_instrumentation_attaches_on_coreclr_3");
+}
+
 #[test]
 fn counter_attaches_on_coreclr_8() {
     let _runtime = runtime_lock();

@@ -241,12 +241,32 @@ fn recorder() -> &'static Recorder {
 impl Profiler {
     /// The instrumentation of the Waiter app, attached to while it runs (tests/runtime/attach.rs):
     /// its methods were compiled and ran before, so they are wrapped through ReJIT.
+    ///
+    /// With `INSTRUMENT_HANDLERS` (and `INSTRUMENT_INVOKER`) in the attach data, the handlers in
+    /// C# of that assembly instead: `Handlers.Recorder` around `Allocate` and `Box<T>.Of`, and
+    /// `Work` around a handler type the assembly lacks; `INSTRUMENT_STARTED` is created once
+    /// the startup ran (at the first call of one of them) and every ReJIT is requested.
     fn attached(&self, info: &ProfilerInfo, settings: &[(String, String)]) -> Result<()> {
+        let setting = |key: &str| settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
         let mut wrapping = Instrumentation::new();
-        for (ty, method) in
-            [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")]
-        {
-            wrapping.wrap(Target::method(ty, method), recorder()).map_err(|_| HResult::E_FAIL)?;
+        let handlers = setting("INSTRUMENT_HANDLERS");
+        if let Some(handlers) = &handlers {
+            wrapping.managed_invoker(setting("INSTRUMENT_INVOKER").unwrap_or_default()).map_err(|_| HResult::E_FAIL)?;
+            for (ty, method, handler) in [
+                ("WaiterApp.Program", "Work", "Handlers.Nowhere"),
+                ("WaiterApp.Program", "Allocate", "Handlers.Recorder"),
+                ("WaiterApp.Box`1", "Of", "Handlers.Recorder"),
+            ] {
+                wrapping
+                    .wrap_managed(Target::method(ty, method), ManagedHandler::new(handlers, handler))
+                    .map_err(|_| HResult::E_FAIL)?;
+            }
+        } else {
+            for (ty, method) in
+                [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")]
+            {
+                wrapping.wrap(Target::method(ty, method), recorder()).map_err(|_| HResult::E_FAIL)?;
+            }
         }
         let started = wrapping.start(info).map_err(|_| HResult::E_FAIL)?;
         let _ = self.wrapping.set(started);
@@ -255,7 +275,27 @@ impl Profiler {
                 "CORPROF_INSTRUMENT_OUT" => {
                     let _ = OUT.set(value.into());
                 }
+                // Managed handlers: once the startup code is requested before the methods'
+                // own (each method's first ReJIT).
+                "INSTRUMENT_READY" if handlers.is_some() => {
+                    let ready: std::path::PathBuf = value.into();
+                    std::thread::spawn(move || {
+                        while started.pending_rejit_requests() > started.waiting_for_managed_startup() {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                        let _ = std::fs::write(ready, "");
+                    });
+                }
                 "INSTRUMENT_READY" => tell_when_requested(started, value.into(), false),
+                "INSTRUMENT_STARTED" => {
+                    let ready: std::path::PathBuf = value.into();
+                    std::thread::spawn(move || {
+                        while !started.managed_startup_ran() || started.pending_rejit_requests() > 0 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                        let _ = std::fs::write(ready, "");
+                    });
+                }
                 _ => {}
             }
         }
