@@ -406,9 +406,9 @@ pub trait Handler: Send + Sync + 'static {
     ///
     /// It takes corprof's managed assembly ([`Instrumentation::managed_invoker`]), which the
     /// end code calls; the methods are wrapped through ReJIT once the startup has loaded it, so
-    /// calls made before run unwrapped. Refused, with the reason in
-    /// [`Instrumentation::decisions`]: without `managed_invoker`, when the instrumentation
-    /// started after the app's modules loaded (attach), and for methods of
+    /// calls made before run unwrapped (after an attach, the first call of such a method runs
+    /// the startup, as for [`ManagedHandler`]s). Refused, with the reason in
+    /// [`Instrumentation::decisions`]: without `managed_invoker`, and for methods of
     /// `System.Private.CoreLib` (whose tasks the end code itself uses). A `ValueTask` or
     /// `ValueTask<T>` holding a task ends with that task, one complete when made at once (with
     /// its result); one holding an `IValueTaskSource` ends at its return with
@@ -762,10 +762,16 @@ struct Prepared {
 }
 
 impl Prepared {
-    /// The body for a ReJIT now, the startup having answered `answer` so far.
+    /// Whether a ReJIT now gets the startup code, the startup having answered `answer` so far
+    /// (`None`: it has not run).
+    fn starts_up(&self, answer: Option<u64>) -> bool {
+        matches!(&self.bootstrap, Some((_, bit)) if answer.is_none_or(|found| found & (1 << bit) == 0))
+    }
+
+    /// The body for a ReJIT now (see [`starts_up`](Self::starts_up)).
     fn body_for(&self, answer: Option<u64>) -> &MethodBody {
         match &self.bootstrap {
-            Some((boot, bit)) if answer.is_none_or(|found| found & (1 << bit) == 0) => boot,
+            Some((boot, _)) if self.starts_up(answer) => boot,
             _ => &self.body,
         }
     }
@@ -921,7 +927,7 @@ impl Instrumentation {
     }
 
     /// Whether a method of `assembly` may end at its task's completion, or why not.
-    fn task_end_allowed(&self, assembly: &str, managed_code: bool, loaded: bool) -> Result<(), String> {
+    fn task_end_allowed(&self, assembly: &str, managed_code: bool) -> Result<(), String> {
         if self.invoker.is_none() {
             Err(format!(
                 "that takes corprof's managed assembly: call managed_invoker with {INVOKER_ASSEMBLY}.dll's path"
@@ -930,11 +936,6 @@ impl Instrumentation {
             Err("it is managed code of corprof's or of a handler's, which would call itself".into())
         } else if assembly == "System.Private.CoreLib" {
             Err("System.Private.CoreLib's tasks are what that end code itself uses".into())
-        } else if loaded {
-            Err(format!(
-                "{INVOKER_ASSEMBLY} is loaded by the startup of the app, which ran before start: call start from \
-                 initialize"
-            ))
         } else {
             Ok(())
         }
@@ -1132,7 +1133,7 @@ impl Instrumentation {
                 // Unloaded meanwhile: nothing to say.
                 (_, None) => continue,
                 // Said once; not while it gets the startup code.
-                (Ok(()), Some(p)) if p.said || !std::ptr::eq(p.body_for(answer), &p.body) => continue,
+                (Ok(()), Some(p)) if p.said || p.starts_up(answer) => continue,
                 (Ok(()), Some(p)) => {
                     p.said = true;
                     Decision::Wrapped { method: p.name.clone(), target: p.target.clone() }
@@ -1162,6 +1163,11 @@ impl Instrumentation {
         let methods: Vec<mdMethodDef> = taken.iter().map(|((_, m), _)| *m).collect();
         let statuses = info.revert_methods(&modules, &methods);
         for (i, (_, p)) in taken.into_iter().enumerate() {
+            // A method that had only the startup code was never said wrapped: its own code back
+            // is nothing to say.
+            if p.bootstrap.is_some() && !p.said {
+                continue;
+            }
             let status = match &statuses {
                 Ok(each) => each.get(i).copied().unwrap_or(HResult::E_UNEXPECTED),
                 Err(e) => *e,
@@ -1359,7 +1365,7 @@ impl Instrumentation {
                     }
                     None => {
                         let no_transition = self.no_transition.load(Ordering::Relaxed);
-                        let task_end = self.task_end_allowed(&assembly, managed_code, loaded);
+                        let task_end = self.task_end_allowed(&assembly, managed_code);
                         // A module loading now, whose code the JIT compiles, gets entry methods.
                         let entries = (!precompiled && !loaded).then_some(&mut entries);
                         let budget = (loaded && !self.grow_loaded).then(|| {
@@ -1948,7 +1954,7 @@ fn wrapped_body(
     no_transition: bool,
     task_end: &Result<(), String>,
     mut entries: Option<&mut Entries>,
-    budget: Option<&mut Budget>,
+    mut budget: Option<&mut Budget>,
     tokens: &mut SigTokens,
 ) -> Result<(MethodBody, bool), String> {
     // IL only: not abstract (no RVA), not P/Invoke or runtime-provided (impl flags 0x3, 0x2000).
@@ -1961,7 +1967,7 @@ fn wrapped_body(
     let sig = MethodSig::decode(&sig_bytes).map_err(|e| format!("its signature: {e}"))?;
     let body = info.il_body(module, method).map_err(|e| format!("its body: {e}"))?;
     let locals = locals_of(import, &body)?;
-    if let Some(budget) = budget {
+    if let Some(budget) = budget.as_deref_mut() {
         budget.take(sig_bytes.len(), locals.as_ref().map_or(0, Vec::len))?;
     }
     let mut sig_token = |s: &MethodSig| -> Result<Token, String> {
@@ -1974,6 +1980,12 @@ fn wrapped_body(
         && let Err(why) = task_end
     {
         return Err(format!("it returns a task, and its handler ends at the task's completion: {why}"));
+    }
+    // The end at the task's completion: references to corprof's assembly, and an instantiation.
+    if task.is_some()
+        && let Some(budget) = budget
+    {
+        budget.take(sig_bytes.len(), 0)?;
     }
     let arguments = d.is_some_and(|d| d.arguments);
     let mut begin_signature = if arguments { begin_arguments_sig() } else { begin_sig() };
@@ -2356,6 +2368,49 @@ mod tests {
         assert!(file_type_names("/dev/zero").is_none());
         assert!(file_type_names(env!("CARGO_MANIFEST_DIR")).is_none());
         assert!(file_type_names(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).is_none());
+    }
+
+    #[test]
+    fn managed_shares_and_the_startup_take_their_own_sizes() {
+        let rows = Budget::ROWS_PER_METHOD;
+        // Exactly what is left: taken; one more: refused, taking nothing.
+        let mut budget = Budget { rows: 2 * rows, bytes: 4 * 10 + 20 + 2 * Budget::BYTES_PER_METHOD };
+        assert!(budget.take_managed(10, 20).is_ok());
+        assert_eq!((budget.rows, budget.bytes), (0, 0));
+        let mut budget = Budget { rows: 2 * rows - 1, bytes: 10_000 };
+        assert!(budget.take_managed(10, 20).is_err());
+        assert!(budget.take(10, 20).is_ok(), "a Rust handler's share still fits");
+        let mut budget = Budget { rows: 100, bytes: 4 * 10 + 20 + 2 * Budget::BYTES_PER_METHOD - 1 };
+        assert!(budget.take_managed(10, 20).is_err());
+        assert_eq!((budget.rows, budget.bytes), (100, 4 * 10 + 20 + 2 * Budget::BYTES_PER_METHOD - 1));
+        // The startup's strings count twice (UTF-16), its references once per module.
+        let (r, b) = managed::startup_growth("/a/Corprof.Instrumentation.dll", "handler\t0\t/h.dll\tT\tX::Y\n");
+        assert!(r >= 12 && b > 2 * ("/a/Corprof.Instrumentation.dll".len() + 20), "{r} {b}");
+        let long = "x".repeat(10_000);
+        assert!(managed::startup_growth(&long, "").1 > 20_000);
+    }
+
+    #[test]
+    fn a_waiting_method_gets_the_startup_code_until_its_handler_is_found() {
+        let body = |b: u8| MethodBody::parse(&[0x0a, 0x00, b, 0x2a]).unwrap();
+        let bit = 3;
+        let prepared = Prepared {
+            body: body(0x00),
+            bootstrap: Some((body(0x26), bit)),
+            said: false,
+            name: String::new(),
+            target: String::new(),
+        };
+        let is_boot = |answer| std::ptr::eq(prepared.body_for(answer), &prepared.bootstrap.as_ref().unwrap().0);
+        for (answer, boot) in
+            [(None, true), (Some(0), true), (Some(1 << 2), true), (Some(1 << bit), false), (Some(!0), false)]
+        {
+            assert_eq!(prepared.starts_up(answer), boot, "{answer:?}");
+            assert_eq!(is_boot(answer), boot, "{answer:?}");
+        }
+        let plain = Prepared { bootstrap: None, ..prepared };
+        assert!(!plain.starts_up(None));
+        assert!(std::ptr::eq(plain.body_for(None), &plain.body));
     }
 
     #[test]

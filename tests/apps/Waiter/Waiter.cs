@@ -4,14 +4,15 @@
 //
 // Writes <dir>/ready (holding its process ID), then for each phase n = 1..<phases> waits for the
 // test to create <dir>/go<n>, does some work that raises profiler callbacks (JIT-compiles methods
-// it never ran before, loads a class, starts a thread, throws and catches an exception, collects
-// the heap) and writes <dir>/done<n>. Prints `Waiter done` and exits 0. Every wait is bounded:
+// it never ran before, loads a class, starts a thread, waits for a task completed on the thread
+// pool, throws and catches an exception, collects the heap) and writes <dir>/done<n>. Prints `Waiter done` and exits 0. Every wait is bounded:
 // without its file after 60 s the app says so on stderr and exits 3.
 using System;
 using System.Diagnostics;
 using System.IO;
 using System.Runtime.CompilerServices;
 using System.Threading;
+using System.Threading.Tasks;
 
 namespace WaiterApp
 {
@@ -82,6 +83,7 @@ namespace WaiterApp
                 case 2: sum += Box<long>.Of(phase).Value; break;
                 default: sum += Box<double>.Of(phase).Value > 0 ? 1 : 0; break;
             }
+            sum += Twice(phase).Result;
             var worker = new Thread(() => { Interlocked.Add(ref sum, Allocate(phase)); });
             worker.Start();
             worker.Join();
@@ -96,6 +98,14 @@ namespace WaiterApp
             GC.Collect();
             GC.WaitForPendingFinalizers();
             Console.WriteLine("phase " + phase + " " + (sum > 0 ? "ok" : "empty"));
+        }
+
+        // Completes on the thread pool, after its caller has started waiting.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static async Task<int> Twice(int phase)
+        {
+            await Task.Yield();
+            return 2 * phase;
         }
 
         [MethodImpl(MethodImplOptions.NoInlining)]

@@ -244,7 +244,7 @@ impl Profiler {
     ///
     /// With `INSTRUMENT_HANDLERS` (and `INSTRUMENT_INVOKER`) in the attach data, the handlers in
     /// C# of that assembly instead: `Handlers.Recorder` around `Allocate` and `Box<T>.Of`, and
-    /// `Work` around a handler type the assembly lacks; `INSTRUMENT_STARTED` is created once
+    /// `Work` around a handler type the assembly lacks; and [`TaskRecorder`] around `Twice`; `INSTRUMENT_STARTED` is created once
     /// the startup ran (at the first call of one of them) and every ReJIT is requested.
     fn attached(&self, info: &ProfilerInfo, settings: &[(String, String)]) -> Result<()> {
         let setting = |key: &str| settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -261,6 +261,9 @@ impl Profiler {
                     .wrap_managed(Target::method(ty, method), ManagedHandler::new(handlers, handler))
                     .map_err(|_| HResult::E_FAIL)?;
             }
+            wrapping
+                .wrap(Target::method("WaiterApp.Program", "Twice"), task_recorder())
+                .map_err(|_| HResult::E_FAIL)?;
         } else {
             for (ty, method) in
                 [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")]
