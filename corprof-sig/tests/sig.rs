@@ -2,6 +2,7 @@
 //! through a table resolver; a generator of random valid types for decode/encode identity; and
 //! random bytes, which must never panic.
 
+use corprof_sig::sig::format::{MAX_FORMATTED_LEN, TRUNCATED};
 use corprof_sig::sig::*;
 
 const TD: u8 = Token::TYPE_DEF;
@@ -403,4 +404,154 @@ fn random_bytes_never_panic_and_what_decodes_encodes_back() {
         }
     }
     assert!(decoded > 100, "the generator should hit valid signatures too ({decoded})");
+}
+
+/// A resolver that knows only type names, keeping the trait's defaults for generic parameter
+/// names and type specifications.
+struct NamesOnly;
+
+impl NameResolver for NamesOnly {
+    fn type_name(&self, token: Token) -> Option<TypeName> {
+        let name = |namespace: &str, name: &str, enclosing| {
+            Some(TypeName { namespace: namespace.into(), name: name.into(), enclosing })
+        };
+        match (token.table(), token.rid()) {
+            (TD, 1) => name("App", "Map`2", None),
+            // Enclosed by a type the resolver does not know.
+            (TD, 2) => name("", "Lost", Some(Token::new(TD, 0x40))),
+            (TD, 3) => name("App", &"N".repeat(2000), None),
+            (TD, 4) => name("ab", &"é".repeat(40_000), None),
+            _ => None,
+        }
+    }
+}
+
+/// A resolver whose TypeSpec#2 is `!TypeSpec#2[]`: a type specification naming itself.
+struct SelfSpec;
+
+impl NameResolver for SelfSpec {
+    fn type_name(&self, _: Token) -> Option<TypeName> {
+        None
+    }
+    fn type_spec(&self, token: Token) -> Option<Vec<u8>> {
+        (token == Token::new(TS, 2)).then(|| vec![0x1d, 0x12, (2 << 2) | 2])
+    }
+}
+
+#[test]
+fn the_resolvers_defaults_print_positions_and_tokens() {
+    let generics =
+        Generics { type_owner: Some(Token::new(TD, 1)), method_owner: Some(Token::new(Token::METHOD_DEF, 1)) };
+    assert_eq!(format_type(&Type::Var(1), &NamesOnly, generics), "!1");
+    assert_eq!(format_type(&Type::MVar(0), &NamesOnly, generics), "!!0");
+    // A TypeSpec is printed as its token when the resolver has no blob for it (a blob of `void`
+    // would print `void`).
+    assert_eq!(format_type(&Type::Class(Token::new(TS, 1)), &NamesOnly, generics), "[0x1b000001]");
+    // A bare generic definition, its parameters unnamed: each one's position, comma-separated.
+    assert_eq!(format_type(&Type::Class(Token::new(TD, 1)), &NamesOnly, generics), "App.Map<!0, !1>");
+    // An enclosing type the resolver does not know ends the chain as its token.
+    assert_eq!(type_path(&NamesOnly, Token::new(TD, 2)).as_deref(), Some("[0x02000040]+Lost"));
+    assert_eq!(format_type(&Type::Class(Token::new(TD, 2)), &NamesOnly, generics), "[0x02000040]+Lost");
+}
+
+#[test]
+fn a_generic_method_lists_its_parameters() {
+    let sig = MethodSig {
+        call_conv: CallConv(CallConv::GENERIC),
+        generic_params: 2,
+        ret: Type::MVar(1),
+        params: vec![Type::MVar(0)],
+        sentinel: None,
+    };
+    assert_eq!(
+        format_method(&NamesOnly, Token::new(TD, 3 + 100), "Swap", &sig, None),
+        "!!1 [0x02000067]::Swap<!!0, !!1>(!!0)"
+    );
+}
+
+#[test]
+fn type_specifications_are_followed_eight_deep() {
+    let text = format_type(&Type::Class(Token::new(TS, 2)), &SelfSpec, Generics::default());
+    assert_eq!(text, format!("[0x1b000002]{}", "[]".repeat(8)));
+}
+
+#[test]
+fn long_names_are_kept_up_to_the_limit_and_cut_at_a_character() {
+    let generics = Generics::default();
+    let long = format_type(&Type::Class(Token::new(TD, 3)), &NamesOnly, generics);
+    assert_eq!(long, format!("App.{}", "N".repeat(2000)), "2 kB is far below the limit");
+    assert_eq!(MAX_FORMATTED_LEN, 64 * 1024);
+    // "ab." then 2-byte characters: the limit falls inside one, which is left out whole.
+    let cut = format_type(&Type::Class(Token::new(TD, 4)), &NamesOnly, generics);
+    let kept = (MAX_FORMATTED_LEN - 3) / 2;
+    assert_eq!(cut, format!("ab.{}{TRUNCATED}", "é".repeat(kept)));
+    assert!(cut.len() <= MAX_FORMATTED_LEN + TRUNCATED.len());
+}
+
+#[test]
+fn type_tokens_keep_to_24_bits() {
+    // class TypeRef#0xffffff: the largest row, coded (row << 2 | 1) in four bytes.
+    let coded: u32 = (0x00ff_ffff << 2) | 1;
+    let mut blob = vec![0x12];
+    encode_compressed_u32(coded, &mut blob).unwrap();
+    let spec = TypeSpec::decode(&blob).unwrap();
+    assert_eq!(spec.ty, Type::Class(Token::new(TR, 0x00ff_ffff)));
+    assert_eq!(spec.encode().unwrap(), blob);
+    // One row more cannot be a token.
+    let coded: u32 = (0x0100_0000 << 2) | 1;
+    let mut blob = vec![0x12];
+    encode_compressed_u32(coded, &mut blob).unwrap();
+    let e = TypeSpec::decode(&blob).unwrap_err();
+    assert_eq!((e.offset, e.kind), (1, SigErrorKind::BadTypeToken(coded)));
+}
+
+#[test]
+fn a_generic_instantiation_of_neither_kind_is_refused_where_it_says() {
+    // static void M(GENERICINST int32 …): the byte after GENERICINST is at offset 4.
+    let e = MethodSig::decode(&[0x00, 0x01, 0x01, 0x15, 0x08, 0x12, 0x05, 0x01, 0x08]).unwrap_err();
+    assert_eq!((e.offset, e.kind), (4, SigErrorKind::BadElementType(0x08)));
+}
+
+#[test]
+fn generic_parameter_counts_up_to_the_limit_are_written() {
+    let sig = |n| MethodSig {
+        call_conv: CallConv(CallConv::GENERIC),
+        generic_params: n,
+        ret: Type::Void,
+        params: vec![],
+        sentinel: None,
+    };
+    let at = sig(MAX_GENERIC_PARAMS).encode().unwrap();
+    assert_eq!(MethodSig::decode(&at).unwrap(), sig(MAX_GENERIC_PARAMS));
+    let e = sig(MAX_GENERIC_PARAMS + 1).encode().unwrap_err();
+    assert_eq!(e.kind, SigErrorKind::TooManyGenericParams(MAX_GENERIC_PARAMS + 1));
+}
+
+#[test]
+fn sentinels_past_the_parameters_are_refused() {
+    let vararg = |params: Vec<Type>, sentinel| MethodSig {
+        call_conv: CallConv(CallConv::VARARG),
+        generic_params: 0,
+        ret: Type::Void,
+        params,
+        sentinel,
+    };
+    // At the top: after the last parameter is allowed, one further is not.
+    assert!(vararg(vec![Type::I4], Some(1)).encode().is_ok());
+    let e = vararg(vec![Type::I4], Some(2)).encode().unwrap_err();
+    assert_eq!(e.kind, SigErrorKind::BadSentinel);
+    // In a function pointer with no parameters, none is allowed.
+    let outer = |inner| vararg(vec![Type::FnPtr(Box::new(inner))], None);
+    let e = outer(vararg(vec![], Some(0))).encode().unwrap_err();
+    assert_eq!(e.kind, SigErrorKind::BadSentinel);
+}
+
+#[test]
+fn tokens_and_calling_conventions_print_in_hex() {
+    assert!(Token::new(TD, 0).is_nil());
+    assert!(Token(0).is_nil());
+    assert!(!Token::new(TD, 1).is_nil());
+    assert!(!Token::new(TR, 0x0080_0000).is_nil());
+    assert_eq!(format!("{:?}", Token::new(TD, 5)), "Token(0x02000005)");
+    assert_eq!(format!("{:?}", CallConv(0x20)), "CallConv(0x20)");
 }
