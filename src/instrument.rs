@@ -1189,12 +1189,16 @@ impl Instrumentation {
     /// through ReJIT go back to their own code (`RequestRevert`, from corprof's thread: they run
     /// their wrapped code, without handlers, until it is made; see
     /// [`pending_rejit_requests`](Self::pending_rejit_requests)). Methods given their new body at
-    /// load keep it for the module's life, with no handler called. Safe to call from anywhere,
-    /// a handler included; calls after the first do nothing.
+    /// load keep it for the module's life, with no handler called; methods still waiting for
+    /// the managed startup are never requested. Safe to call from anywhere, a handler included;
+    /// calls after the first do nothing.
     pub fn revert(&self) {
         if REVERTED.swap(true, Ordering::AcqRel) {
             return;
         }
+        // The methods waiting for the managed startup will not be requested.
+        let waiting = std::mem::take(&mut lock(&self.startup).waiting);
+        self.pending.fetch_sub(waiting.len(), Ordering::AcqRel);
         if let Some(queue) = lock(&self.queue).as_ref() {
             self.pending.fetch_add(1, Ordering::AcqRel);
             if queue.send(Job::Revert).is_err() {
@@ -1467,7 +1471,13 @@ impl Instrumentation {
                                 let done = {
                                     let mut startup = lock(&self.startup);
                                     if startup.done.is_none() {
-                                        startup.waiting.push((module, method, bit));
+                                        // After a revert (which let go of those waiting) it
+                                        // waits for nothing.
+                                        if REVERTED.load(Ordering::Acquire) {
+                                            self.pending.fetch_sub(1, Ordering::AcqRel);
+                                        } else {
+                                            startup.waiting.push((module, method, bit));
+                                        }
                                     }
                                     startup.done
                                 };

@@ -383,6 +383,59 @@ fn managed_instrumentation_attaches(runtime: &'static str, test: &str) {
     );
 }
 
+/// Attached before the Waiter app's only phase with `Handlers.Recorder` around `WaitFor`, which
+/// the app, already inside it, calls no more: the startup never runs. The revert at shutdown
+/// lets go of the method waiting for it, so no request is left pending (they stayed counted, and
+/// a profiler waiting for its revert waited in vain), and says nothing of a method that had only
+/// the startup code.
+fn managed_instrumentation_reverted_before_its_startup(runtime: &'static str, test: &str) {
+    let lib = profiler_lib("instrument_profiler");
+    let root = repo_root();
+    let handlers = root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll");
+    let invoker = root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let dir = TempDir::new("attach", test);
+    let (out_file, ready) = (dir.file("instrument.txt"), dir.file("instrument-ready"));
+    let mut app = App::start(runtime, &dir, 1);
+    let data = format!(
+        "CORPROF_INSTRUMENT_OUT={}\nINSTRUMENT_READY={}\nINSTRUMENT_REVERT_AT_SHUTDOWN=1\nINSTRUMENT_WAIT_ONLY=1\n\
+         INSTRUMENT_HANDLERS={}\nINSTRUMENT_INVOKER={}",
+        out_file.display(),
+        ready.display(),
+        handlers.display(),
+        invoker.display()
+    );
+    assert_attached(&attach(&app, INSTRUMENT_CLSID, &lib, &data), &app, &lib);
+    app.wait_for(|| ready.exists(), "the startup code's ReJIT request");
+    app.run_phase(&dir, 1);
+    let out = app.finish();
+    out.assert_ran(1);
+    let text = std::fs::read_to_string(&out_file)
+        .unwrap_or_else(|e| panic!("no output in {} ({e}):\n{}", out_file.display(), out.describe()));
+    assert_eq!(
+        text.lines().collect::<Vec<&str>>(),
+        ["pending after the revert at shutdown: 0", "never blocking: begins=0 ends=0 without the GC transition=0"],
+        "CoreCLR {runtime}:\n{text}"
+    );
+}
+
+#[test]
+fn managed_instrumentation_reverted_before_its_startup_on_coreclr_8() {
+    let _runtime = runtime_lock();
+    managed_instrumentation_reverted_before_its_startup(
+        "8",
+        "managed_instrumentation_reverted_before_its_startup_on_coreclr_8",
+    );
+}
+
+#[test]
+fn managed_instrumentation_reverted_before_its_startup_on_coreclr_3() {
+    let _runtime = runtime_lock();
+    managed_instrumentation_reverted_before_its_startup(
+        "3",
+        "managed_instrumentation_reverted_before_its_startup_on_coreclr_3",
+    );
+}
+
 #[test]
 fn managed_instrumentation_attaches_on_coreclr_8() {
     let _runtime = runtime_lock();

@@ -246,24 +246,33 @@ impl Profiler {
     /// C# of that assembly instead: `Handlers.Recorder` around `Allocate` and `Box<T>.Of`, and
     /// `Work` around a handler type the assembly lacks; and [`TaskRecorder`] around `Twice`; `INSTRUMENT_STARTED` is created once
     /// the startup ran (at the first call of one of them) and every ReJIT is requested.
+    /// `INSTRUMENT_WAIT_ONLY`: `Handlers.Recorder` around the app's `WaitFor` alone (called
+    /// before each phase, so a run of one phase attached to before it calls it no more).
     fn attached(&self, info: &ProfilerInfo, settings: &[(String, String)]) -> Result<()> {
         let setting = |key: &str| settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
         let mut wrapping = Instrumentation::new();
         let handlers = setting("INSTRUMENT_HANDLERS");
         if let Some(handlers) = &handlers {
             wrapping.managed_invoker(setting("INSTRUMENT_INVOKER").unwrap_or_default()).map_err(|_| HResult::E_FAIL)?;
-            for (ty, method, handler) in [
-                ("WaiterApp.Program", "Work", "Handlers.Nowhere"),
-                ("WaiterApp.Program", "Allocate", "Handlers.Recorder"),
-                ("WaiterApp.Box`1", "Of", "Handlers.Recorder"),
-            ] {
+            let targets: &[(&str, &str, &str)] = if setting("INSTRUMENT_WAIT_ONLY").is_some() {
+                &[("WaiterApp.Program", "WaitFor", "Handlers.Recorder")]
+            } else {
+                &[
+                    ("WaiterApp.Program", "Work", "Handlers.Nowhere"),
+                    ("WaiterApp.Program", "Allocate", "Handlers.Recorder"),
+                    ("WaiterApp.Box`1", "Of", "Handlers.Recorder"),
+                ]
+            };
+            for (ty, method, handler) in targets {
                 wrapping
                     .wrap_managed(Target::method(ty, method), ManagedHandler::new(handlers, handler))
                     .map_err(|_| HResult::E_FAIL)?;
             }
-            wrapping
-                .wrap(Target::method("WaiterApp.Program", "Twice"), task_recorder())
-                .map_err(|_| HResult::E_FAIL)?;
+            if setting("INSTRUMENT_WAIT_ONLY").is_none() {
+                wrapping
+                    .wrap(Target::method("WaiterApp.Program", "Twice"), task_recorder())
+                    .map_err(|_| HResult::E_FAIL)?;
+            }
         } else {
             for (ty, method) in
                 [("WaiterApp.Program", "Work"), ("WaiterApp.Program", "Allocate"), ("WaiterApp.Box`1", "Of")]
@@ -290,6 +299,7 @@ impl Profiler {
                     });
                 }
                 "INSTRUMENT_READY" => tell_when_requested(started, value.into(), false),
+                "INSTRUMENT_REVERT_AT_SHUTDOWN" => REVERT_AT_SHUTDOWN.store(true, Ordering::Release),
                 "INSTRUMENT_STARTED" => {
                     let ready: std::path::PathBuf = value.into();
                     std::thread::spawn(move || {
@@ -439,6 +449,9 @@ fn tell_when_requested(started: &'static Instrumentation, ready: std::path::Path
     });
 }
 
+/// `INSTRUMENT_REVERT_AT_SHUTDOWN` in the attach data.
+static REVERT_AT_SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
 /// Where to write at shutdown: `CORPROF_INSTRUMENT_OUT`, or the attach data's.
 static OUT: OnceLock<std::path::PathBuf> = OnceLock::new();
 
@@ -578,9 +591,10 @@ impl CorProfilerCallback for Profiler {
     fn shutdown(&self) -> Result<()> {
         let Some(path) = OUT.get() else { return Ok(()) };
         let mut text = ERRORS.get().cloned().unwrap_or_default();
-        if let (Some(wrapping), true) =
-            (self.wrapping.get(), std::env::var_os("INSTRUMENT_REVERT_AT_SHUTDOWN").is_some())
-        {
+        if let (Some(wrapping), true) = (
+            self.wrapping.get(),
+            std::env::var_os("INSTRUMENT_REVERT_AT_SHUTDOWN").is_some() || REVERT_AT_SHUTDOWN.load(Ordering::Acquire),
+        ) {
             // Taken back while the runtime shuts down: the worker's RequestRevert meets a runtime
             // that is ending. Waited for a bounded time: the app's exit must not hang on it.
             wrapping.revert();
