@@ -688,7 +688,7 @@ pub(super) struct StartupCode {
     calls: Vec<(Token, MethodSig)>,
 }
 
-/// What the startup code adds to a module's metadata: the rows (an AssemblyRef, five TypeRefs,
+/// What the startup code adds to a module's metadata: the rows (an AssemblyRef, six TypeRefs,
 /// four MemberRefs, a signature) and, at most, the bytes of its strings (UTF-16) and signatures.
 pub(super) fn startup_growth(invoker_path: &str, config: &str) -> (usize, usize) {
     (16, 2 * (invoker_path.len() + config.len() + "Corprof.Instrumentation.Startup".len() + 8) + 256)
