@@ -40,6 +40,49 @@ fn record(args: &[&str]) -> Output {
     finish(corprof().args(args).spawn().expect("cannot start corprof"))
 }
 
+/// A command (`record --pid`) whose stderr was read up to its `attached to process` line: from
+/// then on, what the app does is recorded.
+struct Attached {
+    command: Child,
+    said: Vec<String>,
+    rest: std::sync::mpsc::Receiver<String>,
+}
+
+/// Waits (failing after [`RUN_TIMEOUT`], or if the command ends first) for `command` to say it
+/// attached.
+fn attached(mut command: Child) -> Attached {
+    let (tx, rest) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(command.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    while !said.last().is_some_and(|l: &String| l.starts_with("corprof: attached to process")) {
+        match rest.recv_timeout(RUN_TIMEOUT) {
+            Ok(line) => said.push(line),
+            Err(_) => {
+                let _ = command.kill();
+                panic!("the command did not say it attached: {said:#?}");
+            }
+        }
+    }
+    Attached { command, said, rest }
+}
+
+impl Attached {
+    /// Waits for the end, as [`finish`]; the stderr is every line.
+    fn finish(self) -> Output {
+        let mut run = finish(self.command);
+        let lines: Vec<String> = self.said.into_iter().chain(self.rest.iter()).collect();
+        run.stderr = lines.join("\n");
+        run
+    }
+}
+
 /// A per-test output path, removed first.
 fn out_path(test: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("corprof-record-test-{}-{test}.folded", std::process::id()));
@@ -618,10 +661,10 @@ fn alloc_attaches_records_and_detaches_8() {
         .args(["record", "--mode", "alloc", "--pid", &pid, "--duration", "3", "--format", "folded", "-o", o])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    let command = attached(command);
     app.say("go");
     assert_eq!(app.line(), "RecordAlloc done 100000");
-    let run = finish(command);
+    let run = command.finish();
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains(&format!("corprof: detached from process {pid}")), "{}", run.stderr);
     assert!(app.still_running(), "the app ended before the detach");
@@ -773,10 +816,10 @@ fn attach_then_detach(runtime: &str, sampler: Option<&str>) {
         ])
         .spawn()
         .unwrap();
-    // Let the attach happen before the threads start (and name themselves), then start them.
-    std::thread::sleep(Duration::from_millis(1000));
+    // The attach first, then the threads start (and name themselves).
+    let command = attached(command);
     app.say("go");
-    let run = finish(command);
+    let run = command.finish();
     let app_still_running = app.still_running();
     let rest: Vec<String> = app.lines.by_ref().map_while(|l| l.ok()).collect();
     let app_status = app.child.wait().unwrap();

@@ -337,14 +337,30 @@ fn duration_without_a_recording(runtime: &str) {
     assert!(!out.exists());
 }
 
+/// The samples the profiler has counted so far, from the `.progress` file it keeps in the
+/// command's temporary folder under `tmp` (none before it writes one).
+fn samples_so_far(tmp: &Path) -> u64 {
+    let Ok(folders) = std::fs::read_dir(tmp) else { return 0 };
+    folders
+        .filter_map(|f| std::fs::read_to_string(f.ok()?.path().join("recording.profile.progress")).ok())
+        .filter_map(|text| text.lines().find_map(|l| l.strip_suffix(" samples")?.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Attached (`--pid`), SIGINT to the command ends the recording long before `--duration`: the
 /// output is written, the profiler detaches, and the app runs on (and ends normally after).
 fn attach_then_sigint(runtime: &str, mode: &str) {
     let dir = support::TempDir::new(&format!("attach-{runtime}-{mode}"));
     let heap = mode == "heap";
     let out = dir.0.join(if heap { "out.txt" } else { "out.folded" });
+    let tmp = dir.0.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let mut app_cmd = Command::new(dotnet(runtime));
     clean(&mut app_cmd);
+    // The profiler reads its settings from the app's environment too: there it is asked for
+    // its counts, which the command asks for only on a terminal.
+    app_cmd.env("CORPROF_RECORD_PROGRESS", "1");
     app_cmd.arg(app_dll()).args(["exit", "7"]);
     let mut app = Running::start(app_cmd);
     let pid = app.ready();
@@ -352,8 +368,19 @@ fn attach_then_sigint(runtime: &str, mode: &str) {
     let pid_arg = pid.to_string();
     let format = if heap { "text" } else { "folded" };
     cmd.args(["record", "--mode", mode, "--format", format, "--pid", &pid_arg, "--duration", "600", "-o"]).arg(&out);
+    cmd.env("TMPDIR", &tmp);
     let mut run = Running::start(cmd);
     run.stderr_line("corprof: attached to process");
+    if !heap {
+        // Stopped at once, the recording may hold a sample or two, none yet in the app's work
+        // (a busy machine): the stop waits for the profiler's own count of samples instead,
+        // enough that the spinning thread's share (a quarter: every thread is sampled) is many.
+        let started = std::time::Instant::now();
+        while samples_so_far(&tmp) < 200 {
+            assert!(started.elapsed() < TIMEOUT, "the profiler counted no 200 samples in {TIMEOUT:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     run.signal(libc::SIGINT, true);
     let (code, stderr) = run.end();
     assert_eq!(code, 0, "{stderr}");
