@@ -288,8 +288,9 @@ fn started_late_still_wraps_through_rejit_coreclr_3() {
 /// arguments, value or exception and their own state back; a handler that throws changes
 /// nothing, a missing OnMethodEnd or OnMethodBegin is said once with the definition's name and
 /// the calls run without it, a type the assembly lacks is said and its method refused, paths and
-/// names that cannot be used are refused by `wrap_managed`; the app prints what it prints
-/// unwrapped, but for the one value a handler replaces.
+/// names that cannot be used are refused by `wrap_managed`; a precompiled CoreLib method
+/// (`Convert.ToBase64String`) is wrapped too; the app prints what it prints unwrapped, but for
+/// the one value a handler replaces.
 fn managed_handlers(runtime: &'static str, test: &str) {
     let plain = run_app(runtime, "InstrumentManaged", &[]);
     assert_eq!(plain.code, Some(0), "{}", plain.describe());
@@ -429,6 +430,9 @@ fn managed_handlers(runtime: &'static str, test: &str) {
             "handler: async end #8 at the return: a task",
             "handler: async begin #9",
             "handler: async end #9 at the return: a task",
+            // A precompiled method of CoreLib, wrapped through ReJIT.
+            "handler: begin #11 this=null args=[System.Byte[]]",
+            "handler: end #11 returned AQID",
         ]
         .into_iter()
         .filter(|l| runtime == "8"
@@ -485,6 +489,13 @@ fn managed_handlers(runtime: &'static str, test: &str) {
     expected.push(format!(
         "not wrapped InstrumentManagedApp.Gone::Run (target InstrumentManagedApp.Gone::Run): its managed handler \
          Handlers.Nowhere was not loaded from {handlers} (see stderr)"
+    ));
+    // CoreLib's overloads: four, and the one taking a span refused.
+    let convert = "System.Convert::ToBase64String (target System.Convert::ToBase64String)";
+    expected.extend(std::iter::repeat_n(format!("wrapped {convert}"), 4));
+    expected.push(format!(
+        "not wrapped {convert}: its argument 1: System.ReadOnlySpan`1 is a ref struct, which cannot be a generic \
+         argument"
     ));
     expected.sort();
     assert_eq!(decisions, expected, "CoreCLR {runtime}:\n{text}");

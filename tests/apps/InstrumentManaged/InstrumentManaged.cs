@@ -320,6 +320,7 @@ namespace InstrumentManagedApp
             Console.WriteLine(Changed.Answer());
             Console.WriteLine(Gone.Run());
             RunAsync();
+            Console.WriteLine(Convert.ToBase64String(new byte[] { 1, 2, 3 }));
         }
     }
 }

@@ -375,6 +375,13 @@ impl Profiler {
                 errors += &format!("error: {e}\n");
             }
         }
+        // A precompiled method of CoreLib, wrapped through ReJIT.
+        if std::env::var("INSTRUMENT_ONLY").map_or(true, |only| only == "Convert") {
+            let target = Target::method("System.Convert", "ToBase64String");
+            if let Err(e) = wrapping.wrap_managed(target, ManagedHandler::new(&handlers, "Handlers.Recorder")) {
+                errors += &format!("error: {e}\n");
+            }
+        }
         // Refused at once, the app unharmed: an assembly that is not there, a folder, a type
         // name that cannot be one.
         for (path, handler) in [
