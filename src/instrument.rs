@@ -619,34 +619,16 @@ extern "C" fn task_end_entry(method: u32, state: u64, how: i32, int: i64, float:
 
 /// The entry points' signatures, as `calli` takes them (unmanaged cdecl).
 fn begin_sig() -> MethodSig {
-    MethodSig {
-        call_conv: CallConv(CallConv::C),
-        generic_params: 0,
-        ret: Type::U8,
-        params: vec![Type::I4],
-        sentinel: None,
-    }
+    MethodSig::new(CallConv::C, Type::U8, vec![Type::I4])
 }
 
 fn begin_arguments_sig() -> MethodSig {
-    MethodSig {
-        call_conv: CallConv(CallConv::C),
-        generic_params: 0,
-        ret: Type::U8,
-        params: vec![Type::I4, Type::I, Type::I4],
-        sentinel: None,
-    }
+    MethodSig::new(CallConv::C, Type::U8, vec![Type::I4, Type::I, Type::I4])
 }
 
 /// `end_entry`'s signature, or `end_float_entry`'s with `float`.
 fn end_sig(float: bool) -> MethodSig {
-    MethodSig {
-        call_conv: CallConv(CallConv::C),
-        generic_params: 0,
-        ret: Type::Void,
-        params: vec![Type::I4, Type::U8, Type::I4, if float { Type::R8 } else { Type::I8 }],
-        sentinel: None,
-    }
+    MethodSig::new(CallConv::C, Type::Void, vec![Type::I4, Type::U8, Type::I4, if float { Type::R8 } else { Type::I8 }])
 }
 
 /// Registering more than [`MAX_DEFINITIONS`] handlers in a process.
@@ -1692,13 +1674,7 @@ impl Entries {
         while let Type::Modified { ty, .. } = ret {
             ret = *ty;
         }
-        let managed = MethodSig {
-            call_conv: CallConv(CallConv::DEFAULT),
-            generic_params: 0,
-            ret,
-            params: unmanaged.params.clone(),
-            sentinel: None,
-        };
+        let managed = MethodSig::new(CallConv::DEFAULT, ret, unmanaged.params.clone());
         let name = format!("<corprof>entry{}", self.made.len());
         // assembly static hidebysig; IL, managed, aggressive inlining.
         let method = emit.define_method(MODULE_TYPE, &name, 0x0093, &managed.encode().ok()?, 0, 0x0100).ok()?;

@@ -468,12 +468,10 @@ pub(super) fn task_end_call(
         TaskReturn::Value(_) => ("EndValueTask", false),
         TaskReturn::ValueOf(..) => ("EndValueTaskOf", true),
     };
-    let sig = MethodSig {
-        call_conv: CallConv(if generic { CallConv::GENERIC } else { CallConv::DEFAULT }),
-        generic_params: u32::from(generic),
-        ret: Type::Void,
-        params,
-        sentinel: None,
+    let sig = if generic {
+        MethodSig::generic(CallConv::DEFAULT, 1, Type::Void, params)
+    } else {
+        MethodSig::new(CallConv::DEFAULT, Type::Void, params)
     };
     let method = member_ref(emit, async_end, name, &sig)?;
     let call = match task.result() {
@@ -587,15 +585,12 @@ pub(super) fn managed_body(
 
     // CallTargetState BeginMethod<THandler, TTarget, TArg1…>(!!1 instance, ref !!2 arg1, …)
     let n = args.len() as u32;
-    let begin_sig = MethodSig {
-        call_conv: CallConv(CallConv::GENERIC),
-        generic_params: n + 2,
-        ret: state_type.clone(),
-        params: std::iter::once(Type::MVar(1))
-            .chain((0..n).map(|i| Type::ByRef(Box::new(Type::MVar(i + 2)))))
-            .collect(),
-        sentinel: None,
-    };
+    let begin_sig = MethodSig::generic(
+        CallConv::DEFAULT,
+        n + 2,
+        state_type.clone(),
+        std::iter::once(Type::MVar(1)).chain((0..n).map(|i| Type::ByRef(Box::new(Type::MVar(i + 2))))).collect(),
+    );
     let begin_ref = member_ref(&emit, tokens.invoker, "BeginMethod", &begin_sig)?;
     let mut begin_args = vec![Type::Class(handler_type), target.clone()];
     begin_args.extend(args.iter().map(|(t, _)| t.clone()));
@@ -603,20 +598,15 @@ pub(super) fn managed_body(
     // !!2 EndMethod<THandler, TTarget, TReturn>(!!1, !!2, object, CallTargetState), or
     // void EndMethod<THandler, TTarget>(!!1, object, CallTargetState).
     let end_sig = match &returns {
-        Some(_) => MethodSig {
-            call_conv: CallConv(CallConv::GENERIC),
-            generic_params: 3,
-            ret: Type::MVar(2),
-            params: vec![Type::MVar(1), Type::MVar(2), Type::Object, state_type.clone()],
-            sentinel: None,
-        },
-        None => MethodSig {
-            call_conv: CallConv(CallConv::GENERIC),
-            generic_params: 2,
-            ret: Type::Void,
-            params: vec![Type::MVar(1), Type::Object, state_type.clone()],
-            sentinel: None,
-        },
+        Some(_) => MethodSig::generic(
+            CallConv::DEFAULT,
+            3,
+            Type::MVar(2),
+            vec![Type::MVar(1), Type::MVar(2), Type::Object, state_type.clone()],
+        ),
+        None => {
+            MethodSig::generic(CallConv::DEFAULT, 2, Type::Void, vec![Type::MVar(1), Type::Object, state_type.clone()])
+        }
     };
     let end_ref = member_ref(&emit, tokens.invoker, "EndMethod", &end_sig)?;
     let mut end_args = vec![Type::Class(handler_type), target.clone()];
@@ -715,13 +705,7 @@ impl StartupCode {
         let get_type = member_ref(&emit, assembly, "GetType", &get_type_sig)?;
         let get_method = member_ref(&emit, ty, "GetMethod", &get_method_sig)?;
         let invoke = member_ref(&emit, method_base, "Invoke", &invoke_sig)?;
-        let done_sig = MethodSig {
-            call_conv: CallConv(CallConv::C),
-            generic_params: 0,
-            ret: Type::Void,
-            params: vec![Type::I8],
-            sentinel: None,
-        };
+        let done_sig = MethodSig::new(CallConv::C, Type::Void, vec![Type::I8]);
         let done_token = Token(
             emit.get_token_from_sig(&done_sig.encode().map_err(|e| e.to_string())?)
                 .map_err(|e| format!("a signature token: {e}"))?,
@@ -790,13 +774,7 @@ impl StartupCode {
 
 /// A signature of no generic parameters, with `this` or static.
 fn plain_sig(this: bool, ret: Type, params: Vec<Type>) -> MethodSig {
-    MethodSig {
-        call_conv: CallConv(if this { CallConv::HAS_THIS } else { CallConv::DEFAULT }),
-        generic_params: 0,
-        ret,
-        params,
-        sentinel: None,
-    }
+    MethodSig::new(if this { CallConv::HAS_THIS } else { CallConv::DEFAULT }, ret, params)
 }
 
 /// Gives `module` a `<Module>..cctor` whose first act is the [`StartupCode`]; a failure is

@@ -279,6 +279,16 @@ fn instrumentation_attaches_on_coreclr_3() {
     instrumentation_attaches("3", "instrumentation_attaches_on_coreclr_3");
 }
 
+/// The handler assembly of tests/apps/InstrumentManaged and corprof's `Corprof.Instrumentation`,
+/// as `bash scripts/setup` builds them.
+fn managed_assemblies() -> (PathBuf, PathBuf) {
+    let root = repo_root();
+    (
+        root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll"),
+        root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll"),
+    )
+}
+
 /// tests/instrument-profiler attached after the Waiter app's first phase with handlers in C#
 /// (tests/apps/InstrumentManaged's handler assembly): `Allocate` and `Box<T>.Of` around
 /// `Handlers.Recorder`, `Twice` (`async`) around a Rust handler ending at its task's completion,
@@ -290,9 +300,7 @@ fn instrumentation_attaches_on_coreclr_3() {
 /// output is unchanged.
 fn managed_instrumentation_attaches(runtime: &'static str, test: &str) {
     let lib = profiler_lib("instrument_profiler");
-    let root = repo_root();
-    let handlers = root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll");
-    let invoker = root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let (handlers, invoker) = managed_assemblies();
     let dir = TempDir::new("attach", test);
     let (out_file, ready, started) =
         (dir.file("instrument.txt"), dir.file("instrument-ready"), dir.file("instrument-started"));
@@ -390,9 +398,7 @@ fn managed_instrumentation_attaches(runtime: &'static str, test: &str) {
 /// the startup code.
 fn managed_instrumentation_reverted_before_its_startup(runtime: &'static str, test: &str) {
     let lib = profiler_lib("instrument_profiler");
-    let root = repo_root();
-    let handlers = root.join("tests/apps/InstrumentManaged/bin/handlers/InstrumentManagedHandlers.dll");
-    let invoker = root.join("managed/Corprof.Instrumentation/bin/Corprof.Instrumentation.dll");
+    let (handlers, invoker) = managed_assemblies();
     let dir = TempDir::new("attach", test);
     let (out_file, ready) = (dir.file("instrument.txt"), dir.file("instrument-ready"));
     let mut app = App::start(runtime, &dir, 1);

@@ -220,6 +220,35 @@ pub struct MethodSig {
     pub sentinel: Option<usize>,
 }
 
+impl MethodSig {
+    /// `ret (params…)` with the calling convention and flags `call_conv` (a [`CallConv`] byte:
+    /// `CallConv::DEFAULT | CallConv::HAS_THIS`, `CallConv::C`, …): no generic parameters, no
+    /// varargs sentinel.
+    ///
+    /// ```
+    /// use corprof_sig::sig::{CallConv, MethodSig, Type};
+    /// // instance string M(int32)
+    /// let sig = MethodSig::new(CallConv::HAS_THIS, Type::String, vec![Type::I4]);
+    /// assert_eq!(sig.encode().unwrap(), [0x20, 0x01, 0x0e, 0x08]);
+    /// ```
+    pub fn new(call_conv: u8, ret: Type, params: Vec<Type>) -> MethodSig {
+        MethodSig { call_conv: CallConv(call_conv), generic_params: 0, ret, params, sentinel: None }
+    }
+
+    /// A generic method's `ret (params…)` of `generic_params` parameters (`Type::MVar(0)` …):
+    /// `call_conv` with [`CallConv::GENERIC`] added.
+    ///
+    /// ```
+    /// use corprof_sig::sig::{CallConv, MethodSig, Type};
+    /// // static !!0 M<T>(!!0)
+    /// let sig = MethodSig::generic(CallConv::DEFAULT, 1, Type::MVar(0), vec![Type::MVar(0)]);
+    /// assert_eq!(sig.encode().unwrap(), [0x10, 0x01, 0x01, 0x1e, 0x00, 0x1e, 0x00]);
+    /// ```
+    pub fn generic(call_conv: u8, generic_params: u32, ret: Type, params: Vec<Type>) -> MethodSig {
+        MethodSig { call_conv: CallConv(call_conv | CallConv::GENERIC), generic_params, ret, params, sentinel: None }
+    }
+}
+
 /// A field signature (II.23.2.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldSig {

@@ -95,13 +95,7 @@ impl Rewriter {
             }
         }
         let console = emit.define_type_ref_by_name(mscorlib.ok_or(HResult::E_FAIL)?, "System.Console")?;
-        let sig = MethodSig {
-            call_conv: CallConv(CallConv::DEFAULT),
-            generic_params: 0,
-            ret: Type::Void,
-            params: vec![Type::String],
-            sentinel: None,
-        };
+        let sig = MethodSig::new(CallConv::DEFAULT, Type::Void, vec![Type::String]);
         let sig = sig.encode().map_err(|_| HResult::E_FAIL)?;
         emit.define_member_ref(console, "WriteLine", &sig)
     }
