@@ -61,3 +61,26 @@ pub fn warn_undocumented(missing: &[String], errors: &mut Errors) {
         .help("add them to annotations/docs/*.yaml: `doc`, and `needs`, `errors`, `returns` where they apply"),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warning(n: usize) -> Option<String> {
+        let missing: Vec<String> = (0..n).map(|i| format!("I::M{i}")).collect();
+        let mut errors = Errors::default();
+        warn_undocumented(&missing, &mut errors);
+        assert!(errors.items.len() <= 1);
+        errors.items.pop().map(|d| d.message)
+    }
+
+    #[test]
+    fn undocumented_methods_are_listed_up_to_eight() {
+        assert_eq!(warning(0), None);
+        assert_eq!(warning(2).as_deref(), Some("2 method(s) have no entry in the docs table: I::M0, I::M1"));
+        let eight = warning(8).unwrap();
+        assert!(eight.ends_with("I::M7") && !eight.contains("more"), "{eight}");
+        let ten = warning(10).unwrap();
+        assert!(ten.starts_with("10 method(s)") && ten.ends_with("I::M7 and 2 more") && !ten.contains("M8"), "{ten}");
+    }
+}
