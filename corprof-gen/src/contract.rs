@@ -213,6 +213,11 @@ mod tests {
         assert_eq!(c.count.as_ref().unwrap().value, Count::Reads { len: "cchName".into() });
         assert_eq!(c.optional.unwrap().quote, "_In_reads_opt_(cchName)");
         assert_eq!(contract(&param(&[], &["_COM_Outptr_"])).dir().unwrap().value, Direction::Out);
+        // Room only: nothing written back is counted.
+        let c = contract(&param(&["annotation", "out"], &["_Out_writes_(cchName)"]));
+        assert_eq!(c.count.unwrap().value, Count::Writes { cap: "cchName".into(), len: None });
+        let c = contract(&param(&["annotation", "in", "out"], &["_Inout_updates_(cItems)"]));
+        assert_eq!(c.count.unwrap().value, Count::Writes { cap: "cItems".into(), len: None });
     }
 
     #[test]
@@ -244,5 +249,9 @@ mod tests {
             (Count::Reads { len: "a".into() }, "the header's SAL")
         );
         assert!(contract(&param(&["size_is(cb * 2)", "in"], &[])).count.is_none());
+        // A header stating no direction (cor.h's parameters may not): the IDL's says which
+        // count its `size_is` is.
+        let c = contract_with_idl(&param(&["size_is"], &[]), Some(&idl(&["out", "size_is(cMax)"])));
+        assert_eq!(c.count.unwrap().value, Count::Writes { cap: "cMax".into(), len: None });
     }
 }

@@ -249,6 +249,18 @@ fn the_folder_reads_bytes() {
     assert!(e.items[0].to_string().starts_with("error: b.yaml is not UTF-8: byte 0xFF at byte offset 20"), "{e}");
 }
 
+/// A folder that is not there, and a path that cannot be read as one (a file), each say which.
+#[test]
+fn a_folder_missing_or_unreadable_says_which() {
+    let dir = std::env::temp_dir().join(format!("corprof-gen-ann-folder-{}", std::process::id()));
+    let missing = Annotations::load_dir(&dir, &dir).unwrap_err();
+    assert!(missing.items[0].message.ends_with("does not exist"), "{missing}");
+    std::fs::write(&dir, "a file").unwrap();
+    let file = Annotations::load_dir(&dir, &dir).unwrap_err();
+    std::fs::remove_file(&dir).unwrap();
+    assert!(file.items[0].message.starts_with("cannot read the annotation folder "), "{file}");
+}
+
 /// Nesting past `MAX_DEPTH` is refused where it goes past, before serde_yaml parses (whose
 /// scanner takes time in the square of the flow depth), in every style.
 #[test]
