@@ -555,3 +555,21 @@ fn tokens_and_calling_conventions_print_in_hex() {
     assert_eq!(format!("{:?}", Token::new(TD, 5)), "Token(0x02000005)");
     assert_eq!(format!("{:?}", CallConv(0x20)), "CallConv(0x20)");
 }
+
+/// `MethodSig::new` and `MethodSig::generic` keep the generic flag and count together, whatever
+/// byte they are given, and a byte that is no method's convention is refused at encoding.
+#[test]
+fn constructed_signatures_are_consistent() {
+    let plain = MethodSig::new(CallConv::GENERIC | CallConv::HAS_THIS, Type::Void, vec![]);
+    assert_eq!((plain.call_conv, plain.generic_params), (CallConv(CallConv::HAS_THIS), 0));
+    assert_eq!(MethodSig::decode(&plain.encode().unwrap()).unwrap(), plain);
+    let generic = MethodSig::generic(CallConv::GENERIC, 2, Type::MVar(1), vec![Type::MVar(0)]);
+    assert_eq!((generic.call_conv, generic.generic_params), (CallConv(CallConv::GENERIC), 2));
+    assert_eq!(MethodSig::decode(&generic.encode().unwrap()).unwrap(), generic);
+    for bad in [CallConv::FIELD, CallConv::LOCAL_SIG, CallConv::PROPERTY, CallConv::GENERIC_INST, 0xff] {
+        assert!(MethodSig::new(bad, Type::Void, vec![]).encode().is_err(), "{bad:#x}");
+        assert!(MethodSig::generic(bad, 1, Type::Void, vec![]).encode().is_err(), "{bad:#x}");
+    }
+    let too_many = MethodSig::generic(CallConv::DEFAULT, u32::MAX, Type::Void, vec![]);
+    assert!(too_many.encode().is_err());
+}

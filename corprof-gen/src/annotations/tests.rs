@@ -253,6 +253,7 @@ fn the_folder_reads_bytes() {
 #[test]
 fn a_folder_missing_or_unreadable_says_which() {
     let dir = std::env::temp_dir().join(format!("corprof-gen-ann-folder-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
     let missing = Annotations::load_dir(&dir, &dir).unwrap_err();
     assert!(missing.items[0].message.ends_with("does not exist"), "{missing}");
     std::fs::write(&dir, "a file").unwrap();

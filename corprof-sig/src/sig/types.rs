@@ -222,8 +222,10 @@ pub struct MethodSig {
 
 impl MethodSig {
     /// `ret (params…)` with the calling convention and flags `call_conv` (a [`CallConv`] byte:
-    /// `CallConv::DEFAULT | CallConv::HAS_THIS`, `CallConv::C`, …): no generic parameters, no
-    /// varargs sentinel.
+    /// `CallConv::DEFAULT | CallConv::HAS_THIS`, `CallConv::C`, …): no generic parameters (a
+    /// [`CallConv::GENERIC`] flag given is dropped: [`generic`](Self::generic) makes those), no
+    /// varargs sentinel. A byte that is no method's calling convention (`CallConv::FIELD`) is
+    /// kept, and [`encode`](Self::encode) refuses it.
     ///
     /// ```
     /// use corprof_sig::sig::{CallConv, MethodSig, Type};
@@ -232,7 +234,13 @@ impl MethodSig {
     /// assert_eq!(sig.encode().unwrap(), [0x20, 0x01, 0x0e, 0x08]);
     /// ```
     pub fn new(call_conv: u8, ret: Type, params: Vec<Type>) -> MethodSig {
-        MethodSig { call_conv: CallConv(call_conv), generic_params: 0, ret, params, sentinel: None }
+        MethodSig {
+            call_conv: CallConv(call_conv & !CallConv::GENERIC),
+            generic_params: 0,
+            ret,
+            params,
+            sentinel: None,
+        }
     }
 
     /// A generic method's `ret (params…)` of `generic_params` parameters (`Type::MVar(0)` …):
