@@ -36,19 +36,32 @@ pub fn key(interface: &str, method: &str, param: &str) -> String {
 /// text need not be UTF-8: what is read here is ASCII.
 pub fn parse(file: &str, bytes: &[u8]) -> HashMap<String, IdlParam> {
     let text = strip_comments(&String::from_utf8_lossy(bytes));
-    let line_of = |offset: usize| text[..offset].matches('\n').count() as u32 + 1;
+    // A parameter's line is one more than the newlines before it, found by a binary search: an
+    // IDL of many parameters takes time in proportion to its size.
+    let newlines: Vec<usize> = text.match_indices('\n').map(|(at, _)| at).collect();
+    let line_of = |offset: usize| newlines.partition_point(|&n| n < offset) as u32 + 1;
     let mut out = HashMap::new();
     let mut rest = 0;
+    // Every search below starts past what the one before read: the text is read a bounded number
+    // of times whatever it holds (a file of nothing but `interface` read each word's head anew).
     while let Some(found) = find_word(&text[rest..], "interface") {
         let start = rest + found + "interface".len();
-        rest = start;
-        // `interface Name : Base {` (a forward declaration `interface Name;` has no body).
-        let head_end = match text[start..].find(['{', ';']) {
-            Some(n) if text.as_bytes()[start + n] == b'{' => start + n,
-            _ => continue,
-        };
-        let iface = text[start..head_end].split(':').next().unwrap_or("").trim();
+        // `interface Name : Base {` (a forward declaration `interface Name;` has no body). With
+        // neither after it, no interface follows either.
+        let Some(n) = text[start..].find(['{', ';']) else { break };
+        let head_end = start + n;
+        rest = head_end + 1;
+        if text.as_bytes()[head_end] == b';' {
+            continue;
+        }
+        let head = &text[start..head_end];
+        let iface = head.split(':').next().unwrap_or("").trim();
         if iface.is_empty() || !iface.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            // Not a name: the last `interface` of the head may begin one (its head, read once
+            // more, is the last read twice).
+            if let Some(last) = last_word(head, "interface") {
+                rest = start + last;
+            }
             continue;
         }
         let Some(body_len) = matching(&text[head_end..], '{', '}') else { break };
@@ -137,6 +150,16 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
         from = at + word.len();
     }
     None
+}
+
+/// The offset of the last whole word `word` in `text`.
+fn last_word(text: &str, word: &str) -> Option<usize> {
+    let (mut from, mut last) = (0, None);
+    while let Some(n) = find_word(&text[from..], word) {
+        last = Some(from + n);
+        from += n + word.len();
+    }
+    last
 }
 
 /// `text` starts with `open`: the length up to and including the `close` that matches it.
@@ -239,5 +262,94 @@ interface ICorProfilerCallback10 : ICorProfilerCallback9
         let idl = b"// caf\xe9\ninterface I : IUnknown\n{\n    HRESULT F([in] ULONG n, /* \xe9 */ [in, size_is(n)] BYTE *p);\n}\n";
         let p = &parse("x.idl", idl)[&key("I", "F", "p")];
         assert_eq!((p.attrs.as_slice(), p.loc.line), (&["in".to_string(), "size_is(n)".to_string()][..], 4));
+    }
+
+    #[test]
+    fn names_that_are_not_names_declare_nothing() {
+        let idl = "interface : IUnknown { HRESULT A([in] int a); }\n\
+                   interface I<T> : IUnknown { HRESULT B([in] int b); }\n\
+                   [helpstring] interface interface J : IUnknown {\n\
+                   HRESULT C([in] int c);\n\
+                   HRESULT D([in] BYTE *, [in] int 2x);\n\
+                   }\n";
+        let params = parse("x.idl", idl.as_bytes());
+        let keys: Vec<&String> = params.keys().collect();
+        // `interface interface J`: the head's last `interface` begins the name. A parameter
+        // without a name, or with one that is not a name, is no parameter.
+        assert_eq!(keys, [&key("J", "C", "c")]);
+    }
+
+    #[test]
+    fn lines_are_those_of_the_parameters_and_typedefs_declare_none() {
+        // Each parameter at the start of its line, the first after a `(` ending the line before,
+        // the second after a space ending it.
+        let idl = "interface I : IUnknown\n{\n    HRESULT G(\n[in] int first, \n[in] int second);\n\
+                   typedef HRESULT Callback([in] int t);\n    ([in] int nameless);\n}\n";
+        let params = parse("x.idl", idl.as_bytes());
+        assert_eq!(params[&key("I", "G", "first")].loc.line, 4);
+        assert_eq!(params[&key("I", "G", "second")].loc.line, 5);
+        assert_eq!(params.len(), 2, "{params:?}");
+    }
+
+    #[test]
+    fn strings_hold_no_declarations_whatever_they_hold() {
+        let fake = "interface Fake : IUnknown { HRESULT F([in] int x); }";
+        let real = "interface I : IUnknown { HRESULT G([in] int y); }";
+        let read = |idl: String| {
+            let params = parse("x.idl", idl.as_bytes());
+            let mut keys: Vec<String> = params.into_keys().collect();
+            keys.sort();
+            keys
+        };
+        let only_real = [key("I", "G", "y")];
+        assert_eq!(read(format!("cpp_quote(\"{fake}\")\n{real}\n")), only_real);
+        // A string's closing quote opens no other.
+        assert_eq!(read(format!("cpp_quote(\"{fake}\") {real}\n")), only_real);
+        // An escaped quote does not end the string; a newline does.
+        assert_eq!(read(format!("cpp_quote(\"a \\\" {fake} \\\" b\")\n{real}\n")), only_real);
+        assert_eq!(read(format!("cpp_quote(\"a\n{real}\n")), only_real);
+        // A string, or an escape, left open at the end of the text.
+        assert_eq!(read(format!("{real}\ncpp_quote(\"{fake}")), only_real);
+        assert_eq!(read(format!("{real}\ncpp_quote(\"\\")), only_real);
+    }
+
+    #[test]
+    fn interface_is_read_only_as_a_whole_word() {
+        let idl = "my_interface J : IUnknown { HRESULT A([in] int a); }\n\
+                   interfaces K : IUnknown { HRESULT B([in] int b); }\n\
+                   interface I : IUnknown { HRESULT G([in] int y); }\n";
+        let params = parse("x.idl", idl.as_bytes());
+        assert_eq!(params.keys().collect::<Vec<_>>(), [&key("I", "G", "y")]);
+    }
+
+    /// Runs `parse` on `idl` on a thread of its own, failing if it has not finished after a minute
+    /// (what these inputs take when each is read once is milliseconds; read anew for each word or
+    /// each parameter, hours).
+    fn parses_soon(idl: String) -> HashMap<String, IdlParam> {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || send.send(parse("x.idl", idl.as_bytes())));
+        receive
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the parse takes time out of proportion to the IDL's size")
+    }
+
+    #[test]
+    fn hostile_idls_take_time_in_proportion_to_their_size() {
+        // Heads that never end: each `interface` once scanned to the end of the text.
+        let words = "interface ".repeat(100_000);
+        assert!(parses_soon(words).is_empty());
+        let words = format!("{};", "interface ".repeat(100_000));
+        assert!(parses_soon(words).is_empty());
+        let words = format!("{}{{}}", "interface - ".repeat(100_000));
+        assert!(parses_soon(words).is_empty());
+        // Many parameters: each one's line once counted from the start of the text.
+        let mut many = String::from("interface I : IUnknown\n{\n");
+        for i in 0..100_000 {
+            many += &format!("HRESULT F{i}([in] int a);\n");
+        }
+        many += "}\n";
+        let params = parses_soon(many);
+        assert_eq!(params.len(), 100_000);
+        assert_eq!(params[&key("I", "F99999", "a")].loc.line, 100_002);
     }
 }
