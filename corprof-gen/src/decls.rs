@@ -7,6 +7,7 @@
 use crate::clang::{Cursor, CursorKind, Type, TypeKind};
 use crate::extract::prelude_dir;
 use crate::ir::{Constant, EnumDecl, Interface, TypeDecl};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// Walks the top level (and `extern "C"` blocks) of the unit.
@@ -19,38 +20,56 @@ pub fn collect(
     enums: &[EnumDecl],
     tag_names: &[(String, String)],
 ) -> (Vec<TypeDecl>, Vec<Constant>) {
-    let mut out = Decls { prelude: prelude_dir(), types: Vec::new(), constants: Vec::new(), tag_names };
-    out.walk(root, interfaces, enums);
+    // Every name is looked up in a table: a header of many declarations (a hostile one within
+    // `input::HEADER_CAP`) takes time in proportion to their number.
+    let mut out = Decls {
+        prelude: prelude_dir(),
+        interfaces: interfaces.iter().map(|i| i.name.as_str()).collect(),
+        tag_names: tag_names.iter().map(|(t, n)| (t.as_str(), n.as_str())).collect(),
+        flag_enums: enums
+            .iter()
+            .filter(|e| e.flags)
+            .flat_map(|e| std::iter::once(e.name.as_str()).chain(e.aliases.iter().map(String::as_str)))
+            .collect(),
+        types: Vec::new(),
+        type_index: HashMap::new(),
+        constants: Vec::new(),
+        constant_names: HashSet::new(),
+    };
+    out.walk(root);
     (out.types, out.constants)
 }
 
 struct Decls<'a> {
     prelude: std::path::PathBuf,
-    tag_names: &'a [(String, String)],
+    interfaces: HashSet<&'a str>,
+    tag_names: HashMap<&'a str, &'a str>,
+    /// The names (and aliases) of the flag enums.
+    flag_enums: HashSet<&'a str>,
     types: Vec<TypeDecl>,
+    /// Each type's index in `types`, by name.
+    type_index: HashMap<String, usize>,
     constants: Vec<Constant>,
+    constant_names: HashSet<String>,
 }
 
 impl Decls<'_> {
-    fn walk(&mut self, cursor: Cursor<'_>, interfaces: &[Interface], enums: &[EnumDecl]) {
+    fn walk(&mut self, cursor: Cursor<'_>) {
         for c in cursor.children() {
             if c.kind() != CursorKind::LinkageSpec && Path::new(&c.location().file).starts_with(&self.prelude) {
                 continue;
             }
             match c.kind() {
-                CursorKind::LinkageSpec => self.walk(c, interfaces, enums),
+                CursorKind::LinkageSpec => self.walk(c),
                 CursorKind::Typedef => {
                     let name = c.spelling();
                     // `typedef interface IFoo IFoo;` names an interface: the interface diff says it.
-                    if interfaces.iter().any(|i| i.name == name) {
+                    if self.interfaces.contains(name.as_str()) {
                         continue;
                     }
                     let under = c.typedef_underlying();
                     let tagged = if under.kind() == TypeKind::Elaborated { under.named() } else { under };
-                    let is_interface = |t: Type<'_>| {
-                        let tag = t.declaration().spelling();
-                        interfaces.iter().any(|i| i.name == tag)
-                    };
+                    let is_interface = |t: Type<'_>| self.interfaces.contains(t.declaration().spelling().as_str());
                     if tagged.kind() == TypeKind::Record && is_interface(tagged) {
                         continue;
                     }
@@ -62,7 +81,7 @@ impl Decls<'_> {
                     // machine-made tags (`__MIDL___MIDL_itf_…`) and interfaces are not names.
                     let name = c.spelling();
                     let machine = name.is_empty() || name.starts_with("__MIDL") || name.contains(['(', ' ']);
-                    if machine || name == "IUnknown" || interfaces.iter().any(|i| i.name == name) {
+                    if machine || name == "IUnknown" || self.interfaces.contains(name.as_str()) {
                         continue;
                     }
                     let (shape, detail) = shape_of(c.ty());
@@ -70,11 +89,11 @@ impl Decls<'_> {
                 }
                 CursorKind::Enum if c.is_definition() => {
                     let tag = c.spelling();
-                    let name = self.tag_names.iter().find(|(t, _)| *t == tag).map_or(tag.as_str(), |(_, n)| n);
-                    let hex = enums.iter().any(|e| e.is_named(name) && e.flags);
+                    let name = self.tag_names.get(tag.as_str()).copied().unwrap_or(tag.as_str());
+                    let hex = self.flag_enums.contains(name);
                     for k in c.children().into_iter().filter(|k| k.kind() == CursorKind::EnumConstant) {
                         let name = k.spelling();
-                        if !self.constants.iter().any(|x| x.name == name) {
+                        if self.constant_names.insert(name.clone()) {
                             self.constants.push(Constant { name, value: k.enum_value(), hex });
                         }
                     }
@@ -86,10 +105,13 @@ impl Decls<'_> {
 
     /// The first declaration of a name wins (a forward `typedef struct X X;` and its body agree).
     fn push(&mut self, t: TypeDecl) {
-        match self.types.iter_mut().find(|x| x.name == t.name) {
-            Some(x) if x.shape == "incomplete struct" => *x = t,
+        match self.type_index.get(&t.name) {
+            Some(&at) if self.types[at].shape == "incomplete struct" => self.types[at] = t,
             Some(_) => {}
-            None => self.types.push(t),
+            None => {
+                self.type_index.insert(t.name.clone(), self.types.len());
+                self.types.push(t);
+            }
         }
     }
 }

@@ -133,6 +133,7 @@ pub fn parse_header(include_dirs: &[PathBuf], headers: &[String]) -> Result<Head
         types,
         constants,
         idl,
+        by_name: Default::default(),
     })
 }
 

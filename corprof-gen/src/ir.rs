@@ -170,6 +170,10 @@ pub struct Header {
     /// From the IDL beside an entry header (`corprof.idl`), each interface method parameter's
     /// attributes by [`crate::idl::key`], where its counts name parameters the header declares.
     pub idl: std::collections::HashMap<String, crate::idl::IdlParam>,
+    /// Each interface's index by name (the first of a name), built at the first lookup: a header of
+    /// many interfaces is read in time proportional to their number. `interfaces` does not change
+    /// once read.
+    pub(crate) by_name: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
 }
 
 /// A named type of the header, as `corprof-gen diff` shows and compares it.
@@ -301,7 +305,10 @@ fn has_decimal_literal(text: &str) -> bool {
 
 impl Header {
     pub fn interface(&self, name: &str) -> Option<&Interface> {
-        self.interfaces.iter().find(|i| i.name == name)
+        let index = self.by_name.get_or_init(|| first_of_each_name(self.interfaces.iter().map(|i| i.name.as_str())));
+        let found = index.get(name).and_then(|&at| self.interfaces.get(at));
+        debug_assert!(found.is_none_or(|i| i.name == name), "Header::interfaces changed after a lookup");
+        found
     }
 
     /// The interface followed by its bases, most derived first (IUnknown not included).
@@ -319,6 +326,15 @@ impl Header {
     pub fn is_callback(&self, iface: &Interface) -> bool {
         self.chain(iface).last().is_some_and(|root| root.name == CALLBACK_ROOT)
     }
+}
+
+/// Each name's first index among `names`.
+pub(crate) fn first_of_each_name<'a>(names: impl Iterator<Item = &'a str>) -> std::collections::HashMap<String, usize> {
+    let mut index = std::collections::HashMap::new();
+    for (at, name) in names.enumerate() {
+        index.entry(name.to_owned()).or_insert(at);
+    }
+    index
 }
 
 /// The root of the callback family; every version derives from it.

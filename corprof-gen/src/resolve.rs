@@ -13,6 +13,51 @@ mod docs;
 #[derive(Clone, Debug)]
 pub struct Api {
     pub interfaces: Vec<ApiInterface>,
+    /// Each interface's index by name, and its family's root and depth (see [`Lineage`]).
+    lineage: Lineage,
+}
+
+/// Each interface's index by name (the first of a name), its chain's length and its chain's
+/// root, made once: the domain rules below ask them per interface and per parameter, and a
+/// search of every interface each time made a header of a few thousand interfaces take minutes.
+#[derive(Clone, Debug, Default)]
+struct Lineage {
+    by_name: std::collections::HashMap<String, usize>,
+    /// Per interface: the length of [`Api::chain`] from it, and the index of its first (the root).
+    depth_root: Vec<(usize, usize)>,
+}
+
+impl Lineage {
+    fn of(interfaces: &[ApiInterface]) -> Lineage {
+        let by_name = crate::ir::first_of_each_name(interfaces.iter().map(|i| i.ir.name.as_str()));
+        let base = |at: usize| interfaces[at].ir.base.as_deref().and_then(|b| by_name.get(b).copied());
+        let mut depth_root: Vec<Option<(usize, usize)>> = vec![None; interfaces.len()];
+        for start in 0..interfaces.len() {
+            // Up the bases to one already known, the root, or (no compiled header has one) a
+            // cycle, which ends the chain as `Api::chain` ends it.
+            let mut path: Vec<usize> = Vec::new();
+            let mut on_path = std::collections::HashSet::new();
+            let mut cur = Some(start);
+            let mut known = None;
+            while let Some(at) = cur {
+                if let Some(k) = depth_root[at] {
+                    known = Some(k);
+                    break;
+                }
+                if !on_path.insert(at) {
+                    break;
+                }
+                path.push(at);
+                cur = base(at);
+            }
+            let (mut depth, root) = known.unwrap_or((0, *path.last().unwrap_or(&start)));
+            for &at in path.iter().rev() {
+                depth += 1;
+                depth_root[at] = Some((depth, root));
+            }
+        }
+        Lineage { by_name, depth_root: depth_root.into_iter().map(|d| d.unwrap_or((1, 0))).collect() }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -66,17 +111,29 @@ pub struct ApiParam {
 /// The domain rules over the resolved API, each in one place: later stages ask these instead of
 /// re-deriving them.
 impl Api {
+    /// The resolved interfaces, in header order.
+    pub fn new(interfaces: Vec<ApiInterface>) -> Api {
+        let lineage = Lineage::of(&interfaces);
+        Api { interfaces, lineage }
+    }
+
+    fn index_of(&self, name: &str) -> Option<usize> {
+        self.lineage.by_name.get(name).copied()
+    }
+
     pub fn interface(&self, name: &str) -> Option<&ApiInterface> {
-        self.interfaces.iter().find(|i| i.ir.name == name)
+        self.index_of(name).map(|at| &self.interfaces[at])
     }
 
     /// `name` and the bases this header declares, root first (IUnknown is not in it).
     pub fn chain(&self, name: &str) -> Vec<&ApiInterface> {
         let mut chain: Vec<&ApiInterface> = Vec::new();
-        let mut cur = self.interface(name);
-        while let Some(i) = cur.filter(|i| !chain.iter().any(|c| c.ir.name == i.ir.name)) {
+        let mut seen = std::collections::HashSet::new();
+        let mut cur = self.index_of(name);
+        while let Some(at) = cur.filter(|&at| seen.insert(at)) {
+            let i = &self.interfaces[at];
             chain.push(i);
-            cur = i.ir.base.as_deref().and_then(|b| self.interface(b));
+            cur = i.ir.base.as_deref().and_then(|b| self.index_of(b));
         }
         chain.reverse();
         chain
@@ -84,12 +141,17 @@ impl Api {
 
     /// The root of `name`'s family (`ICorProfilerInfo` for `ICorProfilerInfo12`).
     pub fn family_root<'a>(&'a self, name: &'a str) -> &'a str {
-        self.chain(name).first().map_or(name, |i| i.ir.name.as_str())
+        match self.index_of(name) {
+            Some(at) => &self.interfaces[self.lineage.depth_root[at].1].ir.name,
+            None => name,
+        }
     }
 
-    /// The longest chain among `members`: a family's versions, root first, newest last.
+    /// The longest chain among `members`: a family's versions, root first, newest last (the
+    /// last member of the greatest depth).
     fn longest_chain<'a>(&'a self, members: impl Iterator<Item = &'a ApiInterface>) -> Vec<&'a ApiInterface> {
-        members.map(|i| self.chain(&i.ir.name)).max_by_key(Vec::len).unwrap_or_default()
+        let depth = |i: &ApiInterface| self.index_of(&i.ir.name).map_or(0, |at| self.lineage.depth_root[at].0);
+        members.max_by_key(|i| depth(i)).map(|i| self.chain(&i.ir.name)).unwrap_or_default()
     }
 
     /// The callback versions, root first: the vtable order of the profiler object.
@@ -99,21 +161,17 @@ impl Api {
 
     /// Each family that gets a safe wrapper, with its versions root first, in declaration order.
     pub fn wrapper_families(&self) -> Vec<Vec<&ApiInterface>> {
-        let mut roots: Vec<&str> = Vec::new();
+        // Each family's members, the families in the order their first member is declared.
+        let mut families: Vec<Vec<&ApiInterface>> = Vec::new();
+        let mut family_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for i in self.interfaces.iter().filter(|i| i.gets_wrapper()) {
-            let r = self.family_root(&i.ir.name);
-            if !roots.contains(&r) {
-                roots.push(r);
-            }
+            let at = *family_of.entry(self.family_root(&i.ir.name)).or_insert_with(|| {
+                families.push(Vec::new());
+                families.len() - 1
+            });
+            families[at].push(i);
         }
-        roots
-            .into_iter()
-            .map(|r| {
-                self.longest_chain(
-                    self.interfaces.iter().filter(|i| i.gets_wrapper() && self.family_root(&i.ir.name) == r),
-                )
-            })
-            .collect()
+        families.into_iter().map(|members| self.longest_chain(members.into_iter())).collect()
     }
 }
 
@@ -251,7 +309,7 @@ pub fn resolve(header: &Header, ann: &Annotations) -> Result<(Api, Errors), Erro
         );
     }
     errors.check()?;
-    Ok((Api { interfaces }, errors))
+    Ok((Api::new(interfaces), errors))
 }
 
 /// `ICorProfilerCallback12` → `ICorProfilerCallback`: entries for a later (or earlier) version of

@@ -110,14 +110,19 @@ fn document_items(items: &mut [syn::Item], header: &Header) {
         let text = format!(" {text}");
         syn::parse_quote!(#[doc = #text])
     };
-    let shape = |name: &str| header.types.iter().find(|t| t.name == name).map(|t| t.shape.clone());
-    let value = |name: &str| {
-        header
-            .constants
-            .iter()
-            .find(|c| c.name == name)
-            .map(|c| if c.hex { format!("{:#x}", c.value) } else { c.value.to_string() })
-    };
+    // Tables, not searches per item: a header of many declarations takes time in proportion to
+    // their number. The first of a name wins, as a search would find it.
+    let mut shapes = std::collections::HashMap::new();
+    for t in &header.types {
+        shapes.entry(t.name.as_str()).or_insert(t.shape.as_str());
+    }
+    let mut values = std::collections::HashMap::new();
+    for c in &header.constants {
+        values.entry(c.name.as_str()).or_insert(c);
+    }
+    let shape = |name: &str| shapes.get(name).map(|s| s.to_string());
+    let value =
+        |name: &str| values.get(name).map(|c| if c.hex { format!("{:#x}", c.value) } else { c.value.to_string() });
     for item in items.iter_mut() {
         match item {
             syn::Item::Struct(s) => {
@@ -220,24 +225,35 @@ fn justify_zeroed_defaults(items: &mut Vec<syn::Item>, zeroable: &[ZeroableType]
 /// The header's enums that bindgen emitted as newtype structs, with the constants of their
 /// `impl` blocks.
 fn enum_types(items: &[syn::Item], header: &Header) -> Vec<EnumType> {
-    let mut out: Vec<EnumType> = Vec::new();
-    for e in &header.enums {
-        let is_struct = items.iter().any(|i| matches!(i, syn::Item::Struct(st) if st.ident == e.name));
-        if !is_struct || out.iter().any(|o| o.name == e.name) {
-            continue;
-        }
-        let mut consts = Vec::new();
-        for item in items {
-            let syn::Item::Impl(imp) = item else { continue };
-            if !matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.is_ident(&e.name)) || imp.trait_.is_some() {
-                continue;
+    // The items read once into tables (an enum looked up in all items each was quadratic in a
+    // header of many enums): the structs' names, and each type's inherent impl constants.
+    let mut structs = HashSet::new();
+    let mut impl_consts: HashMap<String, Vec<String>> = HashMap::new();
+    for item in items {
+        match item {
+            syn::Item::Struct(st) => {
+                structs.insert(st.ident.to_string());
             }
-            for ii in &imp.items {
-                if let syn::ImplItem::Const(c) = ii {
-                    consts.push(c.ident.to_string());
+            syn::Item::Impl(imp) if imp.trait_.is_none() => {
+                let syn::Type::Path(p) = &*imp.self_ty else { continue };
+                let Some(ident) = p.path.get_ident() else { continue };
+                let consts = impl_consts.entry(ident.to_string()).or_default();
+                for ii in &imp.items {
+                    if let syn::ImplItem::Const(c) = ii {
+                        consts.push(c.ident.to_string());
+                    }
                 }
             }
+            _ => {}
         }
+    }
+    let mut out: Vec<EnumType> = Vec::new();
+    let mut seen = HashSet::new();
+    for e in &header.enums {
+        if !structs.contains(&e.name) || !seen.insert(e.name.as_str()) {
+            continue;
+        }
+        let consts = impl_consts.get(&e.name).cloned().unwrap_or_default();
         let short = short_names(&e.name, &consts);
         out.push(EnumType { name: e.name.clone(), flags: e.flags, consts, short });
     }
@@ -263,10 +279,14 @@ fn hidden_artifact(s: &syn::ItemStruct) -> bool {
 ///   `COR_PRF_HIGH_ADD_ASSEMBLY_REFERENCES` → `COR_PRF_HIGH_MONITOR::ADD_ASSEMBLY_REFERENCES`.
 fn short_names(ty: &str, consts: &[String]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    let add = |rest: &str, c: &String, out: &mut Vec<(String, String)>| {
+    // Sets, not searches: an enum of many enumerators takes time in proportion to their number.
+    let names: HashSet<&str> = consts.iter().map(String::as_str).collect();
+    let mut shorts: HashSet<String> = HashSet::new();
+    let mut add = |rest: &str, c: &String, out: &mut Vec<(String, String)>| {
         let starts_well = rest.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_');
-        let taken = consts.iter().any(|o| o == rest) || out.iter().any(|(s, _)| s == rest);
+        let taken = names.contains(rest) || shorts.contains(rest);
         if starts_well && !taken && syn::parse_str::<syn::Ident>(rest).is_ok() {
+            shorts.insert(rest.to_string());
             out.push((rest.to_string(), c.clone()));
         }
     };
@@ -519,6 +539,77 @@ fn zeroable(
     }
 }
 
+/// A regular expression matching exactly `names` (identifiers), written as their prefix tree:
+/// `I(A|B(Vtbl)?)`. bindgen tests every type against it with a matcher whose work per character
+/// grows with the alternatives open at once; a flat `A|B|…` of every interface made a header of a
+/// few thousand interfaces take minutes, the tree keeps the alternatives at one character's.
+fn trie_regex(names: &[String]) -> String {
+    // The tree in one vector (children by index), walked with a stack of its own: a name of any
+    // length nests no Rust call or drop.
+    #[derive(Default)]
+    struct Node {
+        end: bool,
+        next: std::collections::BTreeMap<char, usize>,
+    }
+    let mut nodes = vec![Node::default()];
+    for name in names {
+        let mut at = 0;
+        for c in name.chars() {
+            let fresh = nodes.len();
+            at = match nodes[at].next.get(&c) {
+                Some(&child) => child,
+                None => {
+                    nodes[at].next.insert(c, fresh);
+                    nodes.push(Node::default());
+                    fresh
+                }
+            };
+        }
+        nodes[at].end = true;
+    }
+    enum Step {
+        Node(usize),
+        Text(&'static str),
+        Char(char),
+    }
+    let mut out = String::new();
+    let mut stack = vec![Step::Node(0)];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Text(text) => out.push_str(text),
+            Step::Char(c) => {
+                if "\\.+*?()|[]{}^$".contains(c) {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            Step::Node(at) => {
+                // The children as alternatives (each first character once), optional when a
+                // name ends here; pushed last first.
+                let node = &nodes[at];
+                if node.next.is_empty() {
+                    continue;
+                }
+                let group = node.next.len() > 1 || node.end;
+                if group {
+                    stack.push(Step::Text(if node.end { ")?" } else { ")" }));
+                }
+                for (i, (&c, &child)) in node.next.iter().enumerate().rev() {
+                    stack.push(Step::Node(child));
+                    stack.push(Step::Char(c));
+                    if i > 0 {
+                        stack.push(Step::Text("|"));
+                    }
+                }
+                if group {
+                    stack.push(Step::Text("(?:"));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn escape(path: &Path) -> String {
     let mut out = String::new();
     for c in path.display().to_string().chars() {
@@ -538,8 +629,8 @@ pub fn generate(
     header: &Header,
 ) -> Result<Types, Errors> {
     let include_dir = include_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
-    let mut blocked: Vec<String> = interfaces.iter().map(|i| format!("{i}(Vtbl)?")).collect();
-    blocked.extend(["IUnknown(Vtbl)?", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
+    let mut blocked: Vec<String> = interfaces.iter().flat_map(|i| [i.to_string(), format!("{i}Vtbl")]).collect();
+    blocked.extend(["IUnknown", "IUnknownVtbl", "_GUID", "GUID", "IID", "CLSID"].map(String::from));
     let builder = bindgen::Builder::default()
         .header_contents(&include_dir.join(UMBRELLA).display().to_string(), &umbrella(headers))
         // C++ mode, as the interface walk: cor.h declares its interfaces only in C++ form.
@@ -548,7 +639,7 @@ pub fn generate(
         .ignore_methods()
         .allowlist_file(format!("({})/.*", include_dirs.iter().map(|d| escape(d)).collect::<Vec<_>>().join("|")))
         .allowlist_file(format!("{}/.*", escape(&prelude_dir())))
-        .blocklist_type(format!("^({})$", blocked.join("|")))
+        .blocklist_type(format!("^{}$", trie_regex(&blocked)))
         .blocklist_item("^(IID_.*|CLSID_.*|__MIDL_itf_.*|CORPROF_.*_H)$")
         // Newtypes keep unknown values (a newer runtime's) representable; only flag enums get
         // the bit operators.
@@ -580,6 +671,18 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocked_names_are_one_prefix_tree() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(trie_regex(&names(&["IA", "IAVtbl", "IB", "GUID", "_GUID"])), "(?:GUID|I(?:A(?:Vtbl)?|B)|_GUID)");
+        assert_eq!(trie_regex(&names(&["IA"])), "IA");
+        assert_eq!(trie_regex(&names(&["A", "AB", "AC"])), "A(?:B|C)?");
+        assert_eq!(trie_regex(&names(&["a.b"])), "a\\.b");
+        // A name of any length nests no call: no stack to run out of.
+        let long = "I".repeat(1 << 20);
+        assert_eq!(trie_regex(&[long.clone(), format!("{long}Vtbl")]).len(), long.len() + "(?:Vtbl)?".len());
+    }
 
     fn names(ty: &str, consts: &[&str]) -> Vec<(String, String)> {
         short_names(ty, &consts.iter().map(|c| c.to_string()).collect::<Vec<_>>())

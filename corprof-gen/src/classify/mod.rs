@@ -489,7 +489,7 @@ mod tests {
             let e = refused(p);
             assert!(e.contains("can be lent for the callback (the parameter is `") && e.contains(ty), "{e}");
         }
-        let api = crate::resolve::Api { interfaces: vec![] };
+        let api = crate::resolve::Api::new(vec![]);
         let call = method(named("HRESULT"), vec![param("objectId", named("ObjectID"), spec(Direction::In, live))]);
         let e = call::classify_call(&api, "I", &call).map(|_| ()).expect_err("refused").to_string();
         assert!(e.contains("`live` on `objectId` of I::M: only callback parameters are lent"), "{e}");
@@ -500,7 +500,7 @@ mod tests {
     #[test]
     fn every_call_shape_has_its_kind() {
         use call::{CallKind, CallReturn, classify_call};
-        let api = crate::resolve::Api { interfaces: vec![] };
+        let api = crate::resolve::Api::new(vec![]);
         let ulong_ptr = || ptr(named("ULONG"), false);
         let void_ptr = || ptr(CType::Void, false);
         let m = method(
@@ -586,7 +586,7 @@ mod tests {
     #[test]
     fn calls_return_what_the_header_and_s_false_say() {
         use call::{CallReturn, classify_call};
-        let api = crate::resolve::Api { interfaces: vec![] };
+        let api = crate::resolve::Api::new(vec![]);
         let ret = |ret: CType, s_false: Option<&str>| {
             let mut m = method(ret, vec![]);
             m.s_false = s_false.map(String::from);
@@ -601,7 +601,7 @@ mod tests {
     #[test]
     fn calls_refuse_shapes_a_wrapper_cannot_take() {
         use call::classify_call;
-        let api = crate::resolve::Api { interfaces: vec![] };
+        let api = crate::resolve::Api::new(vec![]);
         let refused = |ret: CType, params: Vec<ApiParam>| match classify_call(&api, "I", &method(ret, params)) {
             Ok(kinds) => panic!("accepted as {kinds:?}"),
             Err(e) => e.to_string(),
@@ -677,7 +677,7 @@ mod tests {
             docs: None,
             answered_by: None,
         };
-        let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
+        let (kinds, _) = classify_call(&crate::resolve::Api::new(vec![]), "I", &m).unwrap();
         let contracts: Vec<FnContract> = kinds
             .iter()
             .map(|k| match k {
@@ -716,7 +716,7 @@ mod tests {
             docs: None,
             answered_by: None,
         };
-        let (kinds, _) = classify_call(&crate::resolve::Api { interfaces: vec![] }, "I", &m).unwrap();
+        let (kinds, _) = classify_call(&crate::resolve::Api::new(vec![]), "I", &m).unwrap();
         assert_eq!(
             kinds,
             [
@@ -780,7 +780,7 @@ mod tests {
     #[test]
     fn callbacks_and_calls_hide_the_same_counts() {
         use call::{CallKind, classify_call};
-        let api = crate::resolve::Api { interfaces: vec![] };
+        let api = crate::resolve::Api::new(vec![]);
         let ulong_ptr = || ptr(named("ULONG"), false);
         let m = method(
             named("HRESULT"),

@@ -1009,7 +1009,7 @@ mod tests {
             safe: true,
             methods: vec![method],
         };
-        let api = Api { interfaces: vec![iface] };
+        let api = Api::new(vec![iface]);
         let e = wrappers_view(&api, &quote!(crate), &HashMap::new()).err().expect("refused").to_string();
         assert!(e.contains("generator bug: IFixInfo::SetFlags makes Rust from names that are not Rust"), "{e}");
         assert!(e.contains("flag type `COR PRF` is not a Rust identifier"), "{e}");
