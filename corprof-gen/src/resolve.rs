@@ -12,6 +12,7 @@ mod docs;
 
 #[derive(Clone, Debug)]
 pub struct Api {
+    /// In header order; made by [`Api::new`] and not changed after (the lineage indexes it).
     pub interfaces: Vec<ApiInterface>,
     /// Each interface's index by name, and its family's root and depth (see [`Lineage`]).
     lineage: Lineage,
@@ -122,7 +123,9 @@ impl Api {
     }
 
     pub fn interface(&self, name: &str) -> Option<&ApiInterface> {
-        self.index_of(name).map(|at| &self.interfaces[at])
+        let found = self.index_of(name).map(|at| &self.interfaces[at]);
+        debug_assert!(found.is_none_or(|i| i.ir.name == name), "Api::interfaces changed after Api::new");
+        found
     }
 
     /// `name` and the bases this header declares, root first (IUnknown is not in it).
@@ -782,6 +785,46 @@ mod tests {
     fn iface(name: &str) -> ApiInterface {
         let ir = Interface { name: name.into(), iid: String::new(), base: None, methods: vec![], loc: Loc::default() };
         ApiInterface { ir, is_callback: false, safe: true, methods: vec![] }
+    }
+
+    fn derived(name: &str, base: &str) -> ApiInterface {
+        let mut i = iface(name);
+        i.ir.base = Some(base.into());
+        i
+    }
+
+    /// Families and chains from the lineage made once, as the searches they replaced gave them:
+    /// declaration order, the root first, the deepest chain (the last of equal ones), a base the
+    /// header does not declare ending a chain, and a cycle (which no compiled header has) ending
+    /// it without hanging.
+    #[test]
+    fn families_roots_and_chains_come_from_the_bases() {
+        let api = Api::new(vec![
+            iface("IA"),
+            derived("IB", "IUnknown"),
+            derived("IA2", "IA"),
+            derived("IA3", "IA2"),
+            derived("IB2", "IB"),
+            derived("IA2b", "IA"),
+            derived("IC", "ID"),
+            derived("ID", "IC"),
+        ]);
+        let names = |v: &[&ApiInterface]| v.iter().map(|i| i.ir.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&api.chain("IA3")), ["IA", "IA2", "IA3"]);
+        assert_eq!(api.family_root("IA3"), "IA");
+        assert_eq!(api.family_root("IA2b"), "IA");
+        assert_eq!(api.family_root("IB2"), "IB");
+        assert_eq!(api.family_root("INone"), "INone");
+        assert_eq!(api.interface("IB2").map(|i| i.ir.name.as_str()), Some("IB2"));
+        assert!(api.interface("IUnknown").is_none());
+        let families: Vec<Vec<String>> = api.wrapper_families().iter().map(|f| names(f)).collect();
+        assert_eq!(families[..2], [vec!["IA", "IA2", "IA3"], vec!["IB", "IB2"]]);
+        // The cycle: one family, each chain ending where it would revisit.
+        assert_eq!(names(&api.chain("IC")), ["ID", "IC"]);
+        assert_eq!(families.len(), 3, "{families:?}");
+        // Of two chains of one length, the last declared.
+        let tie = Api::new(vec![iface("IX"), derived("IX2", "IX"), derived("IX2b", "IX")]);
+        assert_eq!(names(&tie.wrapper_families()[0]), ["IX", "IX2b"]);
     }
 
     /// The former homes of the version number: resolve read it from the name

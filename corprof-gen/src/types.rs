@@ -540,7 +540,7 @@ fn zeroable(
 }
 
 /// A regular expression matching exactly `names` (identifiers), written as their prefix tree:
-/// `I(A|B(Vtbl)?)`. bindgen tests every type against it with a matcher whose work per character
+/// `I(?:A|B(?:Vtbl)?)`. bindgen tests every type against it with a matcher whose work per character
 /// grows with the alternatives open at once; a flat `A|B|…` of every interface made a header of a
 /// few thousand interfaces take minutes, the tree keeps the alternatives at one character's.
 fn trie_regex(names: &[String]) -> String {
@@ -568,22 +568,19 @@ fn trie_regex(names: &[String]) -> String {
         nodes[at].end = true;
     }
     enum Step {
-        Node(usize),
+        /// A node, inside this many groups.
+        Node(usize, usize),
         Text(&'static str),
         Char(char),
     }
     let mut out = String::new();
-    let mut stack = vec![Step::Node(0)];
+    let mut deepest = 0;
+    let mut stack = vec![Step::Node(0, 0)];
     while let Some(step) = stack.pop() {
         match step {
             Step::Text(text) => out.push_str(text),
-            Step::Char(c) => {
-                if "\\.+*?()|[]{}^$".contains(c) {
-                    out.push('\\');
-                }
-                out.push(c);
-            }
-            Step::Node(at) => {
+            Step::Char(c) => push_escaped(&mut out, c),
+            Step::Node(at, depth) => {
                 // The children as alternatives (each first character once), optional when a
                 // name ends here; pushed last first.
                 let node = &nodes[at];
@@ -591,11 +588,13 @@ fn trie_regex(names: &[String]) -> String {
                     continue;
                 }
                 let group = node.next.len() > 1 || node.end;
+                let inner = depth + usize::from(group);
+                deepest = deepest.max(inner);
                 if group {
                     stack.push(Step::Text(if node.end { ")?" } else { ")" }));
                 }
                 for (i, (&c, &child)) in node.next.iter().enumerate().rev() {
-                    stack.push(Step::Node(child));
+                    stack.push(Step::Node(child, inner));
                     stack.push(Step::Char(c));
                     if i > 0 {
                         stack.push(Step::Text("|"));
@@ -607,18 +606,41 @@ fn trie_regex(names: &[String]) -> String {
             }
         }
     }
+    if deepest > MAX_REGEX_NESTING {
+        // Names that are prefixes of one another, dozens deep: the tree would nest past what the
+        // regex parser takes. The flat alternation nests nothing (and is slow).
+        let mut flat = String::from("(?:");
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                flat.push('|');
+            }
+            name.chars().for_each(|c| push_escaped(&mut flat, c));
+        }
+        flat.push(')');
+        return flat;
+    }
     out
 }
+
+/// How deep [`trie_regex`] nests groups at most. The `regex` crate's parser allows 250 levels of
+/// its syntax tree, and each `(?:…)?` within a concatenation takes three: 83 such groups parse, 84
+/// do not (measured with regex 1.x, bindgen's).
+const MAX_REGEX_NESTING: usize = 64;
 
 fn escape(path: &Path) -> String {
     let mut out = String::new();
     for c in path.display().to_string().chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
+        push_escaped(&mut out, c);
     }
     out
+}
+
+/// `c` as a regular expression matching it.
+fn push_escaped(out: &mut String, c: char) {
+    if "\\.+*?()|[]{}^$".contains(c) {
+        out.push('\\');
+    }
+    out.push(c);
 }
 
 /// bindgen's output for the types declared in the header folder and the prelude.
@@ -682,6 +704,23 @@ mod tests {
         // A name of any length nests no call: no stack to run out of.
         let long = "I".repeat(1 << 20);
         assert_eq!(trie_regex(&[long.clone(), format!("{long}Vtbl")]).len(), long.len() + "(?:Vtbl)?".len());
+        // Names each the prefix of the next would nest a group per name: past the regex parser's
+        // limit they are a flat alternation.
+        let chain: Vec<String> = (1..=MAX_REGEX_NESTING + 2).map(|n| "A".repeat(n)).collect();
+        let flat = trie_regex(&chain);
+        assert_eq!(flat, format!("(?:{})", chain.join("|")));
+        let nested = trie_regex(&chain[..=MAX_REGEX_NESTING]);
+        assert_eq!(nested.matches("(?:").count(), MAX_REGEX_NESTING, "{nested}");
+        // Each parses, as bindgen's set of one anchored pattern, and matches its names only.
+        let mut mixed = names(&["ICorProfilerInfo", "ICorProfilerInfoVtbl", "ICorProfilerInfo2", "GUID", "_GUID"]);
+        mixed.extend(chain.iter().take(MAX_REGEX_NESTING + 1).cloned());
+        for set in [chain.clone(), chain[..=MAX_REGEX_NESTING].to_vec(), mixed] {
+            let re = regex::RegexSet::new([format!("^{}$", trie_regex(&set))]).expect("the regex parses");
+            assert!(set.iter().all(|n| re.is_match(n)));
+            for other in ["ICorProfilerInfo3", "ICorProfiler", "GUIDs", "B", &"A".repeat(MAX_REGEX_NESTING + 3), ""] {
+                assert!(!re.is_match(other), "{other}");
+            }
+        }
     }
 
     fn names(ty: &str, consts: &[&str]) -> Vec<(String, String)> {
